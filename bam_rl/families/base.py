@@ -1,0 +1,337 @@
+"""Natural-parameter beliefs and the base class of every conjugate family.
+
+A conjugate exponential family is handled entirely in one linear coordinate system: a
+*belief* (prior or posterior over θ) and the *sufficient statistics* of a datum ``D_j`` live
+in the same space, so
+
+* the BAM prior for readout weights ``w`` is ``η0 + Σ_j w_j s_j`` (:meth:`NaturalParams.__add__`,
+  :meth:`NaturalParams.__mul__`, :meth:`NaturalParams.weighted_sum`),
+* the posterior after ``D`` is ``η + s``,
+* the log marginal likelihood is ``log p(D | η) = A(η + s) − A(η) + log h(D)``, ``A`` the
+  log-normaliser of the belief and ``log h(D)`` the data's base measure (carried by the
+  statistics in :attr:`NaturalParams.log_h`),
+* ``KL(p ‖ q)`` is the Bregman divergence of ``A``:
+  ``A(η_q) − A(η_p) − ⟨η_q − η_p, ∇A(η_p)⟩``.
+
+The coordinates of a family need only be an affine image of the canonical natural parameters
+(for example ``(α, β)`` for a Beta instead of ``(α − 1, β − 1)``): sums, the Bregman form and
+the gradient identity ``∂/∂w_j log p(D_t | η(w)) = ⟨s_j, ∇A(η(w) + s_t) − ∇A(η(w))⟩`` are all
+invariant under such a change of coordinates.
+
+Every evaluation is batched over the leading axes of a :class:`NaturalParams`; a family's
+``field_shapes`` give the trailing (event) shape of each field.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from bam_rl._validation import as_float_array
+
+Fields = dict[str, np.ndarray]
+
+
+class NaturalParams:
+    """Natural parameters of a belief, or sufficient statistics of data, for one family.
+
+    Instances are immutable by convention: every operation returns a new object.
+
+    Attributes:
+        family: The :class:`ConjugateFamily` these parameters belong to.
+        fields: Arrays of shape ``batch_shape + family.field_shapes[name]``.
+        log_h: Log base measure ``log h(D)`` of the data summarised, shape ``batch_shape``.
+            Zero for beliefs built from the prior alone; it adds like the fields.
+    """
+
+    __slots__ = ("family", "fields", "log_h")
+
+    def __init__(self, family: ConjugateFamily, fields: Mapping[str, Any], log_h: Any = 0.0):
+        self.family = family
+        self.fields: Fields = {name: np.asarray(fields[name], dtype=np.float64)
+                               for name in family.field_shapes}
+        batch = self.batch_shape
+        self.log_h = np.broadcast_to(np.asarray(log_h, dtype=np.float64), batch)
+
+    # ------------------------------------------------------------------ shape
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        """Leading shape shared by every field (``()`` for a single belief or datum)."""
+        shapes = []
+        for name, event in self.family.field_shapes.items():
+            shape = self.fields[name].shape
+            cut = len(shape) - len(event)
+            if cut < 0 or shape[cut:] != tuple(event):
+                raise ValueError(
+                    f"field {name!r} has shape {shape}, expected (..., {', '.join(map(str, event))})"
+                )
+            shapes.append(shape[:cut])
+        return np.broadcast_shapes(*shapes)
+
+    def __len__(self) -> int:
+        shape = self.batch_shape
+        if not shape:
+            raise TypeError("len() of an unbatched NaturalParams")
+        return shape[0]
+
+    def __getitem__(self, index: Any) -> NaturalParams:
+        batch = self.batch_shape
+        if not batch:
+            raise IndexError("cannot index an unbatched NaturalParams")
+        fields = {}
+        for name, event in self.family.field_shapes.items():
+            full = np.broadcast_to(self.fields[name], batch + tuple(event))
+            fields[name] = full[index]
+        return NaturalParams(self.family, fields, np.broadcast_to(self.log_h, batch)[index])
+
+    def broadcast_to(self, batch_shape: tuple[int, ...]) -> NaturalParams:
+        """Returns a view broadcast to ``batch_shape`` (no copy)."""
+        fields = {name: np.broadcast_to(self.fields[name], tuple(batch_shape) + tuple(event))
+                  for name, event in self.family.field_shapes.items()}
+        return NaturalParams(self.family, fields, np.broadcast_to(self.log_h, batch_shape))
+
+    # ------------------------------------------------------------- arithmetic
+    def _check_compatible(self, other: NaturalParams) -> None:
+        if not isinstance(other, NaturalParams):
+            raise ValueError(f"expected NaturalParams, got {type(other).__name__}")
+        self.family.check_compatible(other.family)
+
+    def __add__(self, other: NaturalParams) -> NaturalParams:
+        self._check_compatible(other)
+        fields = {name: self.fields[name] + other.fields[name] for name in self.fields}
+        return NaturalParams(self.family, fields, self.log_h + other.log_h)
+
+    def __mul__(self, weight: Any) -> NaturalParams:
+        """Tempers by a non-negative scalar or a per-batch array of weights."""
+        weight = as_float_array("weight", weight)
+        if np.any(weight < 0):
+            raise ValueError(f"weight must be >= 0, got {weight!r}")
+        fields = {}
+        for name, event in self.family.field_shapes.items():
+            w = weight.reshape(weight.shape + (1,) * len(event))
+            fields[name] = w * self.fields[name]
+        return NaturalParams(self.family, fields, weight * self.log_h)
+
+    __rmul__ = __mul__
+
+    def sum(self, axis: int = 0) -> NaturalParams:
+        """Adds the statistics along one batch axis (e.g. merges data into one datum)."""
+        batch = self.batch_shape
+        if not batch:
+            return self
+        axis = axis % len(batch)
+        fields = {name: np.broadcast_to(self.fields[name], batch + tuple(event)).sum(axis=axis)
+                  for name, event in self.family.field_shapes.items()}
+        return NaturalParams(self.family, fields, np.broadcast_to(self.log_h, batch).sum(axis))
+
+    def weighted_sum(self, weights: Any) -> NaturalParams:
+        """Returns ``Σ_j weights[..., j] · self[j]`` for a batch of ``m`` statistics.
+
+        Args:
+            weights: Array of shape ``(..., m)`` with entries in [0, 1]; one weight vector per
+                leading index, so many candidate readouts are formed in one call.
+
+        Returns:
+            NaturalParams with batch shape ``weights.shape[:-1]`` (no base prior added).
+        """
+        batch = self.batch_shape
+        if len(batch) != 1:
+            raise ValueError(f"weighted_sum needs a batch of shape (m,), got {batch}")
+        weights = as_float_array("weights", weights)
+        if weights.ndim == 0 or weights.shape[-1] != batch[0]:
+            raise ValueError(f"weights must have shape (..., {batch[0]}), got {weights.shape}")
+        if np.any((weights < 0) | (weights > 1)):
+            raise ValueError("weights must lie in [0, 1]")
+        fields = {}
+        for name, event in self.family.field_shapes.items():
+            stacked = np.broadcast_to(self.fields[name], batch + tuple(event))
+            fields[name] = np.tensordot(weights, stacked, axes=([-1], [0]))
+        return NaturalParams(self.family, fields, weights @ np.broadcast_to(self.log_h, batch))
+
+    def inner(self, gradient: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Pairs these statistics with a gradient of ``A``: ``Σ_fields ⟨self, gradient⟩``."""
+        total = 0.0
+        for name, event in self.family.field_shapes.items():
+            product = self.fields[name] * gradient[name]
+            if event:
+                product = product.sum(axis=tuple(range(-len(event), 0)))
+            total = total + product
+        return np.asarray(total)
+
+    # ------------------------------------------------------------ conveniences
+    @property
+    def mean(self) -> np.ndarray:
+        """Posterior mean of θ under this belief (batched)."""
+        return self.family.mean(self)
+
+    @property
+    def variance(self) -> np.ndarray:
+        """Posterior variance of θ (element-wise) under this belief (batched)."""
+        return self.family.variance(self)
+
+    def copy(self) -> NaturalParams:
+        return NaturalParams(self.family, {k: v.copy() for k, v in self.fields.items()},
+                             self.log_h.copy())
+
+    def allclose(self, other: NaturalParams, rtol: float = 1e-10, atol: float = 1e-12) -> bool:
+        """True when every field matches ``other`` to the given tolerances."""
+        self._check_compatible(other)
+        return all(np.allclose(self.fields[k], other.fields[k], rtol=rtol, atol=atol)
+                   for k in self.fields)
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{k}={np.array2string(v, precision=4, threshold=6)}"
+                         for k, v in self.fields.items())
+        return f"NaturalParams[{type(self.family).__name__}, batch={self.batch_shape}]({body})"
+
+
+def stack(items: Sequence[NaturalParams] | Iterable[NaturalParams]) -> NaturalParams:
+    """Stacks unbatched (or equally batched) parameters along a new leading axis."""
+    items = list(items)
+    if not items:
+        raise ValueError("items must contain at least one NaturalParams")
+    first = items[0]
+    for other in items[1:]:
+        first._check_compatible(other)
+    fields = {}
+    for name, event in first.family.field_shapes.items():
+        fields[name] = np.stack([np.broadcast_to(p.fields[name], p.batch_shape + tuple(event))
+                                 for p in items])
+    return NaturalParams(first.family, fields, np.stack([p.log_h for p in items]))
+
+
+def concatenate(items: Sequence[NaturalParams]) -> NaturalParams:
+    """Concatenates batched parameters along their leading axis."""
+    items = list(items)
+    if not items:
+        raise ValueError("items must contain at least one NaturalParams")
+    first = items[0]
+    for other in items[1:]:
+        first._check_compatible(other)
+    fields = {}
+    for name, event in first.family.field_shapes.items():
+        fields[name] = np.concatenate(
+            [np.broadcast_to(p.fields[name], p.batch_shape + tuple(event)) for p in items])
+    return NaturalParams(first.family, fields,
+                         np.concatenate([np.broadcast_to(p.log_h, p.batch_shape) for p in items]))
+
+
+class ConjugateFamily(ABC):
+    """A conjugate prior / likelihood pair handled through natural parameters.
+
+    Subclasses set :attr:`field_shapes`, build :attr:`prior` and implement
+    :meth:`stats`, :meth:`_log_partition`, :meth:`_grad_log_partition`, :meth:`mean`,
+    :meth:`variance`, :meth:`sample` and :meth:`_check_belief`. The log marginal likelihood
+    and the KL divergence follow generically (subclasses may override the KL with a closed
+    form that is cheaper or better conditioned).
+    """
+
+    #: Event shape of every natural-parameter field, in a fixed order.
+    field_shapes: dict[str, tuple[int, ...]]
+    #: The base prior p(θ).
+    prior: NaturalParams
+
+    # ------------------------------------------------------------- identity
+    def signature(self) -> tuple:
+        """What statistics depend on: families with equal signatures can mix statistics."""
+        return (type(self).__name__, tuple(self.field_shapes.items()))
+
+    def check_compatible(self, other: ConjugateFamily) -> None:
+        """Raises ``ValueError`` unless ``other`` produces statistics in the same space."""
+        if other is self:
+            return
+        if not isinstance(other, ConjugateFamily) or self.signature() != other.signature():
+            raise ValueError(
+                f"statistics of {other!r} cannot be combined with {self!r}: family or "
+                "dimension differ"
+            )
+
+    def check_params(self, params: NaturalParams, name: str = "belief") -> None:
+        """Raises ``ValueError`` unless ``params`` belongs to this family."""
+        if not isinstance(params, NaturalParams):
+            raise ValueError(f"{name} must be a NaturalParams, got {type(params).__name__}")
+        self.check_compatible(params.family)
+
+    def zeros(self, batch_shape: tuple[int, ...] = ()) -> NaturalParams:
+        """Statistics of no data (the additive identity)."""
+        fields = {name: np.zeros(tuple(batch_shape) + tuple(event))
+                  for name, event in self.field_shapes.items()}
+        return NaturalParams(self, fields)
+
+    # ---------------------------------------------------------------- maths
+    @abstractmethod
+    def stats(self, *args: Any, **kwargs: Any) -> NaturalParams:
+        """Sufficient statistics of one datum (a batch of observations)."""
+
+    @abstractmethod
+    def _log_partition(self, fields: Fields) -> np.ndarray:
+        """``A(η)`` over the batch, with the normalising constants of θ's density."""
+
+    @abstractmethod
+    def _grad_log_partition(self, fields: Fields) -> Fields:
+        """``∇A(η)`` in this family's coordinates (the mean parameters ``E[T(θ)]``)."""
+
+    @abstractmethod
+    def _check_belief(self, fields: Fields) -> None:
+        """Raises ``ValueError`` when ``fields`` is not a proper (normalisable) belief."""
+
+    @abstractmethod
+    def mean(self, belief: NaturalParams) -> np.ndarray:
+        """``E[θ]`` under ``belief``."""
+
+    @abstractmethod
+    def variance(self, belief: NaturalParams) -> np.ndarray:
+        """Element-wise ``Var[θ]`` under ``belief``."""
+
+    @abstractmethod
+    def sample(self, belief: NaturalParams, rng: np.random.Generator,
+               size: int | tuple[int, ...] | None = None) -> np.ndarray:
+        """Draws θ from ``belief`` (a single, unbatched belief)."""
+
+    def log_partition(self, belief: NaturalParams) -> np.ndarray:
+        """Log-normaliser ``A(η)`` of ``belief`` (batched)."""
+        self.check_params(belief)
+        self._check_belief(belief.fields)
+        return self._log_partition(belief.fields)
+
+    def grad_log_partition(self, belief: NaturalParams) -> Fields:
+        """``∇A(η)``, the mean parameters of ``belief`` in this family's coordinates."""
+        self.check_params(belief)
+        self._check_belief(belief.fields)
+        return self._grad_log_partition(belief.fields)
+
+    def posterior(self, belief: NaturalParams, s: NaturalParams) -> NaturalParams:
+        """Belief after observing the datum with statistics ``s``."""
+        self.check_params(s, "s")
+        return belief + s
+
+    def log_marginal(self, belief: NaturalParams, s: NaturalParams) -> np.ndarray:
+        """``log p(D | belief)`` for a datum with statistics ``s``; broadcasts over batches.
+
+        Returns a float for unbatched inputs, else an array of the broadcast batch shape.
+        """
+        self.check_params(belief)
+        self.check_params(s, "s")
+        self._check_belief(belief.fields)
+        post = belief + s
+        value = self._log_partition(post.fields) - self._log_partition(belief.fields) + s.log_h
+        return value if value.ndim else float(value)
+
+    def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray:
+        """``KL(p ‖ q)`` between beliefs, the Bregman divergence of ``A``; batched."""
+        self.check_params(p, "p")
+        self.check_params(q, "q")
+        self._check_belief(p.fields)
+        self._check_belief(q.fields)
+        grad_p = self._grad_log_partition(p.fields)
+        diff = {k: q.fields[k] - p.fields[k] for k in self.field_shapes}
+        diff_params = NaturalParams(self, diff)
+        value = (self._log_partition(q.fields) - self._log_partition(p.fields)
+                 - diff_params.inner(grad_p))
+        return value if value.ndim else float(value)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

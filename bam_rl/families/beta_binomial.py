@@ -1,0 +1,101 @@
+"""Beta prior on a success probability with Binomial observations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.special import betaln, digamma, gammaln
+
+from bam_rl._validation import check_integer_valued, check_positive
+from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
+
+
+def log_binomial_coefficient(n: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """``log C(n, k)`` for whole-number arrays."""
+    return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
+
+
+class BetaBinomial(ConjugateFamily):
+    """θ ~ Beta(alpha, beta); each observation k ~ Binomial(n, θ), n may vary.
+
+    Coordinates: ``alpha`` and ``beta`` themselves (an affine image of the canonical natural
+    parameters ``(α − 1, β − 1)``); a datum adds ``(Σk, Σ(n − k))`` and carries
+    ``log h = Σ log C(n, k)``.
+
+    Args:
+        alpha: Prior pseudo-count of successes, > 0.
+        beta: Prior pseudo-count of failures, > 0.
+
+    Example:
+        >>> model = BetaBinomial(alpha=1.0, beta=1.0)
+        >>> s = model.stats(successes=4, trials=10)
+        >>> round(model.log_marginal(model.prior, s), 6)  # uniform prior: 1 / (n + 1)
+        -2.397895
+    """
+
+    field_shapes = {"alpha": (), "beta": ()}
+
+    def __init__(self, alpha: float = 1.0, beta: float = 1.0):
+        self.alpha = float(check_positive("alpha", alpha))
+        self.beta = float(check_positive("beta", beta))
+        self.prior = NaturalParams(self, {"alpha": self.alpha, "beta": self.beta})
+
+    def __repr__(self) -> str:
+        return f"BetaBinomial(alpha={self.alpha:g}, beta={self.beta:g})"
+
+    def stats(self, successes: Any, trials: Any, *, axis: int | tuple[int, ...] | None = None
+              ) -> NaturalParams:
+        """Sufficient statistics of Binomial counts.
+
+        Args:
+            successes: Whole numbers ``k >= 0``.
+            trials: Whole numbers ``n >= k`` (broadcast against ``successes``).
+            axis: Axes summed into one datum; ``None`` (default) sums everything, ``()``
+                keeps every count as its own datum (a batch of statistics).
+
+        Raises:
+            ValueError: For negative, fractional or non-finite counts, or ``successes > trials``.
+        """
+        k = check_integer_valued("successes", successes)
+        n = check_integer_valued("trials", trials)
+        try:
+            k, n = np.broadcast_arrays(k, n)
+        except ValueError as error:
+            raise ValueError(f"successes {k.shape} and trials {n.shape} do not broadcast"
+                             ) from error
+        if np.any(k > n):
+            raise ValueError("successes must be <= trials")
+        return NaturalParams(self, {"alpha": k.sum(axis=axis), "beta": (n - k).sum(axis=axis)},
+                             log_binomial_coefficient(n, k).sum(axis=axis))
+
+    def _check_belief(self, fields: Fields) -> None:
+        if np.any(fields["alpha"] <= 0) or np.any(fields["beta"] <= 0):
+            raise ValueError("belief alpha and beta must be > 0")
+
+    def _log_partition(self, fields: Fields) -> np.ndarray:
+        return betaln(fields["alpha"], fields["beta"])
+
+    def _grad_log_partition(self, fields: Fields) -> Fields:
+        a, b = fields["alpha"], fields["beta"]
+        total = digamma(a + b)
+        return {"alpha": digamma(a) - total, "beta": digamma(b) - total}
+
+    def mean(self, belief: NaturalParams) -> np.ndarray:
+        a, b = belief.fields["alpha"], belief.fields["beta"]
+        return a / (a + b)
+
+    def variance(self, belief: NaturalParams) -> np.ndarray:
+        a, b = belief.fields["alpha"], belief.fields["beta"]
+        total = a + b
+        return a * b / (total * total * (total + 1.0))
+
+    def sample(self, belief: NaturalParams, rng: np.random.Generator,
+               size: int | tuple[int, ...] | None = None) -> np.ndarray:
+        return rng.beta(belief.fields["alpha"], belief.fields["beta"], size=size)
+
+    def predictive_sample(self, belief: NaturalParams, trials: int, rng: np.random.Generator,
+                          size: int | tuple[int, ...] | None = None) -> np.ndarray:
+        """Draws counts from the Beta-Binomial posterior predictive."""
+        theta = self.sample(belief, rng, size)
+        return rng.binomial(trials, theta)
