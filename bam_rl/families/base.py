@@ -65,9 +65,8 @@ class NaturalParams:
             shape = self.fields[name].shape
             cut = len(shape) - len(event)
             if cut < 0 or shape[cut:] != tuple(event):
-                raise ValueError(
-                    f"field {name!r} has shape {shape}, expected (..., {', '.join(map(str, event))})"
-                )
+                expected = ", ".join(map(str, event))
+                raise ValueError(f"field {name!r} has shape {shape}, expected (..., {expected})")
             shapes.append(shape[:cut])
         return np.broadcast_shapes(*shapes)
 
@@ -239,21 +238,21 @@ class ConjugateFamily(ABC):
         """What statistics depend on: families with equal signatures can mix statistics."""
         return (type(self).__name__, tuple(self.field_shapes.items()))
 
-    def check_compatible(self, other: ConjugateFamily) -> None:
+    def check_compatible(self, other: ConjugateFamily, name: str = "statistics") -> None:
         """Raises ``ValueError`` unless ``other`` produces statistics in the same space."""
         if other is self:
             return
         if not isinstance(other, ConjugateFamily) or self.signature() != other.signature():
             raise ValueError(
-                f"statistics of {other!r} cannot be combined with {self!r}: family or "
-                "dimension differ"
+                f"{name}: parameters of {other!r} cannot be combined with {self!r} "
+                "(family or dimension differ)"
             )
 
     def check_params(self, params: NaturalParams, name: str = "belief") -> None:
         """Raises ``ValueError`` unless ``params`` belongs to this family."""
         if not isinstance(params, NaturalParams):
             raise ValueError(f"{name} must be a NaturalParams, got {type(params).__name__}")
-        self.check_compatible(params.family)
+        self.check_compatible(params.family, name)
 
     def zeros(self, batch_shape: tuple[int, ...] = ()) -> NaturalParams:
         """Statistics of no data (the additive identity)."""

@@ -1,0 +1,113 @@
+"""Memory: stacked statistics, weighted sums and bounded capacity by merging."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bam_rl.families import BetaBinomial, NormalKnownVariance
+from bam_rl.memory import Memory
+
+
+def filled(size, seed=0, capacity=None):
+    rng = np.random.default_rng(seed)
+    model = BetaBinomial()
+    memory = Memory(capacity=capacity)
+    for t in range(size):
+        memory.add(model.stats(successes=rng.integers(0, 16), trials=15), label=t % 3)
+    return model, memory
+
+
+def test_records_times_labels_and_growth():
+    model, memory = filled(40)  # crosses the initial allocation of 16 twice
+    assert len(memory) == 40
+    np.testing.assert_array_equal(memory.times, np.arange(40))
+    assert memory.labels == [t % 3 for t in range(40)]
+    assert memory.stats.batch_shape == (40,)
+    assert [s.fields["alpha"] for s in memory][:3] == list(memory.stats.fields["alpha"][:3])
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), size=st.integers(1, 20), k=st.integers(1, 5))
+def test_weighted_sums_for_many_readouts_at_once(seed, size, k):
+    model, memory = filled(size, seed)
+    weights = np.random.default_rng(seed).uniform(0, 1, size=(k, size))
+    batched = memory.weighted_sum(weights, base=model.prior)
+    assert batched.batch_shape == (k,)
+    for row in range(k):
+        loop = model.prior
+        for w, s in zip(weights[row], memory, strict=True):
+            loop = loop + w * s
+        assert batched[row].allclose(loop)
+
+
+def brute_force_closest(model, stats):
+    """Closest pair of single-datum posteriors in symmetric KL, by a double loop."""
+    best, pair = np.inf, None
+    posteriors = [model.prior + stats[i] for i in range(len(stats))]
+    for i in range(len(posteriors)):
+        for j in range(i + 1, len(posteriors)):
+            d = model.kl(posteriors[i], posteriors[j]) + model.kl(posteriors[j], posteriors[i])
+            if d < best:
+                best, pair = d, (i, j)
+    return pair
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), capacity=st.integers(2, 6), extra=st.integers(1, 10))
+def test_capacity_merges_the_closest_pair(seed, capacity, extra):
+    rng = np.random.default_rng(seed)
+    model = NormalKnownVariance(mean=0.0, var=10.0, noise_var=1.0)
+    memory = Memory(capacity=capacity)
+    total = model.zeros()
+    for t in range(capacity + extra):
+        s = model.stats(rng.normal(rng.choice([-3.0, 0.0, 3.0]), 1.0, size=rng.integers(1, 5)))
+        total = total + s
+        if len(memory) == capacity:  # predict the merge before it happens
+            reference = Memory()
+            for old in memory:
+                reference.add(old)
+            reference.add(s)
+            i, j = brute_force_closest(model, reference.stats)
+            expected = reference.stats[i] + reference.stats[j]
+        memory.add(s, label="x")
+        assert len(memory) <= capacity
+        if t >= capacity:
+            assert memory.stats[len(memory) - 1].allclose(expected)
+    # merging never loses data: the records still add up to everything seen
+    assert memory.stats.sum().allclose(total, rtol=1e-9, atol=1e-9)
+    assert memory.counts.sum() == capacity + extra
+    assert memory.n_merges == extra
+
+
+def test_merged_labels_and_times():
+    model = BetaBinomial()
+    memory = Memory(capacity=2)
+    memory.add(model.stats(successes=5, trials=10), label="a", time=3)
+    memory.add(model.stats(successes=5, trials=10), label="b", time=7)
+    memory.add(model.stats(successes=0, trials=10), label="c", time=9)
+    assert len(memory) == 2
+    assert memory.labels == ["c", None]
+    np.testing.assert_array_equal(memory.times, [9, 7])
+    np.testing.assert_array_equal(memory.counts, [1, 2])
+
+
+def test_bad_input():
+    model, memory = filled(3)
+    with pytest.raises(ValueError, match="capacity"):
+        Memory(capacity=1)
+    with pytest.raises(ValueError, match="weights"):
+        memory.weighted_sum([0.5, 1.5, 0.0])
+    with pytest.raises(ValueError, match="weights"):
+        memory.weighted_sum([-0.1, 0.5, 0.0])
+    with pytest.raises(ValueError, match="weights"):
+        memory.weighted_sum([1.0, 1.0])
+    with pytest.raises(ValueError, match="statistics"):
+        memory.add(NormalKnownVariance().stats([1.0]))
+    with pytest.raises(ValueError, match="single datum"):
+        memory.add(model.stats(successes=[1, 2], trials=3, axis=()))
+    with pytest.raises(ValueError, match="empty"):
+        _ = Memory().stats
+    assert len(memory) == 3  # failed additions leave the memory as it was
