@@ -24,6 +24,7 @@ Every evaluation is batched over the leading axes of a :class:`NaturalParams`; a
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -232,6 +233,15 @@ class ConjugateFamily(ABC):
     field_shapes: dict[str, tuple[int, ...]]
     #: The base prior p(θ).
     prior: NaturalParams
+    #: Constructor arguments (recorded automatically), so a family can be rebuilt from a file.
+    init_kwargs: dict[str, Any]
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> ConjugateFamily:
+        self = super().__new__(cls)
+        bound = inspect.signature(cls.__init__).bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        self.init_kwargs = {k: v for k, v in list(bound.arguments.items())[1:]}
+        return self
 
     # ------------------------------------------------------------- identity
     def signature(self) -> tuple:

@@ -1,0 +1,328 @@
+"""Belief-update rules behind one interface (paper §2, §3, §4.1–4.2).
+
+Every rule turns a stream of data statistics into beliefs over θ::
+
+    rule = BAM(BetaBinomial(), lam=0.0)
+    for k in counts:
+        belief = rule.update(model.stats(successes=k, trials=15))
+    rule.mean, rule.variance, rule.weights
+    rule.reset()                                  # back to the base prior (episodic setting)
+
+``update(s)`` returns the posterior after the datum ``D_t`` (which informs the estimate of
+θ_t); ``belief`` is that posterior; ``mean``/``variance`` are the moments of θ_t (for BOCD the
+run-length mixture, which is not itself a conjugate belief); ``weights`` are the readout
+weights over past data where a rule has them. All rules validate that statistics come from
+their model's family.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+from bam_rl._validation import check_unit_interval
+from bam_rl.bocd import BOCD as _BOCDFilter
+from bam_rl.families.base import ConjugateFamily, NaturalParams
+from bam_rl.memory import Memory
+from bam_rl.readout import METHODS, ReadoutResult, select
+
+
+class BeliefRule(ABC):
+    """Base class: a belief over θ updated one datum (batch of observations) at a time.
+
+    Args:
+        model: The conjugate family; its ``prior`` is the base prior.
+    """
+
+    def __init__(self, model: ConjugateFamily):
+        if not isinstance(model, ConjugateFamily):
+            raise ValueError(f"model must be a ConjugateFamily, got {type(model).__name__}")
+        self.model = model
+        self.belief: NaturalParams = model.prior
+        self.t = 0
+
+    def update(self, s: NaturalParams) -> NaturalParams:
+        """Absorbs the statistics of the newest datum and returns the posterior."""
+        self.model.check_params(s, "s")
+        if s.batch_shape != ():
+            raise ValueError(f"s must be a single datum (batch shape ()), got {s.batch_shape}")
+        self.belief = self._update(s)
+        self.t += 1
+        return self.belief
+
+    @abstractmethod
+    def _update(self, s: NaturalParams) -> NaturalParams:
+        """Rule-specific update; ``s`` is already validated."""
+
+    def reset(self) -> None:
+        """Returns to the base prior (the start of a new episode)."""
+        self.belief = self.model.prior
+        self.t = 0
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Posterior mean of θ_t."""
+        return self.belief.mean
+
+    @property
+    def variance(self) -> np.ndarray:
+        """Posterior variance of θ_t (element-wise)."""
+        return self.belief.variance
+
+    @property
+    def weights(self) -> np.ndarray | None:
+        """Readout weights over past data used for the latest update, where meaningful."""
+        return None
+
+    def prior_for_next(self) -> NaturalParams:
+        """The belief this rule would use as the prior for the next datum."""
+        return self.belief
+
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        """Draws θ for the next datum (Thompson sampling) from :meth:`prior_for_next`."""
+        return self.model.sample(self.prior_for_next(), rng)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model!r})"
+
+
+class RecursiveBayes(BeliefRule):
+    """Every past datum fully remembered: ``η_t = η0 + Σ_{j<=t} s_j``."""
+
+    def _update(self, s: NaturalParams) -> NaturalParams:
+        return self.belief + s
+
+
+class ExponentialForgetting(BeliefRule):
+    """Bayesian exponential forgetting: past datum ``j`` weighted ``alpha^(t−1−j)``.
+
+    Recursion: the prior for ``D_t`` flattens the last posterior towards the base prior,
+    ``η0 + alpha · (η_{t−1} − η0)``, then adds ``s_t`` in full.
+
+    Args:
+        model: The conjugate family.
+        alpha: Forgetting factor in [0, 1] (the paper uses 0.8); 1 is recursive Bayes.
+    """
+
+    def __init__(self, model: ConjugateFamily, alpha: float = 0.8):
+        super().__init__(model)
+        self.alpha = float(check_unit_interval("alpha", alpha))
+
+    def _update(self, s: NaturalParams) -> NaturalParams:
+        return self.prior_for_next() + s
+
+    def prior_for_next(self) -> NaturalParams:
+        prior = self.model.prior
+        fields = {k: prior.fields[k] + self.alpha * (self.belief.fields[k] - prior.fields[k])
+                  for k in prior.fields}
+        return NaturalParams(self.model, fields)
+
+    def __repr__(self) -> str:
+        return f"ExponentialForgetting({self.model!r}, alpha={self.alpha:g})"
+
+
+class PowerPrior(BeliefRule):
+    """Power prior (Ibrahim et al.): every past datum tempered by the same ``alpha``.
+
+    The posterior after ``D_t`` is ``η0 + alpha · Σ_{j<t} s_j + s_t``.
+
+    Args:
+        model: The conjugate family.
+        alpha: Tempering exponent in [0, 1].
+    """
+
+    def __init__(self, model: ConjugateFamily, alpha: float = 0.5):
+        super().__init__(model)
+        self.alpha = float(check_unit_interval("alpha", alpha))
+        self._past = model.zeros()
+
+    def _update(self, s: NaturalParams) -> NaturalParams:
+        belief = self.model.prior + self.alpha * self._past + s
+        self._past = self._past + s
+        return belief
+
+    def prior_for_next(self) -> NaturalParams:
+        return self.model.prior + self.alpha * self._past
+
+    def reset(self) -> None:
+        super().reset()
+        self._past = self.model.zeros()
+
+    def __repr__(self) -> str:
+        return f"PowerPrior({self.model!r}, alpha={self.alpha:g})"
+
+
+class BOCD(BeliefRule):
+    """Bayesian online changepoint detection (Adams & MacKay, 2007) as a belief rule.
+
+    ``belief`` is the posterior of the most probable segment containing ``D_t``;
+    ``mean``/``variance`` are the moments of the run-length mixture (the filtered belief
+    about θ_t). The detector is available as :attr:`detector`.
+
+    Args:
+        model: The conjugate family.
+        hazard: Constant changepoint probability in (0, 1) or a callable of run lengths.
+        **options: Passed to :class:`bam_rl.bocd.BOCD` (``prune_threshold``,
+            ``max_run_length``).
+    """
+
+    def __init__(self, model: ConjugateFamily, hazard: Any = 1 / 100, **options: Any):
+        super().__init__(model)
+        self.detector = _BOCDFilter(model, hazard, **options)
+
+    def _update(self, s: NaturalParams) -> NaturalParams:
+        self.detector.update(s)
+        return self.detector.map_belief
+
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        """Draws a run length from the predictive run-length posterior (a fresh segment with
+        the hazard's probability), then θ from that segment's belief (Mellor & Shapiro)."""
+        weights = self.detector.run_length_probabilities
+        index = int(rng.choice(weights.size, p=weights))
+        return self.model.sample(self.detector.beliefs[index], rng)
+
+    def reset(self) -> None:
+        super().reset()
+        self.detector.reset()
+
+    @property
+    def mean(self) -> np.ndarray:
+        if self.t == 0:
+            return self.model.prior.mean
+        return self.detector.theta_moments("filtered")[0]
+
+    @property
+    def variance(self) -> np.ndarray:
+        if self.t == 0:
+            return self.model.prior.variance
+        return self.detector.theta_moments("filtered")[1]
+
+    def __repr__(self) -> str:
+        return f"BOCD({self.model!r}, hazard={self.detector.hazard!r})"
+
+
+class BAM(BeliefRule):
+    """Bayes with Adaptive Memory: selects readout weights over past data for every datum.
+
+    At time t: choose ``W`` against ``D_t`` (:func:`bam_rl.readout.select`), form the
+    posterior ``η(W) + s_t``, then store ``D_t`` in memory.
+
+    Args:
+        model: The conjugate family.
+        lam: Complexity-penalty strength ``λ >= 0`` (0 in most of the paper, 0.1 regularised).
+        method: Readout selector, one of ``greedy``, ``parallel``, ``exhaustive``,
+            ``continuous``.
+        capacity: Optional memory bound (records merge when exceeded).
+        **select_options: Passed to :func:`~bam_rl.readout.select` (e.g. ``q``).
+    """
+
+    def __init__(self, model: ConjugateFamily, lam: float = 0.0, method: str = "greedy",
+                 capacity: int | None = None, **select_options: Any):
+        super().__init__(model)
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        if float(lam) < 0 or not np.isfinite(lam):
+            raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
+        self.lam = float(lam)
+        self.method = method
+        self.select_options = select_options
+        self.memory = Memory(capacity=capacity)
+        self.last_readout: ReadoutResult | None = None
+        self.n_selections = 0
+
+    def select(self, s: NaturalParams) -> NaturalParams:
+        """Chooses readout weights for ``s`` and returns the BAM prior ``η(W)``."""
+        result = select(self.model, self.memory, s, lam=self.lam, method=self.method,
+                        **self.select_options)
+        self.last_readout = result
+        self.n_selections += 1
+        if len(self.memory) == 0:
+            return self.model.prior
+        return self.memory.weighted_sum(result.weights, base=self.model.prior)
+
+    def _update(self, s: NaturalParams) -> NaturalParams:
+        belief = self.select(s) + s
+        self.memory.add(s, time=self.t)
+        return belief
+
+    def reset(self) -> None:
+        """Back to the base prior for a new episode; the memory is kept (that is the point)."""
+        super().reset()
+        self.last_readout = None
+
+    def clear_memory(self) -> None:
+        """Forgets every stored datum."""
+        self.memory.clear()
+
+    @property
+    def weights(self) -> np.ndarray | None:
+        return None if self.last_readout is None else self.last_readout.weights
+
+    def __repr__(self) -> str:
+        return f"BAM({self.model!r}, lam={self.lam:g}, method={self.method!r})"
+
+
+class BAMWithChangepoints(BAM):
+    """BAM that re-selects readout weights only when BOCD signals a change (paper §4.2).
+
+    Between signals it updates recursively from its current belief. A change is signalled
+    when the start of the most probable segment containing ``D_t`` moves later than the
+    start it had before, i.e. BOCD now prefers a run that began after the previous one.
+    Every datum is stored in memory either way. :attr:`n_selections` counts selections.
+
+    Args:
+        model: The conjugate family.
+        lam: Complexity penalty ``λ >= 0``.
+        method: Readout selector.
+        hazard: BOCD hazard in (0, 1) or a callable of run lengths.
+        capacity: Optional memory bound.
+        bocd_options: Extra keyword arguments for :class:`bam_rl.bocd.BOCD`.
+        **select_options: Passed to :func:`~bam_rl.readout.select`.
+    """
+
+    def __init__(self, model: ConjugateFamily, lam: float = 0.0, method: str = "greedy",
+                 hazard: Any = 1 / 100, capacity: int | None = None,
+                 bocd_options: dict[str, Any] | None = None, **select_options: Any):
+        super().__init__(model, lam=lam, method=method, capacity=capacity, **select_options)
+        self.detector = _BOCDFilter(model, hazard, **(bocd_options or {}))
+        self._segment_start = 0
+        self.changepoints: list[int] = []
+
+    def _update(self, s: NaturalParams) -> NaturalParams:
+        self.detector.update(s)
+        detector = self.detector
+        run = int(detector.filtered_run_lengths[np.argmax(detector.filtered_weights)])
+        start = self.t + 1 - run
+        changed = self.t > 0 and start > self._segment_start
+        self._segment_start = start
+        if changed:
+            self.changepoints.append(self.t)
+            prior = self.select(s)
+        elif self.t == 0:
+            prior = self.model.prior
+        else:
+            prior = self.belief
+        self.memory.add(s, time=self.t)
+        return prior + s
+
+    def reset(self) -> None:
+        super().reset()
+        self.detector.reset()
+        self._segment_start = 0
+
+    def __repr__(self) -> str:
+        return (f"BAMWithChangepoints({self.model!r}, lam={self.lam:g}, "
+                f"method={self.method!r}, hazard={self.detector.hazard!r})")
+
+
+__all__ = [
+    "BAM",
+    "BOCD",
+    "BAMWithChangepoints",
+    "BeliefRule",
+    "ExponentialForgetting",
+    "PowerPrior",
+    "RecursiveBayes",
+]

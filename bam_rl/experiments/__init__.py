@@ -1,0 +1,1 @@
+"""Paper experiments: each returns tidy frames, summaries and figures."""

@@ -1,0 +1,215 @@
+"""Saving and loading agents, rules and memories without pickle.
+
+An object is written as an ``.npz`` archive: numeric arrays as entries, everything else as
+one JSON document (loaded with ``allow_pickle=False``). Objects of this project's classes are
+encoded from their attributes and rebuilt with ``cls.__new__`` — only classes from the
+``bam_rl`` and ``agents`` packages are ever imported, so a foreign or tampered file cannot run
+code; it raises ``ValueError``. Files are written atomically (temporary file, then
+``os.replace``), so an interrupted save never leaves a half-written checkpoint.
+
+Encoded types: ``None``, ``bool``, ``int``, ``float``, ``str``, numpy arrays (not of object
+dtype) and scalars, lists, tuples, dicts with string keys, ``numpy.random.Generator``,
+conjugate families (by their constructor arguments), :class:`NaturalParams`, and objects of
+this project's classes (by ``__dict__``/``__slots__``). Callables cannot be saved.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import io
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT = "bam-rl-state/1"
+ALLOWED_PREFIXES = ("bam_rl.", "agents.", "envs.")
+
+
+class _Encoder:
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def encode(self, value: Any, path: str) -> Any:
+        from bam_rl.families.base import ConjugateFamily, NaturalParams
+
+        if value is None or isinstance(value, (bool, str)):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, np.generic):
+            if isinstance(value, float) and not np.isfinite(value):
+                return {"__float__": repr(value)}
+            return value
+        if isinstance(value, np.generic):
+            return self.encode(value.item(), path)
+        if isinstance(value, np.ndarray):
+            if value.dtype == object:
+                raise ValueError(f"cannot save object array at {path}")
+            key = f"a{len(self.arrays)}"
+            self.arrays[key] = np.ascontiguousarray(value)
+            return {"__array__": key}
+        if isinstance(value, (list, tuple)):
+            items = [self.encode(v, f"{path}[{i}]") for i, v in enumerate(value)]
+            return {"__list__": items, "tuple": isinstance(value, tuple)}
+        if isinstance(value, dict):
+            if not all(isinstance(k, str) for k in value):
+                return {"__items__": [[self.encode(k, path), self.encode(v, f"{path}[{k!r}]")]
+                                      for k, v in value.items()]}
+            return {"__dict__": {k: self.encode(v, f"{path}.{k}") for k, v in value.items()}}
+        if isinstance(value, np.random.Generator):
+            return {"__generator__": self.encode(value.bit_generator.state, path),
+                    "bit_generator": type(value.bit_generator).__name__}
+        if isinstance(value, ConjugateFamily):
+            return {"__family__": _qualified(type(value)),
+                    "kwargs": self.encode(value.init_kwargs, path)}
+        if isinstance(value, NaturalParams):
+            return {"__natural__": self.encode(value.family, path),
+                    "fields": self.encode(value.fields, path),
+                    "log_h": self.encode(np.asarray(value.log_h), path)}
+        if inspect.isroutine(value) or isinstance(value, type):
+            raise ValueError(f"cannot save the callable at {path}: {value!r}")
+        cls = type(value)
+        name = _qualified(cls)
+        if not name.startswith(ALLOWED_PREFIXES):
+            raise ValueError(f"cannot save an object of type {name} at {path}")
+        state = _object_state(value)
+        return {"__object__": name,
+                "state": {k: self.encode(v, f"{path}.{k}") for k, v in state.items()}}
+
+
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _object_state(value: Any) -> dict[str, Any]:
+    state = dict(getattr(value, "__dict__", {}))
+    for cls in type(value).__mro__:
+        for slot in getattr(cls, "__slots__", ()):
+            if hasattr(value, slot):
+                state[slot] = getattr(value, slot)
+    return state
+
+
+def _import(name: str) -> type:
+    if not name.startswith(ALLOWED_PREFIXES):
+        raise ValueError(f"refusing to load type {name!r}: not a bam-rl class")
+    module_name, _, qualname = name.rpartition(".")
+    while module_name:
+        try:
+            module = importlib.import_module(module_name)
+            break
+        except ImportError:
+            module_name, _, head = module_name.rpartition(".")
+            qualname = f"{head}.{qualname}"
+    else:
+        raise ValueError(f"unknown type {name!r}")
+    obj: Any = module
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise ValueError(f"unknown type {name!r}")
+    if not isinstance(obj, type):
+        raise ValueError(f"{name!r} is not a class")
+    return obj
+
+
+class _Decoder:
+    def __init__(self, arrays: dict[str, np.ndarray]):
+        self.arrays = arrays
+
+    def decode(self, value: Any) -> Any:
+        if not isinstance(value, dict):
+            if isinstance(value, list):
+                raise ValueError("malformed state: bare list")
+            return value
+        if "__float__" in value:
+            return float(value["__float__"])
+        if "__array__" in value:
+            return self.arrays[value["__array__"]]
+        if "__list__" in value:
+            items = [self.decode(v) for v in value["__list__"]]
+            return tuple(items) if value.get("tuple") else items
+        if "__dict__" in value:
+            return {k: self.decode(v) for k, v in value["__dict__"].items()}
+        if "__items__" in value:
+            return {self.decode(k): self.decode(v) for k, v in value["__items__"]}
+        if "__generator__" in value:
+            bit_generator = getattr(np.random, value["bit_generator"], None)
+            if bit_generator is None or not isinstance(bit_generator, type):
+                raise ValueError(f"unknown bit generator {value['bit_generator']!r}")
+            generator = np.random.Generator(bit_generator())
+            generator.bit_generator.state = self.decode(value["__generator__"])
+            return generator
+        if "__family__" in value:
+            cls = _import(value["__family__"])
+            return cls(**self.decode(value["kwargs"]))
+        if "__natural__" in value:
+            from bam_rl.families.base import NaturalParams
+
+            family = self.decode(value["__natural__"])
+            return NaturalParams(family, self.decode(value["fields"]), self.decode(value["log_h"]))
+        if "__object__" in value:
+            cls = _import(value["__object__"])
+            obj = cls.__new__(cls)
+            for key, item in value["state"].items():
+                object.__setattr__(obj, key, self.decode(item))
+            return obj
+        raise ValueError(f"malformed state entry with keys {sorted(value)}")
+
+
+def save_object(obj: Any, path: str | os.PathLike[str]) -> Path:
+    """Writes ``obj`` to ``path`` (an ``.npz`` archive) atomically; returns the path."""
+    encoder = _Encoder()
+    document = {"format": FORMAT, "root": encoder.encode(obj, "root")}
+    arrays = dict(encoder.arrays)
+    arrays["__json__"] = np.frombuffer(json.dumps(document).encode(), dtype=np.uint8)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            np.savez(stream, **arrays)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    return path
+
+
+def load_object(path: str | os.PathLike[str], expected: type | None = None) -> Any:
+    """Reads an object written by :func:`save_object`.
+
+    Args:
+        path: The archive.
+        expected: If given, the loaded object must be an instance of this class.
+
+    Raises:
+        ValueError: If the file is missing, corrupted, not a bam-rl state file, names a class
+            outside this project, or holds an object of another class than ``expected``.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+        with np.load(io.BytesIO(raw), allow_pickle=False) as archive:
+            arrays = {key: archive[key] for key in archive.files}
+        document = json.loads(arrays.pop("__json__").tobytes().decode())
+    except FileNotFoundError as error:
+        raise ValueError(f"path {str(path)!r} does not exist") from error
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, UnicodeDecodeError
+            ) as error:
+        raise ValueError(f"{str(path)!r} is not a readable bam-rl state file: {error}") from error
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ValueError(f"{str(path)!r} is not a bam-rl state file (format {FORMAT} expected)")
+    try:
+        obj = _Decoder(arrays).decode(document["root"])
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{str(path)!r} holds a malformed state: {error}") from error
+    if expected is not None and not isinstance(obj, expected):
+        raise ValueError(
+            f"{str(path)!r} holds a {type(obj).__name__}, expected {expected.__name__}")
+    return obj
