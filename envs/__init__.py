@@ -1,0 +1,86 @@
+"""Non-stationary Gymnasium environments (registered on import).
+
+Importing :mod:`envs` (which ``import bam_rl`` does) registers these ids with *string* entry
+points, so an environment module, and MuJoCo for the cart-pole, is imported only when the
+environment is made:
+
+==================================  ===========================================================
+id                                  environment
+==================================  ===========================================================
+``bam_rl/BinomialStream-v0``        sinusoidal Binomial stream (paper §4.1)
+``bam_rl/SwitchingBandit-v0``       10 arms switching between a high and a low value (§4.3)
+``bam_rl/SwitchingBandit50-v0``     the same with 50 arms
+``bam_rl/PiecewiseBandit-v0``       piecewise-stationary bandit from a means table
+``bam_rl/GravityCartPole-v0``       MuJoCo cart-pole swing-up, constant gravity 9.81
+``bam_rl/GravityCartPoleEpisodic-v0``   the paper's episodic schedule, changes announced (§4.2)
+``bam_rl/GravityCartPoleContinual-v0``  60 trials, 3 unannounced gravity changes (§4.2)
+==================================  ===========================================================
+
+This package imports nothing from ``bam_rl`` or ``agents``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+
+__all__ = ["CONTINUAL_SCHEDULE", "ENV_IDS", "EPISODIC_SCHEDULE", "register_envs"]
+
+#: Gravity per trial of the paper's episodic experiment: Earth, Neptune, Mars, Neptune, Mars,
+#: Earth, 15 trials each (90 trials).
+EPISODIC_SCHEDULE: tuple[float, ...] = tuple(
+    g for g in (9.81, 11.15, 3.72, 11.15, 3.72, 9.81) for _ in range(15)
+)
+
+#: Gravity per trial of the continual experiment: 60 trials with 3 changes, Earth, Mars, Earth,
+#: Neptune, 15 trials each (revisits Earth, as the paper's continual figure revisits a planet).
+CONTINUAL_SCHEDULE: tuple[float, ...] = tuple(
+    g for g in (9.81, 3.72, 9.81, 11.15) for _ in range(15)
+)
+
+_REGISTRATIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("bam_rl/BinomialStream-v0", "envs.binomial_stream:BinomialStreamEnv", {}),
+    ("bam_rl/SwitchingBandit-v0", "envs.switching_bandit:SwitchingBanditEnv", {"n_arms": 10}),
+    ("bam_rl/SwitchingBandit50-v0", "envs.switching_bandit:SwitchingBanditEnv", {"n_arms": 50}),
+    ("bam_rl/PiecewiseBandit-v0", "envs.piecewise_bandit:PiecewiseBanditEnv", {}),
+    ("bam_rl/GravityCartPole-v0", "envs.gravity_cartpole:GravityCartPoleEnv", {}),
+    (
+        "bam_rl/GravityCartPoleEpisodic-v0",
+        "envs.gravity_cartpole:GravityCartPoleEnv",
+        {
+            "gravity_schedule": EPISODIC_SCHEDULE,
+            "schedule_mode": "hold",
+            "announce_changes": True,
+        },
+    ),
+    (
+        "bam_rl/GravityCartPoleContinual-v0",
+        "envs.gravity_cartpole:GravityCartPoleEnv",
+        {
+            "gravity_schedule": CONTINUAL_SCHEDULE,
+            "schedule_mode": "hold",
+            "announce_changes": False,
+        },
+    ),
+)
+
+#: All environment ids registered by this package.
+ENV_IDS: tuple[str, ...] = tuple(env_id for env_id, _, _ in _REGISTRATIONS)
+
+
+def register_envs() -> None:
+    """Register every environment of this package with Gymnasium.
+
+    Idempotent: ids already present in :data:`gymnasium.registry` are left untouched, so
+    re-importing (or reloading) the package never triggers Gymnasium's re-registration warning.
+    Episode length is handled inside each environment (``max_steps`` → ``truncated``), so no
+    ``max_episode_steps`` (``TimeLimit`` wrapper) is registered.
+    """
+    for env_id, entry_point, kwargs in _REGISTRATIONS:
+        if env_id in gymnasium.registry:
+            continue
+        gymnasium.register(id=env_id, entry_point=entry_point, kwargs=dict(kwargs))
+
+
+register_envs()
