@@ -96,10 +96,12 @@ class RecursiveBayes(BeliefRule):
 
 
 class ExponentialForgetting(BeliefRule):
-    """Bayesian exponential forgetting: past datum ``j`` weighted ``alpha^(t−1−j)``.
+    """Bayesian exponential forgetting with the paper's readout ``w_{t,j} = alpha^(t−1−j)``.
 
-    Recursion: the prior for ``D_t`` flattens the last posterior towards the base prior,
-    ``η0 + alpha · (η_{t−1} − η0)``, then adds ``s_t`` in full.
+    The prior for ``D_t`` is ``η0 + S_t`` with the decayed statistics
+    ``S_t = Σ_{j<t} alpha^(t−1−j) s_j``, kept by the recursion ``S_{t+1} = alpha·S_t + s_t``
+    (the newest past datum has weight 1, older ones decay geometrically); the posterior after
+    ``D_t`` is ``η0 + S_t + s_t``.
 
     Args:
         model: The conjugate family.
@@ -109,15 +111,19 @@ class ExponentialForgetting(BeliefRule):
     def __init__(self, model: ConjugateFamily, alpha: float = 0.8):
         super().__init__(model)
         self.alpha = float(check_unit_interval("alpha", alpha))
+        self._decayed = model.zeros()
 
     def _update(self, s: NaturalParams) -> NaturalParams:
-        return self.prior_for_next() + s
+        belief = self.model.prior + self._decayed + s
+        self._decayed = self.alpha * self._decayed + s
+        return belief
 
     def prior_for_next(self) -> NaturalParams:
-        prior = self.model.prior
-        fields = {k: prior.fields[k] + self.alpha * (self.belief.fields[k] - prior.fields[k])
-                  for k in prior.fields}
-        return NaturalParams(self.model, fields)
+        return self.model.prior + self._decayed
+
+    def reset(self) -> None:
+        super().reset()
+        self._decayed = self.model.zeros()
 
     def __repr__(self) -> str:
         return f"ExponentialForgetting({self.model!r}, alpha={self.alpha:g})"

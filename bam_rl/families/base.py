@@ -48,19 +48,22 @@ class NaturalParams:
             Zero for beliefs built from the prior alone; it adds like the fields.
     """
 
-    __slots__ = ("family", "fields", "log_h")
+    __slots__ = ("_batch_shape", "family", "fields", "log_h")
+    # numpy defers `array * params` to __rmul__ instead of building an object array
+    __array_ufunc__ = None
 
     def __init__(self, family: ConjugateFamily, fields: Mapping[str, Any], log_h: Any = 0.0):
         self.family = family
         self.fields: Fields = {name: np.asarray(fields[name], dtype=np.float64)
                                for name in family.field_shapes}
-        batch = self.batch_shape
-        self.log_h = np.broadcast_to(np.asarray(log_h, dtype=np.float64), batch)
+        self._batch_shape = self._infer_batch_shape()
+        log_h = np.asarray(log_h, dtype=np.float64)
+        if log_h.shape != self._batch_shape:
+            log_h = np.broadcast_to(log_h, self._batch_shape)
+        self.log_h = log_h
 
     # ------------------------------------------------------------------ shape
-    @property
-    def batch_shape(self) -> tuple[int, ...]:
-        """Leading shape shared by every field (``()`` for a single belief or datum)."""
+    def _infer_batch_shape(self) -> tuple[int, ...]:
         shapes = []
         for name, event in self.family.field_shapes.items():
             shape = self.fields[name].shape
@@ -69,7 +72,21 @@ class NaturalParams:
                 expected = ", ".join(map(str, event))
                 raise ValueError(f"field {name!r} has shape {shape}, expected (..., {expected})")
             shapes.append(shape[:cut])
+        first = shapes[0]
+        if all(shape == first for shape in shapes):
+            return first
         return np.broadcast_shapes(*shapes)
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        """Leading shape shared by every field (``()`` for a single belief or datum)."""
+        return self._batch_shape
+
+    def _full(self, name: str) -> np.ndarray:
+        """Field ``name`` broadcast to the full batch shape (a view when it already is)."""
+        array = self.fields[name]
+        full = self._batch_shape + tuple(self.family.field_shapes[name])
+        return array if array.shape == full else np.broadcast_to(array, full)
 
     def __len__(self) -> int:
         shape = self.batch_shape
@@ -81,11 +98,8 @@ class NaturalParams:
         batch = self.batch_shape
         if not batch:
             raise IndexError("cannot index an unbatched NaturalParams")
-        fields = {}
-        for name, event in self.family.field_shapes.items():
-            full = np.broadcast_to(self.fields[name], batch + tuple(event))
-            fields[name] = full[index]
-        return NaturalParams(self.family, fields, np.broadcast_to(self.log_h, batch)[index])
+        fields = {name: self._full(name)[index] for name in self.fields}
+        return NaturalParams(self.family, fields, self.log_h[index])
 
     def broadcast_to(self, batch_shape: tuple[int, ...]) -> NaturalParams:
         """Returns a view broadcast to ``batch_shape`` (no copy)."""
@@ -123,9 +137,8 @@ class NaturalParams:
         if not batch:
             return self
         axis = axis % len(batch)
-        fields = {name: np.broadcast_to(self.fields[name], batch + tuple(event)).sum(axis=axis)
-                  for name, event in self.family.field_shapes.items()}
-        return NaturalParams(self.family, fields, np.broadcast_to(self.log_h, batch).sum(axis))
+        fields = {name: self._full(name).sum(axis=axis) for name in self.fields}
+        return NaturalParams(self.family, fields, self.log_h.sum(axis))
 
     def weighted_sum(self, weights: Any) -> NaturalParams:
         """Returns ``Σ_j weights[..., j] · self[j]`` for a batch of ``m`` statistics.
@@ -145,11 +158,9 @@ class NaturalParams:
             raise ValueError(f"weights must have shape (..., {batch[0]}), got {weights.shape}")
         if np.any((weights < 0) | (weights > 1)):
             raise ValueError("weights must lie in [0, 1]")
-        fields = {}
-        for name, event in self.family.field_shapes.items():
-            stacked = np.broadcast_to(self.fields[name], batch + tuple(event))
-            fields[name] = np.tensordot(weights, stacked, axes=([-1], [0]))
-        return NaturalParams(self.family, fields, weights @ np.broadcast_to(self.log_h, batch))
+        fields = {name: np.tensordot(weights, self._full(name), axes=([-1], [0]))
+                  for name in self.fields}
+        return NaturalParams(self.family, fields, weights @ self.log_h)
 
     def inner(self, gradient: Mapping[str, np.ndarray]) -> np.ndarray:
         """Pairs these statistics with a gradient of ``A``: ``Σ_fields ⟨self, gradient⟩``."""
@@ -340,6 +351,8 @@ class ConjugateFamily(ABC):
         diff_params = NaturalParams(self, diff)
         value = (self._log_partition(q.fields) - self._log_partition(p.fields)
                  - diff_params.inner(grad_p))
+        # KL >= 0; the Bregman form can round to tiny negatives when A(q) ≈ A(p) is large
+        value = np.maximum(value, 0.0)
         return value if value.ndim else float(value)
 
     def __repr__(self) -> str:

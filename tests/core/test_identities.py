@@ -45,15 +45,15 @@ def test_special_cases_of_the_readout(seed, size, alpha, a0, b0):
     np.testing.assert_allclose(power.fields["alpha"], a0 + alpha * successes.sum(), rtol=1e-12)
     np.testing.assert_allclose(power.fields["beta"], b0 + alpha * failures.sum(), rtol=1e-12)
 
-    # alpha^(t-1-j): the exponential-forgetting recursion a_{t+1} = a0 + α (a_t + k_t − a0)
-    a, b = a0, b0
+    # alpha^(t-1-j): the exponential-forgetting recursion on decayed statistics,
+    # S_{t+1} = α S_t + s_t, whose prior for the next datum is η0 + S
+    a, b = 0.0, 0.0
     for k, n in zip(successes, trials, strict=True):
-        a, b = a0 + alpha * (a + k - a0), b0 + alpha * (b + n - k - b0)
-    # the recursion above is the prior for the datum after the last one, t = size + 1
-    exponents = size - np.arange(1, size + 1)  # t - 1 - j for j = 1..size
-    forgetting = memory.weighted_sum(alpha ** (exponents + 1), base=model.prior)
-    np.testing.assert_allclose(forgetting.fields["alpha"], a, rtol=1e-10)
-    np.testing.assert_allclose(forgetting.fields["beta"], b, rtol=1e-10)
+        a, b = alpha * a + k, alpha * b + (n - k)
+    t = size + 1  # the next datum's index; memory holds j = 1..t-1
+    forgetting = memory.weighted_sum(alpha ** (t - 1 - np.arange(1, t)), base=model.prior)
+    np.testing.assert_allclose(forgetting.fields["alpha"], a0 + a, rtol=1e-10)
+    np.testing.assert_allclose(forgetting.fields["beta"], b0 + b, rtol=1e-10)
 
     # all weights 0: the base prior, at KL 0
     nothing = memory.weighted_sum(np.zeros(size), base=model.prior)

@@ -1,0 +1,261 @@
+"""Normal observations: known noise variance (Normal prior on the mean) and unknown precision
+(Normal-Gamma prior on mean and precision)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.special import digamma, gammaln
+
+from bam_rl._validation import as_float_array, check_positive
+from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
+
+_LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+def _count(y: np.ndarray, axis: int | tuple[int, ...] | None) -> np.ndarray:
+    """Number of observations summed into each datum by ``y.sum(axis=axis)``."""
+    return np.ones_like(y).sum(axis=axis)
+
+
+class NormalKnownVariance(ConjugateFamily):
+    """θ ~ N(mean, var); each observation y ~ N(θ, noise_var) with noise_var known.
+
+    Coordinates: ``precision_mean = m / v`` and ``precision = 1 / v`` of the belief N(m, v),
+    whose density is ``∝ exp(precision_mean · θ − precision · θ² / 2)``. A datum
+    ``y_1..y_n`` adds ``(Σy / σ², n / σ²)`` and carries
+    ``log h = −Σy² / (2σ²) − (n / 2) log(2πσ²)``, ``σ² = noise_var``. Because the statistics
+    are scaled by ``noise_var``, it is part of :meth:`signature`: statistics of models with
+    different noise variances cannot be mixed.
+
+    Args:
+        mean: Prior mean of θ.
+        var: Prior variance of θ, > 0.
+        noise_var: Variance of each observation about θ, > 0.
+
+    Example:
+        >>> model = NormalKnownVariance(mean=0.0, var=1.0, noise_var=1.0)
+        >>> s = model.stats([0.5])
+        >>> round(model.log_marginal(model.prior, s), 6)  # y ~ N(0, 2)
+        -1.328012
+    """
+
+    field_shapes = {"precision_mean": (), "precision": ()}
+
+    def __init__(self, mean: float = 0.0, var: float = 1.0, noise_var: float = 1.0):
+        self.prior_mean = float(as_float_array("mean", mean))
+        self.prior_var = float(check_positive("var", var))
+        self.noise_var = float(check_positive("noise_var", noise_var))
+        self.prior = NaturalParams(self, {"precision_mean": self.prior_mean / self.prior_var,
+                                          "precision": 1.0 / self.prior_var})
+
+    def __repr__(self) -> str:
+        return (f"NormalKnownVariance(mean={self.prior_mean:g}, var={self.prior_var:g}, "
+                f"noise_var={self.noise_var:g})")
+
+    def signature(self) -> tuple:
+        return (*super().signature(), ("noise_var", self.noise_var))
+
+    def stats(self, observations: Any, *, axis: int | tuple[int, ...] | None = None
+              ) -> NaturalParams:
+        """Sufficient statistics of real observations.
+
+        Args:
+            observations: Finite real values (any shape).
+            axis: Axes summed into one datum; ``None`` (default) sums everything, ``()``
+                keeps every observation as its own datum (a batch of statistics).
+
+        Raises:
+            ValueError: For NaN or infinite observations.
+        """
+        y = as_float_array("observations", observations)
+        noise = self.noise_var
+        n = _count(y, axis)
+        return NaturalParams(
+            self,
+            {"precision_mean": y.sum(axis=axis) / noise, "precision": n / noise},
+            -(y * y).sum(axis=axis) / (2.0 * noise) - 0.5 * n * np.log(2.0 * np.pi * noise),
+        )
+
+    def _check_belief(self, fields: Fields) -> None:
+        if np.any(~(fields["precision"] > 0)):
+            raise ValueError("belief precision must be > 0")
+
+    def _log_partition(self, fields: Fields) -> np.ndarray:
+        h1, h2 = fields["precision_mean"], fields["precision"]
+        return 0.5 * h1 * h1 / h2 - 0.5 * np.log(h2) + 0.5 * _LOG_2PI
+
+    def _grad_log_partition(self, fields: Fields) -> Fields:
+        h1, h2 = fields["precision_mean"], fields["precision"]
+        m = h1 / h2
+        # E[θ] and E[−θ²/2]
+        return {"precision_mean": m, "precision": -0.5 * (m * m + 1.0 / h2)}
+
+    def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray:
+        """``KL(p ‖ q)`` between Gaussian beliefs, in the closed form.
+
+        Equal to the generic Bregman divergence, but without the cancellation of the large
+        terms ``m² / (2v)`` of tightly concentrated beliefs; clipped at 0 against rounding.
+        """
+        self.check_params(p, "p")
+        self.check_params(q, "q")
+        self._check_belief(p.fields)
+        self._check_belief(q.fields)
+        hp, hq = p.fields["precision"], q.fields["precision"]
+        diff = p.fields["precision_mean"] / hp - q.fields["precision_mean"] / hq
+        ratio_minus_1 = hq / hp - 1.0  # v_p / v_q − 1
+        value = 0.5 * (ratio_minus_1 - np.log1p(ratio_minus_1) + hq * diff * diff)
+        value = np.maximum(value, 0.0)
+        return value if value.ndim else float(value)
+
+    def mean(self, belief: NaturalParams) -> np.ndarray:
+        return belief.fields["precision_mean"] / belief.fields["precision"]
+
+    def variance(self, belief: NaturalParams) -> np.ndarray:
+        return 1.0 / belief.fields["precision"]
+
+    def sample(self, belief: NaturalParams, rng: np.random.Generator,
+               size: int | tuple[int, ...] | None = None) -> np.ndarray:
+        return rng.normal(self.mean(belief), np.sqrt(self.variance(belief)), size=size)
+
+    def predictive_sample(self, belief: NaturalParams, rng: np.random.Generator,
+                          size: int | tuple[int, ...] | None = None) -> np.ndarray:
+        """Draws observations from the posterior predictive N(m, v + noise_var)."""
+        theta = self.sample(belief, rng, size)
+        return rng.normal(theta, np.sqrt(self.noise_var))
+
+
+class NormalGamma(ConjugateFamily):
+    """θ = (μ, τ): τ ~ Gamma(alpha, rate beta), μ | τ ~ N(mean, 1 / (kappa τ)); each
+    observation y ~ N(μ, 1 / τ).
+
+    Coordinates (affine in the canonical natural parameters of
+    ``T(θ) = (τμ, −τμ²/2, −τ, log τ)``):
+    ``kappa_mean = κm``, ``kappa = κ``, ``beta_shifted = β + κm² / 2``, ``alpha = α``; the
+    belief's density is ``∝ τ^(α − 1/2) exp(κm τμ − κ τμ² / 2 − (β + κm²/2) τ)``. A datum
+    ``y_1..y_n`` adds ``(Σy, n, Σy² / 2, n / 2)`` and carries ``log h = −(n / 2) log 2π``.
+
+    The predictive of one observation is Student-t with ``2α`` degrees of freedom, location
+    ``m`` and scale ``sqrt(β (κ + 1) / (α κ))``.
+
+    ``β`` is recovered as ``beta_shifted − kappa_mean² / (2 kappa)``; for data whose spread
+    is tiny next to its magnitude (``Var y ≲ 1e-12 · E[y²]``) this difference loses its
+    precision, so centre such data first.
+
+    Args:
+        mean: Prior location ``m`` of μ.
+        kappa: Prior pseudo-count of μ (precision multiplier), > 0.
+        alpha: Shape of τ's Gamma prior, > 0.
+        beta: Rate of τ's Gamma prior, > 0.
+
+    Example:
+        >>> model = NormalGamma()
+        >>> s = model.stats([0.3, -1.2, 0.8])
+        >>> b = model.prior + s
+        >>> b.mean.round(4).tolist()  # [E μ, E τ]
+        [-0.025, 1.1998]
+    """
+
+    field_shapes = {"kappa_mean": (), "kappa": (), "beta_shifted": (), "alpha": ()}
+
+    def __init__(self, mean: float = 0.0, kappa: float = 1.0, alpha: float = 1.0,
+                 beta: float = 1.0):
+        self.prior_mean = float(as_float_array("mean", mean))
+        self.kappa = float(check_positive("kappa", kappa))
+        self.alpha = float(check_positive("alpha", alpha))
+        self.beta = float(check_positive("beta", beta))
+        self.prior = NaturalParams(self, {
+            "kappa_mean": self.kappa * self.prior_mean,
+            "kappa": self.kappa,
+            "beta_shifted": self.beta + 0.5 * self.kappa * self.prior_mean ** 2,
+            "alpha": self.alpha,
+        })
+
+    def __repr__(self) -> str:
+        return (f"NormalGamma(mean={self.prior_mean:g}, kappa={self.kappa:g}, "
+                f"alpha={self.alpha:g}, beta={self.beta:g})")
+
+    def stats(self, observations: Any, *, axis: int | tuple[int, ...] | None = None
+              ) -> NaturalParams:
+        """Sufficient statistics of real observations.
+
+        Args:
+            observations: Finite real values (any shape).
+            axis: Axes summed into one datum; ``None`` (default) sums everything, ``()``
+                keeps every observation as its own datum (a batch of statistics).
+
+        Raises:
+            ValueError: For NaN or infinite observations.
+        """
+        y = as_float_array("observations", observations)
+        n = _count(y, axis)
+        return NaturalParams(
+            self,
+            {"kappa_mean": y.sum(axis=axis), "kappa": n,
+             "beta_shifted": 0.5 * (y * y).sum(axis=axis), "alpha": 0.5 * n},
+            -0.5 * n * _LOG_2PI,
+        )
+
+    @staticmethod
+    def standard_params(fields: Fields) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(m, κ, α, β)`` of a belief given in this family's coordinates."""
+        kappa = fields["kappa"]
+        m = fields["kappa_mean"] / kappa
+        beta = fields["beta_shifted"] - 0.5 * fields["kappa_mean"] * m
+        return m, kappa, fields["alpha"], beta
+
+    def _check_belief(self, fields: Fields) -> None:
+        if np.any(~(fields["kappa"] > 0)):
+            raise ValueError("belief kappa must be > 0")
+        if np.any(~(fields["alpha"] > 0)):
+            raise ValueError("belief alpha must be > 0")
+        _, _, _, beta = self.standard_params(fields)
+        if np.any(~(beta > 0)):
+            raise ValueError("belief beta (beta_shifted − kappa_mean² / (2 kappa)) must be > 0")
+
+    def _log_partition(self, fields: Fields) -> np.ndarray:
+        _, kappa, alpha, beta = self.standard_params(fields)
+        return gammaln(alpha) - alpha * np.log(beta) + 0.5 * _LOG_2PI - 0.5 * np.log(kappa)
+
+    def _grad_log_partition(self, fields: Fields) -> Fields:
+        m, kappa, alpha, beta = self.standard_params(fields)
+        e_tau = alpha / beta
+        return {
+            "kappa_mean": m * e_tau,                          # E[τμ]
+            "kappa": -0.5 * (1.0 / kappa + m * m * e_tau),    # E[−τμ²/2]
+            "beta_shifted": -e_tau,                           # E[−τ]
+            "alpha": digamma(alpha) - np.log(beta),           # E[log τ]
+        }
+
+    def mean(self, belief: NaturalParams) -> np.ndarray:
+        """``[E μ, E τ]`` along a trailing axis of length 2.
+
+        For ``α <= 1/2`` the marginal of μ (Student-t with ``2α`` degrees of freedom) has no
+        mean; its location ``m`` (median and mode) is reported instead.
+        """
+        m, _, alpha, beta = self.standard_params(belief.fields)
+        m, e_tau = np.broadcast_arrays(m, alpha / beta)
+        return np.stack([m, e_tau], axis=-1)
+
+    def variance(self, belief: NaturalParams) -> np.ndarray:
+        """``[Var μ, Var τ]`` along a trailing axis; ``Var μ`` is infinite for ``α <= 1``."""
+        _, kappa, alpha, beta = self.standard_params(belief.fields)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var_mu = np.where(alpha > 1.0, beta / (kappa * (alpha - 1.0)), np.inf)
+        var_mu, var_tau = np.broadcast_arrays(var_mu, alpha / (beta * beta))
+        return np.stack([var_mu, var_tau], axis=-1)
+
+    def sample(self, belief: NaturalParams, rng: np.random.Generator,
+               size: int | tuple[int, ...] | None = None) -> np.ndarray:
+        """Draws ``(μ, τ)`` pairs, shape ``size + (2,)`` (``size`` as in numpy)."""
+        m, kappa, alpha, beta = self.standard_params(belief.fields)
+        tau = rng.gamma(alpha, 1.0 / beta, size=size)
+        mu = rng.normal(m, 1.0 / np.sqrt(kappa * tau))
+        return np.stack([mu, tau], axis=-1)
+
+    def predictive_sample(self, belief: NaturalParams, rng: np.random.Generator,
+                          size: int | tuple[int, ...] | None = None) -> np.ndarray:
+        """Draws observations from the Student-t posterior predictive."""
+        theta = self.sample(belief, rng, size)
+        return rng.normal(theta[..., 0], 1.0 / np.sqrt(theta[..., 1]))

@@ -1,0 +1,86 @@
+"""Gamma prior on a Poisson rate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.special import digamma, gammaln
+
+from bam_rl._validation import check_integer_valued, check_positive
+from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
+
+
+class GammaPoisson(ConjugateFamily):
+    """λ ~ Gamma(alpha, rate beta); each observation x ~ Poisson(λ).
+
+    Coordinates: ``alpha`` and ``beta`` themselves (an affine image of the canonical natural
+    parameters ``(α − 1, −β)`` of ``T(λ) = (log λ, λ)``); a datum ``x_1..x_n`` adds
+    ``(Σx, n)`` and carries ``log h = −Σ log x!``. The predictive of one count is negative
+    binomial with ``n = α`` and ``p = β / (β + 1)``.
+
+    Args:
+        alpha: Shape of the Gamma prior, > 0.
+        beta: Rate of the Gamma prior, > 0.
+
+    Example:
+        >>> model = GammaPoisson(alpha=1.0, beta=1.0)
+        >>> s = model.stats([0])
+        >>> round(model.log_marginal(model.prior, s), 6)  # P(x = 0) = β / (β + 1)
+        -0.693147
+    """
+
+    field_shapes = {"alpha": (), "beta": ()}
+
+    def __init__(self, alpha: float = 1.0, beta: float = 1.0):
+        self.alpha = float(check_positive("alpha", alpha))
+        self.beta = float(check_positive("beta", beta))
+        self.prior = NaturalParams(self, {"alpha": self.alpha, "beta": self.beta})
+
+    def __repr__(self) -> str:
+        return f"GammaPoisson(alpha={self.alpha:g}, beta={self.beta:g})"
+
+    def stats(self, counts: Any, *, axis: int | tuple[int, ...] | None = None) -> NaturalParams:
+        """Sufficient statistics of Poisson counts.
+
+        Args:
+            counts: Whole numbers ``x >= 0`` (any shape).
+            axis: Axes summed into one datum; ``None`` (default) sums everything, ``()``
+                keeps every count as its own datum (a batch of statistics).
+
+        Raises:
+            ValueError: For negative, fractional or non-finite counts.
+        """
+        x = check_integer_valued("counts", counts)
+        return NaturalParams(self, {"alpha": x.sum(axis=axis),
+                                    "beta": np.ones_like(x).sum(axis=axis)},
+                             -gammaln(x + 1.0).sum(axis=axis))
+
+    def _check_belief(self, fields: Fields) -> None:
+        if np.any(~(fields["alpha"] > 0)) or np.any(~(fields["beta"] > 0)):
+            raise ValueError("belief alpha and beta must be > 0")
+
+    def _log_partition(self, fields: Fields) -> np.ndarray:
+        a, b = fields["alpha"], fields["beta"]
+        return gammaln(a) - a * np.log(b)
+
+    def _grad_log_partition(self, fields: Fields) -> Fields:
+        a, b = fields["alpha"], fields["beta"]
+        # E[log λ] and E[−λ]
+        return {"alpha": digamma(a) - np.log(b), "beta": -a / b}
+
+    def mean(self, belief: NaturalParams) -> np.ndarray:
+        return belief.fields["alpha"] / belief.fields["beta"]
+
+    def variance(self, belief: NaturalParams) -> np.ndarray:
+        b = belief.fields["beta"]
+        return belief.fields["alpha"] / (b * b)
+
+    def sample(self, belief: NaturalParams, rng: np.random.Generator,
+               size: int | tuple[int, ...] | None = None) -> np.ndarray:
+        return rng.gamma(belief.fields["alpha"], 1.0 / belief.fields["beta"], size=size)
+
+    def predictive_sample(self, belief: NaturalParams, rng: np.random.Generator,
+                          size: int | tuple[int, ...] | None = None) -> np.ndarray:
+        """Draws counts from the negative-binomial posterior predictive."""
+        return rng.poisson(self.sample(belief, rng, size))
