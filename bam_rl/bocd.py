@@ -1,0 +1,460 @@
+"""Bayesian online changepoint detection (Adams & MacKay, 2007) for any conjugate family.
+
+The run length ``r_t`` is the number of observations in the current segment *after* the
+datum ``D_t`` has been absorbed, with the change (if any) happening after ``D_t``:
+
+* start: ``P(r_0 = 0) = 1``, the run-length-0 belief is the base prior ``η0``;
+* for a datum with statistics ``s_t`` and every live run length ``r`` the predictive
+  ``π_r = p(D_t | η_r) = exp(A(η_r + s_t) − A(η_r) + log h(D_t))`` (one batched evaluation
+  over a stack of natural parameters, one row per run length);
+* growth ``P(r_t = r + 1, D_t) = P(r_{t−1} = r) · π_r · (1 − H(r))``;
+* change ``P(r_t = 0, D_t) = Σ_r P(r_{t−1} = r) · π_r · H(r)``;
+* the evidence increment ``p(D_t | D_<t)`` is the sum of that joint, which is then
+  normalised; the beliefs become ``[η0] + [η_r + s_t]``.
+
+Everything is carried in log space. Pruning drops run lengths whose posterior mass falls
+below a threshold (never the run length 0 nor the most probable ones) and, optionally,
+every run length beyond a maximum, so a step costs O(live run lengths).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from bam_rl.families.base import ConjugateFamily, NaturalParams
+
+HazardLike = float | Callable[[np.ndarray], Any]
+
+_HAZARD_MESSAGE = ("hazard must be a constant in the open interval (0, 1) or a callable "
+                   "mapping run lengths to probabilities in (0, 1)")
+
+
+def _logsumexp(values: np.ndarray) -> float:
+    """``log Σ exp(values)`` of a 1-d array (fast path for the small arrays of a step)."""
+    peak = values.max()
+    if not math.isfinite(peak):
+        return float(peak)
+    return float(peak + math.log(np.exp(values - peak).sum()))
+
+
+def _mixture_moments(weights: np.ndarray, means: Any, variances: Any) -> tuple[Any, Any]:
+    """Mean and element-wise variance of a mixture, per component of a tuple-valued θ."""
+    if isinstance(means, (tuple, list)):
+        parts = [_mixture_moments(weights, m, v) for m, v in zip(means, variances, strict=True)]
+        return tuple(p[0] for p in parts), tuple(p[1] for p in parts)
+    means = np.asarray(means, dtype=np.float64)
+    variances = np.asarray(variances, dtype=np.float64)
+    w = weights.reshape(weights.shape + (1,) * (means.ndim - 1))
+    with np.errstate(invalid="ignore"):  # a weight that underflowed to 0 times an inf
+        mean = np.where(w > 0, w * means, 0.0).sum(axis=0)
+        second = np.where(w > 0, w * (variances + means * means), 0.0).sum(axis=0)
+    variance = np.maximum(second - mean * mean, 0.0)
+    return mean[()], variance[()]
+
+
+class BOCD:
+    """Bayesian online changepoint detection with a conjugate-exponential-family model.
+
+    Adams & MacKay (2007) run-length filtering, in log space, with one natural-parameter row
+    per live run length so that the predictive of every run length is one batched
+    evaluation of the family's log-normaliser.
+
+    Conventions:
+        ``r_t`` counts the observations of the current segment after ``D_t``; ``r_t = 0``
+        means a change happened right after ``D_t`` (the next datum starts a segment from the
+        base prior). The hazard ``H(r) = P(r_t = 0 | r_{t−1} = r)`` is read at the run length
+        *before* ``D_t``.
+
+        With a constant hazard the posterior ``P(r_t = 0 | D_1..t)`` is exactly the hazard,
+        whatever the data: a change right after the latest datum cannot be seen in the data
+        yet. Detection is therefore read at a lag: ``changepoint_probability(lag)`` is
+        ``P(r_t = lag)``, the probability that the current segment began exactly ``lag``
+        observations ago (its first datum being ``D_{t−lag+1}``), and ``map_run_length``
+        drops to a small value shortly after a change.
+
+    Pruning:
+        After each step the run lengths whose posterior probability is below
+        ``prune_threshold`` are dropped, as are, when ``max_run_length`` is set, all run
+        lengths longer than it; the remaining posterior is renormalised. Never dropped:
+        ``r = 0``, the most probable run length (within the maximum) and the most probable
+        segment holding ``D_t`` (the :attr:`map_belief`), so the filtered mixture is never
+        empty. ``log_evidence`` accumulates the exact evidence increment
+        of each step as computed from the (pruned) posterior of the previous step. Within a
+        long stationary segment every shorter run length keeps a mass of about the hazard
+        times an Occam factor, so the number of live run lengths is bounded by the segment
+        length (not by ``t``) for tiny thresholds; larger thresholds or ``max_run_length``
+        bound it further.
+
+    Args:
+        model: The conjugate family; its ``prior`` is the belief at the start of a segment.
+        hazard: A constant in (0, 1), or a callable ``hazard(run_lengths) -> probabilities``
+            in (0, 1) evaluated element-wise on an integer array of run lengths ``r_{t−1}``.
+        prune_threshold: Posterior mass in [0, 1) below which a run length is dropped
+            (0 disables threshold pruning).
+        max_run_length: If given (an integer >= 1), run lengths longer than it are dropped.
+
+    Raises:
+        ValueError: For a model that is not a :class:`ConjugateFamily`, a hazard outside
+            (0, 1), a threshold outside [0, 1) or a maximum run length below 1.
+
+    Example:
+        >>> from bam_rl.families import BetaBinomial
+        >>> model = BetaBinomial(1.0, 1.0)
+        >>> bocd = BOCD(model, hazard=0.5)
+        >>> for _ in range(2):
+        ...     _ = bocd.update(model.stats(successes=1, trials=1))
+        >>> bocd.run_length_posterior.round(4)  # [1/2, 3/14, 2/7]
+        array([0.5   , 0.2143, 0.2857])
+        >>> round(float(np.exp(bocd.log_evidence)), 6)  # 7/24
+        0.291667
+    """
+
+    def __init__(self, model: ConjugateFamily, hazard: HazardLike = 1 / 100, *,
+                 prune_threshold: float = 1e-10, max_run_length: int | None = None):
+        if not isinstance(model, ConjugateFamily):
+            raise ValueError(f"model must be a ConjugateFamily, got {type(model).__name__}")
+        self.model = model
+        if callable(hazard):
+            self._hazard_fn: Callable[[np.ndarray], Any] | None = hazard
+            self._log_h = self._log_1mh = 0.0
+        else:
+            if isinstance(hazard, (bool, np.bool_)):
+                raise ValueError(f"{_HAZARD_MESSAGE}, got {hazard!r}")
+            try:
+                value = float(hazard)
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"{_HAZARD_MESSAGE}, got {hazard!r}") from error
+            if not 0.0 < value < 1.0:  # also rejects NaN
+                raise ValueError(f"{_HAZARD_MESSAGE}, got {hazard!r}")
+            self._hazard_fn = None
+            self._log_h = math.log(value)
+            self._log_1mh = math.log1p(-value)
+        self.hazard = hazard
+        try:
+            threshold = float(prune_threshold)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"prune_threshold must be a number in [0, 1), got "
+                             f"{prune_threshold!r}") from error
+        if isinstance(prune_threshold, (bool, np.bool_)) or not 0.0 <= threshold < 1.0:
+            raise ValueError(f"prune_threshold must lie in [0, 1), got {prune_threshold!r}")
+        self.prune_threshold = threshold
+        self._log_threshold = math.log(threshold) if threshold > 0 else -math.inf
+        if max_run_length is not None:
+            if (isinstance(max_run_length, (bool, np.bool_))
+                    or not isinstance(max_run_length, numbers.Integral) or max_run_length < 1):
+                raise ValueError(f"max_run_length must be None or an integer >= 1, got "
+                                 f"{max_run_length!r}")
+            max_run_length = int(max_run_length)
+        self.max_run_length = max_run_length
+
+        prior = model.prior
+        self._names = tuple(model.field_shapes)
+        self._event_shapes = tuple((name, tuple(event))
+                                   for name, event in model.field_shapes.items())
+        self._prior_fields = {
+            name: np.broadcast_to(prior.fields[name], tuple(event)).astype(np.float64)
+            for name, event in model.field_shapes.items()}
+        self._prior_log_h = float(prior.log_h)
+        self._prior_log_partition = float(model._log_partition(self._prior_fields))
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> BOCD:
+        """Forgets all data: back to ``P(r_0 = 0) = 1`` with the base prior. Returns self."""
+        self._t = 0
+        self._run_lengths = np.zeros(1, dtype=np.int64)
+        self._log_post = np.zeros(1)
+        self._fields = {name: value[np.newaxis].copy()
+                        for name, value in self._prior_fields.items()}
+        self._belief_log_h = np.full(1, self._prior_log_h)
+        self._log_partition = np.full(1, self._prior_log_partition)
+        # log P(r_{t-1} = r) π_r for the rows 1: (the segments containing D_t); None at t = 0
+        self._log_filtered: np.ndarray | None = None
+        self._log_evidence = 0.0
+        self._last_log_predictive = math.nan
+        return self
+
+    def _hazard_logs(self, run_lengths: np.ndarray) -> tuple[np.ndarray | float,
+                                                             np.ndarray | float]:
+        """``(log H(r), log(1 − H(r)))`` for the live run lengths."""
+        if self._hazard_fn is None:
+            return self._log_h, self._log_1mh
+        raw = self._hazard_fn(run_lengths.copy())
+        try:
+            values = np.asarray(raw, dtype=np.float64)
+            values = np.broadcast_to(values, run_lengths.shape)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"hazard must return one probability in (0, 1) per run length "
+                             f"(shape {run_lengths.shape}), got {raw!r}") from error
+        if not np.all((values > 0.0) & (values < 1.0)):
+            raise ValueError(f"hazard returned values outside the open interval (0, 1): "
+                             f"{values!r}")
+        return np.log(values), np.log1p(-values)
+
+    def update(self, s: NaturalParams) -> BOCD:
+        """Absorbs one datum.
+
+        Args:
+            s: Sufficient statistics of the datum (unbatched), e.g. ``model.stats(...)``.
+
+        Returns:
+            self, so calls can be chained.
+
+        Raises:
+            ValueError: If ``s`` is not an unbatched statistic of this model's family, or the
+                datum has zero (or undefined) probability under every run length.
+        """
+        model = self.model
+        if not isinstance(s, NaturalParams):
+            raise ValueError(f"s must be a NaturalParams of {model!r}, got {type(s).__name__}")
+        if s.family is not model:
+            try:
+                model.check_params(s, "s")
+            except ValueError as error:
+                raise ValueError(f"s must be statistics of {model!r}: {error}") from error
+        if s.log_h.ndim or any(s.fields[name].shape != event
+                               for name, event in self._event_shapes):
+            raise ValueError(f"s must be the statistics of a single datum (unbatched), got "
+                             f"{s!r}; sum a batch into one datum with .sum() first")
+        s_log_h = float(s.log_h)
+
+        # predictive of every live run length: one batched log-partition evaluation
+        post = {name: self._fields[name] + s.fields[name] for name in self._names}
+        post_log_partition = np.asarray(model._log_partition(post), dtype=np.float64)
+        log_pred = post_log_partition - self._log_partition + s_log_h
+        joint = self._log_post + log_pred           # log P(r_{t-1} = r, D_t | D_<t)
+        log_h, log_1mh = self._hazard_logs(self._run_lengths)
+        growth = joint + log_1mh
+        if self._hazard_fn is None:
+            total = _logsumexp(joint)                # H + (1 − H) = 1 exactly
+            change = total + log_h
+        else:
+            change = _logsumexp(joint + log_h)
+            growth_total = _logsumexp(growth)
+            total = float(np.logaddexp(change, growth_total))
+        if not math.isfinite(total):
+            raise ValueError(f"s: the datum has zero or undefined probability under every run "
+                             f"length (log evidence increment {total})")
+
+        n = joint.shape[0] + 1
+        log_post = np.empty(n)
+        log_post[0] = change - total
+        np.subtract(growth, total, out=log_post[1:])
+        run_lengths = np.empty(n, dtype=np.int64)
+        run_lengths[0] = 0
+        np.add(self._run_lengths, 1, out=run_lengths[1:])
+        fields = {}
+        for name in self._names:
+            old = post[name]
+            new = np.empty((n, *old.shape[1:]))
+            new[0] = self._prior_fields[name]
+            new[1:] = old
+            fields[name] = new
+        belief_log_h = np.empty(n)
+        belief_log_h[0] = self._prior_log_h
+        np.add(self._belief_log_h, s_log_h, out=belief_log_h[1:])
+        log_partition = np.empty(n)
+        log_partition[0] = self._prior_log_partition
+        log_partition[1:] = post_log_partition
+        log_filtered = joint
+
+        # pruning: drop run lengths beyond the maximum and small masses, but never r = 0, the
+        # MAP, nor the most probable segment holding D_t (so the filtered belief survives)
+        keep = None
+        within = None
+        if self.max_run_length is not None and run_lengths[-1] > self.max_run_length:
+            within = run_lengths <= self.max_run_length  # a prefix: run lengths ascend
+        if self.prune_threshold > 0.0:
+            mask = log_post >= self._log_threshold
+            if within is not None:
+                mask &= within
+            if within is not None or not mask.all():
+                last = n if within is None else int(np.count_nonzero(within))
+                mask[0] = True
+                mask[int(log_post[:last].argmax())] = True
+                mask[1 + int(log_filtered[:last - 1].argmax())] = True
+                keep = mask
+        elif within is not None:
+            keep = within
+        if keep is not None:
+            log_post = log_post[keep]
+            log_post -= _logsumexp(log_post)
+            run_lengths = run_lengths[keep]
+            fields = {name: value[keep] for name, value in fields.items()}
+            belief_log_h = belief_log_h[keep]
+            log_partition = log_partition[keep]
+            log_filtered = log_filtered[keep[1:]]
+
+        self._t += 1
+        self._log_post = log_post
+        self._run_lengths = run_lengths
+        self._fields = fields
+        self._belief_log_h = belief_log_h
+        self._log_partition = log_partition
+        self._log_filtered = log_filtered
+        self._log_evidence += total
+        self._last_log_predictive = total
+        return self
+
+    # ------------------------------------------------------------- run lengths
+    @property
+    def t(self) -> int:
+        """Number of data absorbed since construction or the last :meth:`reset`."""
+        return self._t
+
+    @property
+    def run_lengths(self) -> np.ndarray:
+        """Live run lengths, ascending (``run_lengths[0] == 0``), aligned with :attr:`beliefs`."""
+        return self._run_lengths.copy()
+
+    @property
+    def run_length_probabilities(self) -> np.ndarray:
+        """``P(r_t = r | D_1..t)`` for each live run length ``r`` (aligned, sums to 1)."""
+        return np.exp(self._log_post)
+
+    @property
+    def log_run_length_probabilities(self) -> np.ndarray:
+        """Log of :attr:`run_length_probabilities`."""
+        return self._log_post.copy()
+
+    @property
+    def run_length_posterior_sparse(self) -> tuple[np.ndarray, np.ndarray]:
+        """The sparse posterior: ``(run_lengths, probabilities)`` over the live run lengths."""
+        return self.run_lengths, self.run_length_probabilities
+
+    @property
+    def run_length_posterior(self) -> np.ndarray:
+        """Dense ``P(r_t = r | D_1..t)`` for ``r = 0 .. max live run length`` (0 if pruned)."""
+        dense = np.zeros(int(self._run_lengths[-1]) + 1)
+        dense[self._run_lengths] = np.exp(self._log_post)
+        return dense
+
+    @property
+    def map_run_length(self) -> int:
+        """The most probable run length (the smallest one on ties)."""
+        return int(self._run_lengths[int(self._log_post.argmax())])
+
+    def changepoint_probability(self, lag: int = 1) -> float:
+        """Posterior probability that the current segment began exactly ``lag`` data ago.
+
+        This is ``P(r_t = lag | D_1..t)``: the current segment consists of the last ``lag``
+        observations, i.e. a change happened right before ``D_{t−lag+1}``. ``lag = 0`` gives
+        ``P(r_t = 0)``, which equals the hazard when the hazard is constant, so a change is
+        read at ``lag >= 1``.
+
+        Args:
+            lag: Integer >= 0.
+
+        Returns:
+            The probability (0.0 for run lengths that were pruned or exceed ``t``).
+
+        Raises:
+            ValueError: If ``lag`` is not an integer >= 0.
+        """
+        if (isinstance(lag, (bool, np.bool_)) or not isinstance(lag, numbers.Integral)
+                or lag < 0):
+            raise ValueError(f"lag must be an integer >= 0, got {lag!r}")
+        index = int(np.searchsorted(self._run_lengths, int(lag)))
+        if index < len(self._run_lengths) and self._run_lengths[index] == lag:
+            return float(np.exp(self._log_post[index]))
+        return 0.0
+
+    @property
+    def log_evidence(self) -> float:
+        """``log p(D_1..t)``, the sum of the per-step log evidence increments."""
+        return float(self._log_evidence)
+
+    @property
+    def last_log_predictive(self) -> float:
+        """``log p(D_t | D_<t)`` of the latest datum (NaN before any data)."""
+        return float(self._last_log_predictive)
+
+    # ----------------------------------------------------------------- beliefs
+    def _params(self, rows: slice | np.ndarray | None = None) -> NaturalParams:
+        if rows is None:
+            rows = slice(None)
+        return NaturalParams(self.model,
+                             {name: np.array(value[rows]) for name, value in self._fields.items()},
+                             np.array(self._belief_log_h[rows]))
+
+    @property
+    def beliefs(self) -> NaturalParams:
+        """Stacked beliefs, one row per live run length (aligned with :attr:`run_lengths`).
+
+        Row ``r`` is the base prior plus the statistics of the last ``r`` data.
+        """
+        return self._params()
+
+    @property
+    def filtered_weights(self) -> np.ndarray:
+        """Mixture weights of :attr:`filtered_beliefs` (sum to 1).
+
+        The weight of the segment that started ``r + 1`` data ago (``r_{t−1} = r``) is
+        ``∝ P(r_{t−1} = r | D_<t) · p(D_t | r)``, the joint before the hazard splits it into a
+        continuation and a change. Before any data: ``[1.0]`` (the base prior).
+        """
+        if self._log_filtered is None:
+            return np.ones(1)
+        logw = self._log_filtered
+        return np.exp(logw - _logsumexp(logw))
+
+    @property
+    def filtered_beliefs(self) -> NaturalParams:
+        """Beliefs about ``θ_t`` given ``D_1..t``, one per segment containing ``D_t``.
+
+        These are the rows of :attr:`beliefs` with run length >= 1 (aligned with
+        ``run_lengths[1:]``); before any data it is the base prior as a batch of one.
+        """
+        if self._log_filtered is None:
+            return self._params(slice(0, 1))
+        return self._params(slice(1, None))
+
+    @property
+    def filtered_run_lengths(self) -> np.ndarray:
+        """Run lengths of :attr:`filtered_beliefs` (``run_lengths[1:]``; ``[0]`` at t = 0)."""
+        if self._log_filtered is None:
+            return self._run_lengths[:1].copy()
+        return self._run_lengths[1:].copy()
+
+    @property
+    def map_belief(self) -> NaturalParams:
+        """The filtered belief of the most probable segment containing ``D_t`` (unbatched)."""
+        if self._log_filtered is None:
+            return self._params(0)
+        return self._params(1 + int(np.argmax(self._log_filtered)))
+
+    def theta_moments(self, kind: str = "filtered") -> tuple[Any, Any]:
+        """Mean and element-wise variance of a run-length mixture of beliefs about θ.
+
+        Args:
+            kind: ``"filtered"`` — the belief about ``θ_t`` given ``D_1..t``, the mixture of
+                :attr:`filtered_beliefs` with :attr:`filtered_weights`; ``"predictive"`` — the
+                belief about ``θ_{t+1}``, the mixture of :attr:`beliefs` (including the base
+                prior at ``r = 0``) with the run-length posterior.
+
+        Returns:
+            ``(mean, variance)`` with the shape of θ (NumPy scalars for scalar θ; tuples when
+            the family's moments are tuples, e.g. ``(M, σ²)``); the variance is
+            ``Σ w (Var + E²) − mean²`` element-wise.
+
+        Raises:
+            ValueError: For an unknown ``kind``.
+        """
+        if kind == "filtered":
+            weights, beliefs = self.filtered_weights, self.filtered_beliefs
+        elif kind == "predictive":
+            weights, beliefs = self.run_length_probabilities, self.beliefs
+        else:
+            raise ValueError(f"kind must be 'filtered' or 'predictive', got {kind!r}")
+        return _mixture_moments(weights, self.model.mean(beliefs),
+                                self.model.variance(beliefs))
+
+    def __repr__(self) -> str:
+        return (f"BOCD({self.model!r}, hazard={self.hazard!r}, prune_threshold="
+                f"{self.prune_threshold:g}, max_run_length={self.max_run_length!r}, t={self._t}, "
+                f"live={len(self._run_lengths)})")
