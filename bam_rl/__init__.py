@@ -4,8 +4,48 @@ Importing this package registers the ``bam_rl/...`` Gymnasium environments.
 """
 
 import envs as _envs  # noqa: F401  (registers the environments with string entry points)
-from bam_rl.families import BetaBinomial, ConjugateFamily, NaturalParams
+from bam_rl.beliefs import (
+    BAM,
+    BOCD,
+    BAMWithChangepoints,
+    ExponentialForgetting,
+    PowerPrior,
+    RecursiveBayes,
+)
+from bam_rl.families import (
+    BayesianLinearRegression,
+    BayesianLinearRegressionNIG,
+    BetaBinomial,
+    ConjugateFamily,
+    DirichletCategorical,
+    GammaPoisson,
+    NaturalParams,
+    NormalGamma,
+    NormalKnownVariance,
+)
+from bam_rl.memory import Memory
+from bam_rl.readout import ReadoutResult, select
 
 __version__ = "0.1.0"
 
-__all__ = ["BetaBinomial", "ConjugateFamily", "NaturalParams", "__version__"]
+__all__ = [
+    "BAM",
+    "BOCD",
+    "BAMWithChangepoints",
+    "BayesianLinearRegression",
+    "BayesianLinearRegressionNIG",
+    "BetaBinomial",
+    "ConjugateFamily",
+    "DirichletCategorical",
+    "ExponentialForgetting",
+    "GammaPoisson",
+    "Memory",
+    "NaturalParams",
+    "NormalGamma",
+    "NormalKnownVariance",
+    "PowerPrior",
+    "ReadoutResult",
+    "RecursiveBayes",
+    "__version__",
+    "select",
+]

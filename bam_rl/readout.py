@@ -76,7 +76,6 @@ class _Objective:
         self.s_t = s_t
         self.lam = lam
         self.prior = model.prior
-        self.log_partition_prior = model._log_partition(self.prior.fields)
         self.evaluations = 0
 
     def __call__(self, candidates: Fields) -> np.ndarray:

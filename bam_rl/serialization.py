@@ -50,7 +50,8 @@ class _Encoder:
             if value.dtype == object:
                 raise ValueError(f"cannot save object array at {path}")
             key = f"a{len(self.arrays)}"
-            self.arrays[key] = np.ascontiguousarray(value)
+            # ascontiguousarray would turn 0-d arrays into 1-d ones
+            self.arrays[key] = np.ascontiguousarray(value).reshape(value.shape)
             return {"__array__": key}
         if isinstance(value, (list, tuple)):
             items = [self.encode(v, f"{path}[{i}]") for i, v in enumerate(value)]

@@ -1,0 +1,308 @@
+"""The ``bam-rl`` command line (DESIGN §8).
+
+Subcommands::
+
+    bam-rl demo [--steps 300] [--seed 0] [--out DIR]      # BAM tracking a drifting stream
+    bam-rl run --env ID --agent NAME[,NAME...] --steps N --seeds S [--out DIR]
+               [--jobs J] [--backend serial|loky|ray]      # a sweep over run_many
+    bam-rl list                                          # environment ids and agent names
+
+Usage errors (an unknown agent or environment, bad numbers) print a message naming the
+offending value and the accepted ones to stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["build_parser", "main"]
+
+_TRUNCATE = 60
+
+
+# ------------------------------------------------------------------------------ helpers
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _nonzero_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a non-zero integer (-1: all cores)")
+    return value
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({error}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
+def _split_names(values: Sequence[str] | None) -> list[str]:
+    """``["a,b", "c"] -> ["a", "b", "c"]`` (repeated and comma-separated options), unique."""
+    names: list[str] = []
+    for value in values or ():
+        for name in value.split(","):
+            name = name.strip()
+            if name and name not in names:
+                names.append(name)
+    return names
+
+
+def _first_line(function: Callable[..., Any]) -> str:
+    doc = (function.__doc__ or "").strip().splitlines()
+    return doc[0].replace("``", "") if doc else ""
+
+
+# ----------------------------------------------------------------------------- commands
+def _cmd_list(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from bam_rl.harness import AGENTS, ENV_IDS
+
+    print("environments:")
+    for env_id in ENV_IDS:
+        print(f"  {env_id}")
+    print()
+    print("agents:")
+    width = max(len(name) for name in AGENTS)
+    for name, builder in AGENTS.items():
+        print(f"  {name:<{width}}  {_first_line(builder)}")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import gymnasium as gym
+
+    from bam_rl.harness import check_agent_name, check_env_id, make_agent, make_grid, run_many
+
+    agents = _split_names(args.agent)
+    env_ids = _split_names(args.env)
+    if not agents:
+        parser.error("give at least one agent with --agent")
+    if not env_ids:
+        parser.error("give at least one environment with --env")
+    try:
+        for name in agents:
+            check_agent_name(name)
+        for env_id in env_ids:
+            check_env_id(env_id)
+    except ValueError as error:
+        parser.error(str(error))
+
+    env_kwargs = args.env_kwargs or {}
+    agent_kwargs = args.agent_kwargs or {}
+    configs = {env_id: (env_id, env_kwargs) for env_id in env_ids}
+    try:
+        # fail fast, before any worker starts, when an agent does not fit an environment
+        for env_id in env_ids:
+            env = gym.make(env_id, **env_kwargs)
+            try:
+                for name in agents:
+                    make_agent(name, env, 0, **agent_kwargs)
+            finally:
+                env.close()
+        grid = make_grid(agents, configs, seeds=args.seeds, n_steps=args.steps,
+                         n_episodes=args.episodes, root_seed=args.root_seed,
+                         agent_kwargs={name: agent_kwargs for name in agents})
+        frame = run_many(grid, backend=args.backend, n_jobs=args.jobs, out_dir=args.out,
+                         progress=not args.no_progress, fmt=args.format)
+    except (ValueError, TypeError) as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+
+    print(summary_table(frame).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    if args.out is not None:
+        print(f"\n{len(grid)} run files in {Path(args.out).resolve()}")
+    return 0
+
+
+def summary_table(frame: Any) -> Any:
+    """Per (method, config): mean ± std over seeds of the total reward (and total regret)."""
+    import pandas as pd
+
+    keys = ["method", "config", "seed"]
+    totals = {"total_reward": ("reward", "sum")}
+    if "regret" in frame.columns:
+        totals["total_regret"] = ("regret", "sum")
+    per_run = frame.groupby(keys, sort=False).agg(steps=("step", "size"), **totals)
+    rows = []
+    for (method, config), runs in per_run.groupby(level=["method", "config"], sort=False):
+        row: dict[str, Any] = {"method": method, "config": config, "seeds": len(runs),
+                               "steps": int(runs["steps"].mean())}
+        for column in totals:
+            row[f"mean_{column}"] = runs[column].mean()
+            row[f"std_{column}"] = runs[column].std(ddof=1) if len(runs) > 1 else 0.0
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+class _RememberedCount:
+    """Forwards to a tracker and adds ``remembered`` (the sum of BAM's readout weights)."""
+
+    def __init__(self, agent: Any):
+        self.agent = agent
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        self.agent.reset(observation, info)
+
+    def act(self, observation: Any) -> Any:
+        return self.agent.act(observation)
+
+    def observe(self, *args: Any) -> None:
+        self.agent.observe(*args)
+
+    def summary(self) -> dict[str, float]:
+        weights = getattr(self.agent.rule, "weights", None)
+        remembered = float("nan") if weights is None else float(sum(weights))
+        return {**self.agent.summary(), "remembered": remembered}
+
+
+def _cmd_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import time
+
+    import gymnasium as gym
+    import numpy as np
+    import pandas as pd
+
+    from bam_rl.harness import make_agent, rollout
+
+    start = time.perf_counter()
+    env_id = "bam_rl/BinomialStream-v0"
+    methods = {"tracker-recursive": "recursive Bayes", "tracker-bam": "BAM (λ=0)"}
+    frames = []
+    env = gym.make(env_id, max_steps=args.steps)
+    unwrapped = env.unwrapped
+    try:
+        for name in methods:
+            agent = _RememberedCount(make_agent(name, env, seed=args.seed))
+            frames.append(rollout(env, agent, n_steps=args.steps, seed=args.seed, method=name,
+                                  config=env_id))
+    finally:
+        env.close()
+    frame = pd.concat(frames, ignore_index=True)
+
+    print(f"BAM demo: tracking θ_t = {unwrapped.amplitude:g}·sin(2πt/{unwrapped.period:g}) + "
+          f"{unwrapped.offset:g} from Binomial({unwrapped.n}, θ_t) counts, "
+          f"{args.steps} steps, seed {args.seed}.")
+    print("Posterior mean of θ_t after each count vs the truth; 'remembered' is how many past")
+    print("counts BAM's readout keeps for the current estimate (recursive Bayes keeps all).")
+    print()
+    print(f"{'method':<16} {'posterior-mean MSE':>19} {'remembered (mean)':>18} "
+          f"{'remembered (end)':>17}")
+    for name, label in methods.items():
+        run = frame[frame["method"] == name]
+        mse = float(np.mean((run["belief_mean"] - run["theta"]) ** 2))
+        remembered = run["belief_remembered"]
+        if remembered.isna().all():  # no readout: every past datum is remembered
+            mean_text, end_text = "all", f"all ({len(run) - 1})"
+        else:
+            mean_text = f"{remembered.mean():.1f}"
+            end_text = f"{remembered.iloc[-1]:.0f} of {len(run) - 1}"
+        print(f"{label:<16} {mse:>19.5f} {mean_text:>18} {end_text:>17}")
+    if args.out is not None:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / "demo_tracking.csv"
+        frame.to_csv(path, index=False)
+        print(f"\nper-step records: {path.resolve()}")
+    print(f"\n({time.perf_counter() - start:.1f} s)")
+    return 0
+
+
+# ------------------------------------------------------------------------------ parser
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``bam-rl`` (one subparser per command)."""
+    from bam_rl import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="bam-rl",
+        description="Bayes with Adaptive Memory (BAM) for non-stationary reinforcement "
+                    "learning: demos, sweeps and paper reproductions.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = commands.add_parser(
+        "demo", help="BAM vs recursive Bayes tracking the sinusoidal Binomial stream",
+        description="Tracks the sinusoidal BinomialStream with recursive Bayes and BAM and "
+                    "prints the posterior-mean MSE and how many past data BAM remembers. "
+                    "Writes nothing unless --out is given.")
+    demo.add_argument("--steps", type=_positive_int, default=300, help="stream length (300)")
+    demo.add_argument("--seed", type=int, default=0, help="stream seed (0)")
+    demo.add_argument("--out", default=None, help="directory for the per-step CSV")
+    demo.set_defaults(handler=_cmd_demo, parser=demo)
+
+    run = commands.add_parser(
+        "run", help="a (agent × environment × seed) sweep on top of run_many",
+        description="Runs every agent on every environment for --seeds seeds (common random "
+                    "numbers across agents), one result file per run in --out (a rerun "
+                    "resumes), and prints the mean total reward (and regret) per method.")
+    run.add_argument("--env", action="append", metavar="ID",
+                     help="environment id (repeat or comma-separate for several)")
+    run.add_argument("--agent", action="append", metavar="NAME",
+                     help="agent name (repeat or comma-separate; see `bam-rl list`)")
+    budget = run.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--steps", type=_positive_int, help="steps per run")
+    budget.add_argument("--episodes", type=_positive_int, help="episodes per run")
+    run.add_argument("--seeds", type=_positive_int, default=1, help="seeds per run (1)")
+    run.add_argument("--out", default=None, metavar="DIR",
+                     help="directory of the per-run files (none: keep results in memory)")
+    run.add_argument("--jobs", type=_nonzero_int, default=1, help="parallel workers (1)")
+    run.add_argument("--backend", choices=("serial", "loky", "ray"), default="loky",
+                     help="execution backend (loky)")
+    run.add_argument("--format", choices=("parquet", "csv"), default="parquet",
+                     help="per-run file format (parquet)")
+    run.add_argument("--root-seed", type=int, default=0, help="root of all seeds (0)")
+    run.add_argument("--env-kwargs", type=_json_object, default=None, metavar="JSON",
+                     help='environment keyword arguments, e.g. \'{"config_seed": 3}\'')
+    run.add_argument("--agent-kwargs", type=_json_object, default=None, metavar="JSON",
+                     help='agent keyword arguments, e.g. \'{"lam": 0.1}\'')
+    run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    run.set_defaults(handler=_cmd_run, parser=run)
+
+    listing = commands.add_parser("list", help="environment ids and agent names")
+    listing.set_defaults(handler=_cmd_list, parser=listing)
+
+    # `bam-rl reproduce {tracking,cartpole-episodic,cartpole-continual,bandits,mnist,all}
+    # [--quick] [--seeds N] [--out DIR]` (DESIGN §8) is registered here: add its subparser
+    # with `commands.add_parser("reproduce", ...)` and
+    # `set_defaults(handler=<function(args, parser) -> int>, parser=<the subparser>)`.
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``bam-rl`` console script.
+
+    Args:
+        argv: Arguments (without the program name); ``None`` reads ``sys.argv``.
+
+    Returns:
+        0 on success.
+
+    Raises:
+        SystemExit: With status 2 on a usage error (message on stderr).
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return args.handler(args, args.parser)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
