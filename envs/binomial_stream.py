@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+
+from envs._checks import finite_float, positive_int, scalar_action
 
 __all__ = ["BinomialStreamEnv"]
 
@@ -98,11 +99,11 @@ class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
         Raises:
             ValueError: If an argument is outside its accepted range.
         """
-        self.n = _positive_int("n", n)
-        self.amplitude = _finite_float("amplitude", amplitude)
-        self.offset = _finite_float("offset", offset)
-        self.period = _finite_float("period", period)
-        self.max_steps = _positive_int("max_steps", max_steps)
+        self.n = positive_int("n", n)
+        self.amplitude = finite_float("amplitude", amplitude)
+        self.offset = finite_float("offset", offset)
+        self.period = finite_float("period", period)
+        self.max_steps = positive_int("max_steps", max_steps)
         if self.amplitude < 0.0:
             raise ValueError(f"amplitude must be >= 0, got {amplitude!r}")
         if self.period <= 0.0:
@@ -165,7 +166,7 @@ class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
             ValueError: If the action is not a single number in [0, 1].
             RuntimeError: If called after truncation without ``reset``.
         """
-        estimate = _estimate(action)
+        estimate = scalar_action(action, 0.0, 1.0, "estimate of theta")
         t = self._t + 1
         if t > self.max_steps:
             raise RuntimeError("step() called after the episode was truncated; call reset()")
@@ -178,40 +179,3 @@ class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
         err = estimate - theta
         info = {"theta": theta, "t": t}
         return np.int64(self._counts[i]), -err * err, False, t == self.max_steps, info
-
-
-def _estimate(action: Any) -> float:
-    """Return the action as a float in [0, 1] or raise ``ValueError``."""
-    if type(action) is np.ndarray and action.shape == (1,):
-        value = float(action[0])
-    else:
-        try:
-            if isinstance(action, str | bytes):
-                raise TypeError(type(action))
-            arr = np.asarray(action, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"action must be a number in [0, 1], got {action!r}") from exc
-        if arr.size != 1:
-            raise ValueError(f"action must have exactly one element in [0, 1], got {action!r}")
-        value = float(arr.reshape(-1)[0])
-    if not 0.0 <= value <= 1.0:  # also rejects NaN
-        raise ValueError(f"action must be in [0, 1] (a finite estimate of theta), got {value!r}")
-    return value
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value <= 0:
-        raise ValueError(f"{name} must be a positive int (>= 1), got {value!r}")
-    return int(value)
-
-
-def _finite_float(name: str, value: Any) -> float:
-    if isinstance(value, str | bytes | bool):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    try:
-        out = float(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a finite number, got {value!r}") from exc
-    if not math.isfinite(out):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return out

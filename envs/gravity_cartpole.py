@@ -13,6 +13,8 @@ from gymnasium import utils
 from gymnasium.envs.mujoco import MujocoEnv
 from gymnasium.spaces import Box
 
+from envs._checks import scalar_action
+
 __all__ = ["GravityCartPoleEnv", "analytic_hanging_period"]
 
 #: Absolute path of the MuJoCo model (package data).
@@ -330,7 +332,7 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
             ValueError: If the action is not a single number in [-1, 1].
             RuntimeError: If called after truncation without ``reset`` (or before any reset).
         """
-        u = _force(action)
+        u = scalar_action(action, -1.0, 1.0, "force")
         if self._bang_bang:
             u = 1.0 if u > 0.0 else (-1.0 if u < 0.0 else 0.0)
         if not 0 <= self._steps < self.max_steps or self._trial < 0:
@@ -342,25 +344,6 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
             self.render()
         obs = self._get_obs()
         return obs, float(obs[2]), False, self._steps == self.max_steps, self._info()
-
-
-def _force(action: Any) -> float:
-    """Return the action as a float in [-1, 1] or raise ``ValueError``."""
-    if type(action) is np.ndarray and action.shape == (1,):
-        value = float(action[0])
-    else:
-        try:
-            if isinstance(action, str | bytes):
-                raise TypeError(type(action))
-            arr = np.asarray(action, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"action must be a number in [-1, 1], got {action!r}") from exc
-        if arr.size != 1:
-            raise ValueError(f"action must have exactly one element in [-1, 1], got {action!r}")
-        value = float(arr.reshape(-1)[0])
-    if not -1.0 <= value <= 1.0:  # also rejects NaN
-        raise ValueError(f"action must be a finite force in [-1, 1], got {value!r}")
-    return value
 
 
 def _positive_float(name: str, value: Any, allow_zero: bool = False) -> float:

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from envs.switching_bandit import _BlockBandit, finite_float, positive_int
+from envs._checks import finite_float, positive_int
+from envs.switching_bandit import _BlockBandit
 
 __all__ = ["DEFAULT_BREAKPOINTS", "DEFAULT_MEANS", "PiecewiseBanditEnv"]
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+
+from envs._checks import finite_float, positive_int
 
 __all__ = ["SwitchingBanditEnv"]
 
@@ -300,23 +301,3 @@ def _arm_index(action: Any, n_arms: int) -> int:
     if not 0 <= arm < n_arms:
         raise ValueError(f"action must be an integer arm index in [0, {n_arms}), got {arm}")
     return arm
-
-
-def positive_int(name: str, value: Any) -> int:
-    """Return ``value`` as an int >= 1 or raise ``ValueError`` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value <= 0:
-        raise ValueError(f"{name} must be a positive int (>= 1), got {value!r}")
-    return int(value)
-
-
-def finite_float(name: str, value: Any) -> float:
-    """Return ``value`` as a finite float or raise ``ValueError`` naming ``name``."""
-    if isinstance(value, str | bytes | bool):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    try:
-        out = float(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a finite number, got {value!r}") from exc
-    if not math.isfinite(out):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return out

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -199,35 +199,25 @@ class NaturalParams:
         return f"NaturalParams[{type(self.family).__name__}, batch={self.batch_shape}]({body})"
 
 
-def stack(items: Sequence[NaturalParams] | Iterable[NaturalParams]) -> NaturalParams:
+def _join(items: Iterable[NaturalParams], join: Callable[..., np.ndarray]) -> NaturalParams:
+    items = list(items)
+    if not items:
+        raise ValueError("items must contain at least one NaturalParams")
+    first = items[0]
+    for other in items[1:]:
+        first._check_compatible(other)
+    fields = {name: join([p._full(name) for p in items]) for name in first.fields}
+    return NaturalParams(first.family, fields, join([p.log_h for p in items]))
+
+
+def stack(items: Iterable[NaturalParams]) -> NaturalParams:
     """Stacks unbatched (or equally batched) parameters along a new leading axis."""
-    items = list(items)
-    if not items:
-        raise ValueError("items must contain at least one NaturalParams")
-    first = items[0]
-    for other in items[1:]:
-        first._check_compatible(other)
-    fields = {}
-    for name, event in first.family.field_shapes.items():
-        fields[name] = np.stack([np.broadcast_to(p.fields[name], p.batch_shape + tuple(event))
-                                 for p in items])
-    return NaturalParams(first.family, fields, np.stack([p.log_h for p in items]))
+    return _join(items, np.stack)
 
 
-def concatenate(items: Sequence[NaturalParams]) -> NaturalParams:
+def concatenate(items: Iterable[NaturalParams]) -> NaturalParams:
     """Concatenates batched parameters along their leading axis."""
-    items = list(items)
-    if not items:
-        raise ValueError("items must contain at least one NaturalParams")
-    first = items[0]
-    for other in items[1:]:
-        first._check_compatible(other)
-    fields = {}
-    for name, event in first.family.field_shapes.items():
-        fields[name] = np.concatenate(
-            [np.broadcast_to(p.fields[name], p.batch_shape + tuple(event)) for p in items])
-    return NaturalParams(first.family, fields,
-                         np.concatenate([np.broadcast_to(p.log_h, p.batch_shape) for p in items]))
+    return _join(items, np.concatenate)
 
 
 class ConjugateFamily(ABC):
