@@ -1,1 +1,24 @@
-"""Paper experiments: each returns tidy frames, summaries and figures."""
+"""Paper experiments: each returns tidy frames, summaries and figures.
+
+:data:`REPRODUCTIONS` maps the names accepted by ``bam-rl reproduce`` to functions
+``reproduce(out, seeds=None, quick=False, n_jobs=1, progress=True) -> summary frame``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+
+import pandas as pd
+
+_MODULES = {"tracking": "bam_rl.experiments.tracking"}
+
+
+def get_reproduction(name: str) -> Callable[..., pd.DataFrame]:
+    """The ``reproduce`` function of experiment ``name`` (imported on demand)."""
+    if name not in _MODULES:
+        raise ValueError(f"experiment must be one of {sorted(_MODULES)}, got {name!r}")
+    return import_module(_MODULES[name]).reproduce
+
+
+REPRODUCTIONS = tuple(_MODULES)

@@ -158,3 +158,34 @@ def plot_tracking(frame: pd.DataFrame, path: str | Path | None = None):
     if path is not None:
         figure.savefig(path, dpi=120)
     return figure
+
+
+def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_jobs: int = 1,
+              progress: bool = True) -> pd.DataFrame:
+    """Runs Experiment 1 and writes ``tracking.csv``, ``tracking_summary.csv`` and
+    ``tracking.png`` (the paper's Figure 1) to ``out``; returns the summary.
+
+    Args:
+        out: Output directory (created if needed).
+        seeds: Number of seeds (paper: 20; ``quick``: 3).
+        quick: A short run (300 steps, 3 seeds) for smoke tests.
+        n_jobs: Parallel workers.
+        progress: Show a progress bar.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    seeds = seeds if seeds is not None else (3 if quick else 20)
+    frame = tracking_experiment(seeds=seeds, n_steps=300 if quick else 500, n_jobs=n_jobs,
+                                progress=progress)
+    summary = summarize(frame)
+    _write_csv(frame, out / "tracking.csv")
+    _write_csv(summary, out / "tracking_summary.csv")
+    plot_tracking(frame, out / "tracking.png")
+    return summary
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
+    """Writes atomically: a crash never leaves a half-written results file."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    frame.to_csv(temporary, index=False)
+    temporary.replace(path)

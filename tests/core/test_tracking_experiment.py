@@ -35,3 +35,20 @@ def test_same_seed_same_stream_for_every_method():
     np.testing.assert_array_equal(a["theta"], b["theta"])
     with pytest.raises(ValueError, match="method"):
         run_tracking("kalman", seed=0)
+
+
+def test_reproduce_tracking_through_the_cli(tmp_path, capsys):
+    import pandas as pd
+
+    from bam_rl.cli import main
+
+    assert main(["reproduce", "tracking", "--quick", "--seeds", "2", "--out", str(tmp_path),
+                 "--no-progress"]) == 0
+    folder = tmp_path / "tracking"
+    summary = pd.read_csv(folder / "tracking_summary.csv")
+    assert set(summary["method"]) == {"recursive", "bocd", "forgetting", "bam", "bam_reg"}
+    assert len(pd.read_csv(folder / "tracking.csv")) == 5 * 2 * 300
+    assert (folder / "tracking.png").stat().st_size > 10_000
+    assert "tracking" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["reproduce", "weather"])
