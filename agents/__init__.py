@@ -1,0 +1,12 @@
+"""Decision makers behind one ``reset``/``act``/``observe``/``save``/``load`` interface (DESIGN §7).
+
+``SB3Agent`` is importable without Stable-Baselines3 or torch installed: :mod:`agents.sb3`
+imports them only when an :class:`SB3Agent` is built or loaded.
+"""
+
+from agents.bandits import UCB, UCBAM, ThompsonSampling
+from agents.base import Agent, BaseAgent
+from agents.sb3 import SB3Agent
+from agents.tracking import BeliefTracker
+
+__all__ = ["UCB", "UCBAM", "Agent", "BaseAgent", "BeliefTracker", "SB3Agent", "ThompsonSampling"]

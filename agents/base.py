@@ -1,0 +1,195 @@
+"""The agent interface (DESIGN §7) and a small base class with seeding, validation and save/load.
+
+Every decision maker of this package is driven through one protocol, so the harness, the
+tests and user code need not know which agent they hold::
+
+    observation, info = env.reset(seed=0)
+    agent.reset(observation, info)
+    while True:
+        action = agent.act(observation)
+        next_observation, reward, terminated, truncated, info = env.step(action)
+        agent.observe(action, reward, next_observation, terminated, truncated, info)
+        observation = next_observation
+        if terminated or truncated:
+            break
+
+:class:`BaseAgent` owns ``self.rng``, a seeded :class:`numpy.random.Generator` from which every
+random draw of the agent comes, and saves/loads the whole agent (including that generator)
+with :mod:`bam_rl.serialization` — ``.npz`` plus JSON, never pickle — so a loaded agent
+continues exactly as the saved one would have.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+
+from bam_rl.serialization import load_object, save_object
+
+__all__ = [
+    "Agent",
+    "BaseAgent",
+    "check_arm",
+    "check_finite",
+    "check_finite_scalar",
+    "check_observation",
+    "check_seed",
+]
+
+AgentT = TypeVar("AgentT", bound="BaseAgent")
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """What every agent offers (structural: any object with these methods is an agent)."""
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        """Starts an episode (a trial) from its first observation and ``info``."""
+
+    def act(self, observation: Any) -> Any:
+        """Returns an action in the environment's action space for ``observation``."""
+
+    def observe(self, action: Any, reward: float, next_observation: Any, terminated: bool,
+                truncated: bool, info: dict[str, Any]) -> None:
+        """Learns from one transition (the arguments of ``env.step`` and its results)."""
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes the agent's complete state to ``path`` (npz/JSON, no pickle)."""
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Any:
+        """Reads an agent written by :meth:`save`."""
+
+
+def check_seed(seed: Any) -> int | None:
+    """Returns ``seed`` as a Python int (or ``None``) after checking it is a whole number >= 0.
+
+    Raises:
+        ValueError: For booleans, negative or non-integer seeds.
+    """
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be None or an integer >= 0, got {seed!r}")
+    return int(seed)
+
+
+def check_finite_scalar(name: str, value: Any) -> float:
+    """Returns ``value`` as a Python float, raising ``ValueError`` naming ``name`` and the value
+    unless it is one finite real number (a scalar or a one-element array)."""
+    if type(value) is float or type(value) is int:  # fast path for the per-step hot loop
+        if math.isfinite(value):
+            return float(value)
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if isinstance(value, (str, bytes, bool, np.bool_)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be a finite number, got {value!r}") from error
+    if array.size != 1:
+        raise ValueError(f"{name} must be a single number, got {value!r}")
+    number = float(array.reshape(-1)[0])
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return number
+
+
+def check_finite(name: str, value: Any) -> np.ndarray:
+    """Returns ``value`` as a float64 array, raising ``ValueError`` naming ``name`` and the value
+    when it is not numeric or holds NaN or infinite entries."""
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"{name} must be numeric, got {value!r}")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be numeric, got {value!r}") from error
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be finite (no NaN or inf), got {value!r}")
+    return array
+
+
+def check_arm(name: str, action: Any, n_arms: int) -> int:
+    """Returns an arm index as an int in ``[0, n_arms)`` or raises ``ValueError`` naming it.
+
+    Accepts Python and NumPy integers, integral floats are refused (an arm is not a number on
+    a line), as are booleans and arrays with more than one element.
+    """
+    if type(action) is int or (isinstance(action, np.integer)):
+        arm = int(action)
+    elif (isinstance(action, np.ndarray) and action.size == 1
+          and np.issubdtype(action.dtype, np.integer)):
+        arm = int(action.reshape(-1)[0])
+    else:
+        raise ValueError(f"{name} must be an integer arm index in [0, {n_arms}), got {action!r}")
+    if not 0 <= arm < n_arms:
+        raise ValueError(f"{name} must be an integer arm index in [0, {n_arms}), got {arm!r}")
+    return arm
+
+
+def check_observation(observation: Any) -> None:
+    """Raises ``ValueError`` naming the observation unless it is numeric and finite."""
+    if type(observation) is int or isinstance(observation, np.integer):
+        return  # discrete observations (the bandits' Discrete(1)) are always finite
+    check_finite("observation", observation)
+
+
+class BaseAgent:
+    """Base class: a seeded generator, pickle-free save/load and an empty summary.
+
+    Subclasses call ``super().__init__(seed)`` and draw every random number from
+    :attr:`rng`. An agent must hold only data that :mod:`bam_rl.serialization` can write
+    (numbers, arrays, lists, dicts, generators, families, beliefs and objects of this
+    project's classes) — no lambdas or other callables.
+
+    Args:
+        seed: Seed of :attr:`rng` (an integer >= 0) or ``None`` for fresh OS entropy.
+
+    Attributes:
+        seed: The seed given (``None`` if none was).
+        rng: The agent's :class:`numpy.random.Generator`.
+    """
+
+    def __init__(self, seed: int | None = None):
+        self.seed = check_seed(seed)
+        self.rng = np.random.default_rng(self.seed)
+
+    # ------------------------------------------------------------ protocol
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        """Starts an episode; the base class does nothing."""
+
+    def act(self, observation: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def observe(self, action: Any, reward: float, next_observation: Any, terminated: bool,
+                truncated: bool, info: dict[str, Any]) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def summary(self) -> dict[str, float]:
+        """Scalars describing the agent's current belief, recorded by the harness each step."""
+        return {}
+
+    # --------------------------------------------------------------- files
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes the complete agent state (including :attr:`rng`) to ``path`` (``.npz``).
+
+        The file holds arrays and one JSON document, never a pickle; writing is atomic.
+
+        Raises:
+            ValueError: If the agent holds something that cannot be saved (e.g. a callable).
+        """
+        save_object(self, path)
+
+    @classmethod
+    def load(cls: type[AgentT], path: str | os.PathLike[str]) -> AgentT:
+        """Reads an agent written by :meth:`save`; it continues exactly as the saved one.
+
+        Raises:
+            ValueError: If the file is missing, corrupted, not a bam-rl state file or holds
+                another kind of object than ``cls``. Nothing in the file is ever unpickled.
+        """
+        return load_object(path, expected=cls)

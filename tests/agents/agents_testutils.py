@@ -1,0 +1,124 @@
+"""Shared helpers for the agent tests (imported by the test modules of this directory)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import bam_rl  # noqa: F401  (registers the environments)
+from agents import UCB, UCBAM, BeliefTracker, ThompsonSampling
+from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, ExponentialForgetting, RecursiveBayes
+from bam_rl.families import BetaBinomial, NormalKnownVariance
+
+STREAM = ("bam_rl/BinomialStream-v0", {"max_steps": 120})
+SWITCHING = ("bam_rl/SwitchingBandit-v0", {"max_steps": 120})
+SWITCHING_50 = ("bam_rl/SwitchingBandit50-v0", {"max_steps": 120})
+PIECEWISE_BERNOULLI = ("bam_rl/PiecewiseBandit-v0",
+                       {"means": [[0.2, 0.5, 0.8], [0.8, 0.5, 0.2]], "breakpoints": [60],
+                        "reward": "bernoulli", "max_steps": 120})
+PIECEWISE_GAUSSIAN = ("bam_rl/PiecewiseBandit-v0",
+                      {"means": [[0.2, 0.5, 0.8], [0.8, 0.5, 0.2]], "breakpoints": [60],
+                       "reward": "gaussian", "noise_std": 0.25, "max_steps": 120})
+
+
+def gaussian_model() -> NormalKnownVariance:
+    return NormalKnownVariance(mean=0.5, var=0.25, noise_var=0.25**2)
+
+
+def tracker(rule_name: str, seed: int = 0) -> BeliefTracker:
+    model = BetaBinomial(1.0, 1.0)
+    rules = {
+        "recursive": lambda: RecursiveBayes(model),
+        "forgetting": lambda: ExponentialForgetting(model, alpha=0.8),
+        "bocd": lambda: BOCD(model, hazard=0.01),
+        "bam": lambda: BAM(model, lam=0.0),
+        "bam_reg": lambda: BAM(model, lam=0.1),
+        "bam_bocd": lambda: BAMWithChangepoints(model, lam=0.0, hazard=0.01),
+    }
+    return BeliefTracker(rules[rule_name](), n_trials=15, seed=seed)
+
+
+# name -> (agent factory given the number of arms, environments it supports)
+AgentFactory = Callable[[int, int], Any]
+BANDIT_AGENTS: dict[str, tuple[AgentFactory, tuple[tuple[str, dict], ...]]] = {
+    "ucb": (lambda k, seed: UCB(k, seed=seed),
+            (SWITCHING, SWITCHING_50, PIECEWISE_BERNOULLI, PIECEWISE_GAUSSIAN)),
+    "ucbam": (lambda k, seed: UCBAM(k, gaussian_model(), seed=seed),
+              (SWITCHING, SWITCHING_50, PIECEWISE_GAUSSIAN)),
+    "ucbam_select": (lambda k, seed: UCBAM(k, gaussian_model(), seed=seed, fast_readout=False),
+                     (SWITCHING,)),
+    "ucbam_lam": (lambda k, seed: UCBAM(k, gaussian_model(), lam=0.1, seed=seed),
+                  (SWITCHING,)),
+    "ucbam_bernoulli": (lambda k, seed: UCBAM(k, BetaBinomial(), seed=seed),
+                        (PIECEWISE_BERNOULLI,)),
+}
+for _rule in ("recursive", "forgetting", "bocd", "bam", "bam_bocd"):
+    BANDIT_AGENTS[f"thompson_gaussian_{_rule}"] = (
+        lambda k, seed, rule=_rule: ThompsonSampling.gaussian(k, rule, seed=seed),
+        (SWITCHING, PIECEWISE_GAUSSIAN) + ((SWITCHING_50,) if _rule == "recursive" else ()))
+    BANDIT_AGENTS[f"thompson_bernoulli_{_rule}"] = (
+        lambda k, seed, rule=_rule: ThompsonSampling.bernoulli(k, rule, seed=seed),
+        (PIECEWISE_BERNOULLI,))
+
+TRACKER_RULES = ("recursive", "forgetting", "bocd", "bam", "bam_reg", "bam_bocd")
+
+
+def make_env(spec: tuple[str, dict]) -> gym.Env:
+    env_id, kwargs = spec
+    return gym.make(env_id, **kwargs)
+
+
+def make_agent(name: str, env: gym.Env, seed: int = 0) -> Any:
+    """Builds the agent called ``name`` for ``env``."""
+    if name.startswith("tracker_"):
+        return tracker(name.removeprefix("tracker_"), seed=seed)
+    factory, _ = BANDIT_AGENTS[name]
+    return factory(int(env.action_space.n), seed)
+
+
+class Runner:
+    """The protocol loop, resumable: ``start`` once, then ``run`` any number of steps.
+
+    At an episode end the environment is reset and (if there is one) the agent told so.
+    ``agent=None`` replays given actions on the environment alone (to bring a fresh
+    environment to a recorded state).
+    """
+
+    def __init__(self, env: gym.Env, agent: Any):
+        self.env = env
+        self.agent = agent
+        self.observation: Any = None
+        self.info: dict = {}
+
+    def start(self, seed: int | None = 0) -> Runner:
+        self.observation, self.info = self.env.reset(seed=seed)
+        if self.agent is not None:
+            self.agent.reset(self.observation, self.info)
+        return self
+
+    def run(self, steps: int, actions: list | None = None, check_space: bool = True) -> list:
+        """Runs ``steps`` steps; returns the actions taken."""
+        env, agent = self.env, self.agent
+        taken = []
+        for step in range(steps):
+            action = agent.act(self.observation) if actions is None else actions[step]
+            if check_space:
+                assert env.action_space.contains(action), (action, env.action_space)
+            next_observation, reward, terminated, truncated, info = env.step(action)
+            if agent is not None:
+                agent.observe(action, reward, next_observation, terminated, truncated, info)
+            taken.append(np.copy(action) if isinstance(action, np.ndarray) else action)
+            self.observation, self.info = next_observation, info
+            if terminated or truncated:
+                self.observation, self.info = env.reset()
+                if agent is not None:
+                    agent.reset(self.observation, self.info)
+        return taken
+
+
+def drive(env: gym.Env, agent: Any, steps: int, seed: int | None = 0) -> list:
+    """Starts the environment with ``seed`` and runs the protocol loop for ``steps`` steps."""
+    return Runner(env, agent).start(seed).run(steps)
