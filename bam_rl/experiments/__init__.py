@@ -11,7 +11,10 @@ from importlib import import_module
 
 import pandas as pd
 
-_MODULES = {"tracking": "bam_rl.experiments.tracking"}
+_MODULES = {
+    "tracking": "bam_rl.experiments.tracking",
+    "bandits": "bam_rl.experiments.bandits",
+}
 
 
 def get_reproduction(name: str) -> Callable[..., pd.DataFrame]:

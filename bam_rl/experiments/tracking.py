@@ -24,6 +24,7 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from bam_rl.beliefs import BAM, BOCD, BeliefRule, ExponentialForgetting, RecursiveBayes
+from bam_rl.experiments._io import write_csv
 from bam_rl.families import BetaBinomial
 
 #: Rules of the paper's Figure 1 with its hyper-parameters (BOCD timescale 1/100, BF 0.8).
@@ -178,14 +179,8 @@ def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_
     frame = tracking_experiment(seeds=seeds, n_steps=300 if quick else 500, n_jobs=n_jobs,
                                 progress=progress)
     summary = summarize(frame)
-    _write_csv(frame, out / "tracking.csv")
-    _write_csv(summary, out / "tracking_summary.csv")
+    write_csv(frame, out / "tracking.csv")
+    write_csv(summary, out / "tracking_summary.csv")
     plot_tracking(frame, out / "tracking.png")
     return summary
 
-
-def _write_csv(frame: pd.DataFrame, path: Path) -> None:
-    """Writes atomically: a crash never leaves a half-written results file."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    frame.to_csv(temporary, index=False)
-    temporary.replace(path)
