@@ -14,7 +14,7 @@ from bam_rl.beliefs import (
     PowerPrior,
     RecursiveBayes,
 )
-from bam_rl.families import BetaBinomial, NormalKnownVariance, NormalGamma, NaturalParams
+from bam_rl.families import BetaBinomial, NaturalParams, NormalGamma, NormalKnownVariance
 from bam_rl.memory import Memory
 from bam_rl.readout import select
 
@@ -141,7 +141,8 @@ def test_bam_equals_select_then_update():
     for i in range(12):
         s = stats[i]
         result = select(model, memory, s, lam=0.1, method="exhaustive")
-        prior = memory.weighted_sum(result.weights, base=model.prior) if len(memory) else model.prior
+        prior = (memory.weighted_sum(result.weights, base=model.prior) if len(memory)
+                 else model.prior)
         assert rule.update(s).allclose(prior + s)
         np.testing.assert_array_equal(rule.weights, result.weights)
         memory.add(s)

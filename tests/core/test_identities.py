@@ -100,7 +100,8 @@ def _variance_gaps(weight_vectors, draws=20_000, past=5, trials=4, seed=2022):
     var_full = (model.prior + stats.sum(axis=1)).variance
     results = []
     for weights in weight_vectors:
-        difference = (model.prior + _weighted(stats, np.asarray(weights, float))).variance - var_full
+        readout = model.prior + _weighted(stats, np.asarray(weights, float))
+        difference = readout.variance - var_full
         results.append((difference.mean(), difference.std(ddof=1) / np.sqrt(draws)))
     return results
 

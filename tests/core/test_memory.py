@@ -21,7 +21,7 @@ def filled(size, seed=0, capacity=None):
 
 
 def test_records_times_labels_and_growth():
-    model, memory = filled(40)  # crosses the initial allocation of 16 twice
+    _, memory = filled(40)  # crosses the initial allocation of 16 twice
     assert len(memory) == 40
     np.testing.assert_array_equal(memory.times, np.arange(40))
     assert memory.labels == [t % 3 for t in range(40)]

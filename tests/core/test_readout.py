@@ -152,8 +152,8 @@ def test_exhaustive_on_twelve_items():
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), size=st.integers(1, 12), lam=st.sampled_from([0.0, 0.1, 1.0]),
-       which=st.sampled_from(MEMORIES))
+@given(seed=st.integers(0, 2**32 - 1), size=st.integers(1, 12),
+       lam=st.sampled_from([0.0, 0.1, 1.0]), which=st.sampled_from(MEMORIES))
 def test_continuous_never_worse_than_its_greedy_start(seed, size, lam, which):
     model, memory, s_t = which(np.random.default_rng(seed), size)
     greedy = select(model, memory, s_t, lam=lam, method="greedy")
