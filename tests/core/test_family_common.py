@@ -90,7 +90,9 @@ def test_grad_log_partition_matches_central_difference(name, seed):
     for field, event in model.field_shapes.items():
         for index in np.ndindex(*event):
             x = belief.fields[field][index]
-            step = 1e-4 * max(1.0, abs(x))
+            # small steps: beta = p3 − p1²/(2 p2) can be a tiny difference, so larger steps
+            # sample a sharply curved (or undefined) log-partition
+            step = 1e-6 * max(1.0, abs(x))
 
             def difference(h, field=field, index=index):
                 up = model.log_partition(_perturbed(belief, field, index, h))

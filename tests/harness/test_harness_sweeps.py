@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 import bam_rl.harness as harness
+import bam_rl.sweeps as sweeps
 from bam_rl.harness import RunSpec, make_grid, read_run, run_many
 
 BANDIT = "bam_rl/SwitchingBandit-v0"
@@ -107,7 +108,7 @@ def test_finished_runs_are_loaded_not_recomputed(tmp_path, monkeypatch):
     def fail(spec):
         raise AssertionError(f"recomputed {spec}")
 
-    monkeypatch.setattr(harness, "execute_run", fail)
+    monkeypatch.setattr(sweeps, "execute_run", fail)
     again = run_many(grid, backend="serial", out_dir=tmp_path, progress=False)
     pd.testing.assert_frame_equal(again, first)
     assert {p: p.stat().st_mtime_ns for p in result_files(tmp_path)} == mtimes
@@ -188,14 +189,14 @@ def test_killed_sweep_resumes_without_lost_or_duplicated_runs(tmp_path, monkeypa
         executed.append(spec.key)
         return real_execute(spec)
 
-    monkeypatch.setattr(harness, "execute_run", counting)
+    monkeypatch.setattr(sweeps, "execute_run", counting)
     resumed = run_many(grid, backend="serial", out_dir=out, progress=False)
     assert sorted(executed) == sorted({spec.key for spec in grid} - finished)
     assert {p.stem for p in result_files(out)} == {spec.key for spec in grid}
     runs = resumed.groupby(["method", "config", "seed_index"]).size()
     assert len(runs) == len(grid) and runs.eq(20_000).all()
 
-    monkeypatch.setattr(harness, "execute_run", real_execute)
+    monkeypatch.setattr(sweeps, "execute_run", real_execute)
     uninterrupted = run_many(grid, backend="serial", progress=False)
     pd.testing.assert_frame_equal(resumed, uninterrupted)
 

@@ -1,0 +1,287 @@
+"""The registry of named agents (DESIGN §8) and the checks of agent and environment names.
+
+::
+
+    import gymnasium
+    import bam_rl
+    from bam_rl.registry import make_agent   # also importable from bam_rl.harness
+
+    env = gymnasium.make("bam_rl/SwitchingBandit-v0")
+    agent = make_agent("thompson-bam", env, seed=1)
+
+Every builder is a module-level function, ``AGENTS[name](env, seed, **kwargs) -> agent``, so
+the builders (and the :class:`~bam_rl.sweeps.RunSpec` objects naming them) pickle for loky
+and Ray workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import envs as _envs
+from agents.base import BaseAgent
+
+__all__ = [
+    "AGENTS",
+    "ENV_IDS",
+    "RandomAgent",
+    "check_agent_name",
+    "check_env_id",
+    "make_agent",
+]
+
+#: The environment ids this package registers.
+ENV_IDS: tuple[str, ...] = tuple(_envs.ENV_IDS)
+
+
+# ---------------------------------------------------------------------------- agents
+class RandomAgent(BaseAgent):
+    """Acts uniformly at random in a ``Discrete`` or ``Box`` action space (a baseline).
+
+    ``Box`` dimensions with infinite bounds are drawn from a standard normal (shifted to the
+    finite bound, if one is finite). The agent keeps only numbers and its generator, so it
+    saves and loads like every :class:`~agents.base.BaseAgent`.
+
+    Args:
+        action_space: The environment's action space (``Discrete`` or ``Box``).
+        seed: Seed of the agent's generator.
+
+    Raises:
+        ValueError: For other kinds of action space.
+    """
+
+    def __init__(self, action_space: gym.Space, seed: int | None = None):
+        super().__init__(seed)
+        if isinstance(action_space, gym.spaces.Discrete):
+            self.kind = "discrete"
+            self.n = int(action_space.n)
+            self.start = int(action_space.start)
+        elif isinstance(action_space, gym.spaces.Box):
+            self.kind = "box"
+            self.low = np.asarray(action_space.low, dtype=np.float64)
+            self.high = np.asarray(action_space.high, dtype=np.float64)
+            self.dtype = np.dtype(action_space.dtype).name
+        else:
+            raise ValueError(
+                "RandomAgent supports Discrete and Box action spaces, got "
+                f"{type(action_space).__name__}"
+            )
+
+    def act(self, observation: Any) -> Any:
+        """Returns a uniformly random action (an ``np.int64`` arm or a ``Box`` array)."""
+        if self.kind == "discrete":
+            return np.int64(self.start + self.rng.integers(self.n))
+        low, high = self.low, self.high
+        bounded = np.isfinite(low) & np.isfinite(high)
+        action = self.rng.standard_normal(low.shape)
+        action = np.where(np.isfinite(low), low + np.abs(action), action)
+        action = np.where(~np.isfinite(low) & np.isfinite(high), high - np.abs(action), action)
+        uniform = self.rng.uniform(np.where(bounded, low, 0.0), np.where(bounded, high, 1.0))
+        action = np.where(bounded, uniform, action)
+        return np.clip(action, low, high).astype(self.dtype)
+
+    def observe(self, action: Any, reward: float, next_observation: Any, terminated: bool,
+                truncated: bool, info: dict[str, Any]) -> None:
+        """Learns nothing."""
+
+
+def _n_arms(env: gym.Env, name: str) -> int:
+    space = env.action_space
+    if not isinstance(space, gym.spaces.Discrete):
+        raise ValueError(
+            f"agent {name!r} needs a bandit with a Discrete action space, got {space!r}"
+        )
+    return int(space.n)
+
+
+def _n_trials(env: gym.Env, name: str) -> int:
+    n = getattr(env.unwrapped, "n", None)
+    if n is None:
+        space = env.observation_space
+        if not isinstance(space, gym.spaces.Discrete):
+            raise ValueError(
+                f"agent {name!r} tracks a Binomial stream (Discrete counts 0..n), got "
+                f"observation space {space!r}"
+            )
+        n = int(space.n) - 1
+    return int(n)
+
+
+def _bernoulli_arms(env: gym.Env) -> bool:
+    """Whether the bandit pays 0/1 rewards (``PiecewiseBandit(reward="bernoulli")``)."""
+    return getattr(env.unwrapped, "reward", None) == "bernoulli"
+
+
+def _gaussian_kwargs(env: gym.Env, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Gaussian-arm defaults: the environment's reward noise (the paper's 0.25)."""
+    noise_std = getattr(env.unwrapped, "noise_std", None)
+    return {"noise_std": 0.25 if not noise_std else float(noise_std), **kwargs}
+
+
+def _check_no_kwargs(name: str, kwargs: dict[str, Any]) -> None:
+    if kwargs:
+        raise ValueError(f"agent {name!r} got unexpected keyword arguments {sorted(kwargs)}")
+
+
+def _beta_model(kwargs: dict[str, Any]) -> Any:
+    """``BetaBinomial(prior_alpha, prior_beta)`` (default Beta(1, 1)), popping both from
+    ``kwargs``."""
+    from bam_rl.families import BetaBinomial
+
+    return BetaBinomial(alpha=kwargs.pop("prior_alpha", 1.0), beta=kwargs.pop("prior_beta", 1.0))
+
+
+def build_random(env: gym.Env, seed: int | None = None, **kwargs: Any) -> RandomAgent:
+    """Uniformly random actions (any ``Discrete``/``Box`` environment)."""
+    _check_no_kwargs("random", kwargs)
+    return RandomAgent(env.action_space, seed=seed)
+
+
+def build_ucb(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """UCB on a bandit (``n_arms`` from the action space)."""
+    from agents.bandits import UCB
+
+    return UCB(n_arms=_n_arms(env, "ucb"), seed=seed, **kwargs)
+
+
+def _thompson(rule: str, name: str, env: gym.Env, seed: int | None,
+              kwargs: dict[str, Any]) -> Any:
+    from agents.bandits import ThompsonSampling
+
+    n_arms = _n_arms(env, name)
+    if _bernoulli_arms(env):
+        return ThompsonSampling.bernoulli(n_arms, rule, seed=seed, **kwargs)
+    return ThompsonSampling.gaussian(n_arms, rule, seed=seed, **_gaussian_kwargs(env, kwargs))
+
+
+def build_thompson(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """Thompson sampling with recursive Bayes per arm.
+
+    Gaussian arms with known noise (the environment's ``noise_std``, 0.25 in the paper;
+    ``prior_mean``, ``prior_var`` as :meth:`agents.bandits.ThompsonSampling.gaussian`), or
+    Beta-Bernoulli arms on a Bernoulli bandit.
+    """
+    return _thompson("recursive", "thompson", env, seed, kwargs)
+
+
+def build_thompson_forgetting(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """Thompson sampling with exponential forgetting per arm (``forgetting`` 0.8)."""
+    return _thompson("forgetting", "thompson-forgetting", env, seed,
+                     {"forgetting": 0.8, **kwargs})
+
+
+def build_thompson_bocd(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """Thompson sampling with BOCD per arm (Mellor & Shapiro; ``hazard`` 0.016)."""
+    return _thompson("bocd", "thompson-bocd", env, seed, {"hazard": 0.016, **kwargs})
+
+
+def build_thompson_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """Thompson sampling with BAM per arm (``lam`` 0, greedy readout)."""
+    return _thompson("bam", "thompson-bam", env, seed, {"lam": 0.0, **kwargs})
+
+
+def build_ucbam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """UCBAM (App. D.4, Alg. 3; ``lam`` 0): Gaussian arms, or Beta-Bernoulli arms."""
+    from agents.ucbam import UCBAM
+
+    n_arms = _n_arms(env, "ucbam")
+    if _bernoulli_arms(env):
+        lam = kwargs.pop("lam", 0.0)
+        model = _beta_model(kwargs)
+        _check_no_kwargs("ucbam", kwargs)
+        return UCBAM(n_arms, model, lam=lam, seed=seed)
+    return UCBAM.gaussian(n_arms, seed=seed, **_gaussian_kwargs(env, kwargs))
+
+
+def _tracker(rule: str, name: str, env: gym.Env, seed: int | None,
+             kwargs: dict[str, Any]) -> Any:
+    from agents.bandits import make_rule
+    from agents.tracking import BeliefTracker
+
+    n_trials = _n_trials(env, name)
+    model = _beta_model(kwargs)
+    return BeliefTracker(make_rule(model, rule, **kwargs), n_trials=n_trials, seed=seed)
+
+
+def build_tracker_recursive(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """Beta-Binomial(1, 1) tracker of the stream (``n`` trials from the env), recursive Bayes."""
+    return _tracker("recursive", "tracker-recursive", env, seed, dict(kwargs))
+
+
+def build_tracker_forgetting(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """Beta-Binomial(1, 1) tracker with exponential forgetting (``forgetting`` 0.8)."""
+    return _tracker("forgetting", "tracker-forgetting", env, seed,
+                    {"forgetting": 0.8, **kwargs})
+
+
+def build_tracker_bocd(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """Beta-Binomial(1, 1) tracker with BOCD (``hazard`` 1/100)."""
+    return _tracker("bocd", "tracker-bocd", env, seed, {"hazard": 1 / 100, **kwargs})
+
+
+def build_tracker_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """Beta-Binomial(1, 1) tracker with BAM (``lam`` 0, greedy readout)."""
+    return _tracker("bam", "tracker-bam", env, seed, {"lam": 0.0, **kwargs})
+
+
+def build_tracker_bam_reg(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """Beta-Binomial(1, 1) tracker with regularised BAM (``lam`` 0.1)."""
+    return _tracker("bam", "tracker-bam-reg", env, seed, {"lam": 0.1, **kwargs})
+
+
+#: Named agent builders: ``AGENTS[name](env, seed, **kwargs) -> agent``. Module-level
+#: functions, so they pickle (loky, Ray). Keyword arguments override the paper's defaults:
+#: ``forgetting`` (0.8), ``hazard`` (0.016 bandits, 1/100 stream), ``lam`` (0; 0.1 for
+#: ``tracker-bam-reg``), ``method`` (``"greedy"``), ``noise_std`` (the env's, 0.25),
+#: ``prior_mean``/``prior_var`` (Gaussian arms), ``prior_alpha``/``prior_beta`` (Beta priors).
+AGENTS: dict[str, Callable[..., Any]] = {
+    "ucb": build_ucb,
+    "thompson": build_thompson,
+    "thompson-forgetting": build_thompson_forgetting,
+    "thompson-bocd": build_thompson_bocd,
+    "thompson-bam": build_thompson_bam,
+    "ucbam": build_ucbam,
+    "tracker-recursive": build_tracker_recursive,
+    "tracker-forgetting": build_tracker_forgetting,
+    "tracker-bocd": build_tracker_bocd,
+    "tracker-bam": build_tracker_bam,
+    "tracker-bam-reg": build_tracker_bam_reg,
+    "random": build_random,
+}
+
+
+def check_agent_name(name: Any) -> str:
+    """Returns ``name`` if it is a key of :data:`AGENTS`, else raises ``ValueError``."""
+    if not isinstance(name, str) or name not in AGENTS:
+        raise ValueError(f"unknown agent {name!r}; accepted agents: {', '.join(AGENTS)}")
+    return name
+
+
+def check_env_id(env_id: Any) -> str:
+    """Returns ``env_id`` if Gymnasium knows it, else raises ``ValueError`` listing ours."""
+    if not isinstance(env_id, str) or env_id not in gym.registry:
+        raise ValueError(
+            f"unknown environment {env_id!r}; accepted environments: {', '.join(ENV_IDS)} "
+            "(or any other registered Gymnasium id)"
+        )
+    return env_id
+
+
+def make_agent(name: str, env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """Builds the agent registered as ``name`` for ``env``.
+
+    Args:
+        name: A key of :data:`AGENTS`.
+        env: The environment the agent will act in (sizes are read from its spaces).
+        seed: The agent's seed.
+        **kwargs: Overrides of the builder's defaults.
+
+    Raises:
+        ValueError: For an unknown name (the message lists the accepted ones), or an agent
+            that does not fit the environment.
+    """
+    return AGENTS[check_agent_name(name)](env, seed, **kwargs)
