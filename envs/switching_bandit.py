@@ -183,6 +183,8 @@ class SwitchingBanditEnv(_BlockBandit):
     | `config_seed` | int or None   | 0          | seed of the arm configuration (None: random)    |
     | `max_steps`   | int           | 10_000     | horizon; truncation after this many pulls       |
     | `value_range` | (float,float) | (0.0, 1.0) | interval the arm values are drawn from          |
+    | `low_range`   | (float,float) | None       | with `high_range`: separated low/high values    |
+    | `high_range`  | (float,float) | None       | interval of the high values (see `low_range`)   |
 
     `info` after `step`: `means` (np.ndarray, the arm means at this step), `optimal_action`
     (int, best arm, first on ties), `regret` (float, expected regret of this pull: best mean
@@ -206,6 +208,8 @@ class SwitchingBanditEnv(_BlockBandit):
         config_seed: int | None = 0,
         max_steps: int = 10_000,
         value_range: tuple[float, float] = (0.0, 1.0),
+        low_range: tuple[float, float] | None = None,
+        high_range: tuple[float, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
         """Create the bandit and draw its arm configuration from ``config_seed``.
@@ -218,6 +222,10 @@ class SwitchingBanditEnv(_BlockBandit):
                 draws fresh OS entropy (stored in ``self.config_seed``).
             max_steps: Horizon (pulls per episode), a positive int.
             value_range: ``(low, high)`` finite bounds, ``low <= high``, of the arm values.
+            low_range: With ``high_range``, draw each arm's low value from this interval and
+                its high value from ``high_range`` instead (separated arms); ``None``
+                (default) draws both values from ``value_range``.
+            high_range: See ``low_range``; its lower bound must be >= ``low_range``'s upper.
             render_mode: Must be ``None``; the environment has no renderer.
 
         Raises:
@@ -231,14 +239,16 @@ class SwitchingBanditEnv(_BlockBandit):
         noise_std = finite_float("noise_std", noise_std)
         if noise_std < 0.0:
             raise ValueError(f"noise_std must be >= 0, got {noise_std!r}")
-        try:
-            lo, hi = (finite_float("value_range", v) for v in value_range)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"value_range must be two finite floats (low, high), got {value_range!r}"
-            ) from exc
-        if lo > hi:
-            raise ValueError(f"value_range must satisfy low <= high, got {value_range!r}")
+        lo, hi = _interval("value_range", value_range)
+        if (low_range is None) != (high_range is None):
+            raise ValueError("low_range and high_range must be given together (or neither)")
+        separated = low_range is not None
+        if separated:
+            low_range = _interval("low_range", low_range)
+            high_range = _interval("high_range", high_range)
+            if high_range[0] < low_range[1]:
+                raise ValueError(f"high_range must start at or above the end of low_range, got "
+                                 f"low_range={low_range!r}, high_range={high_range!r}")
         if config_seed is None:
             config_seed = int(np.random.SeedSequence().entropy)
         elif isinstance(config_seed, bool) or not isinstance(config_seed, int | np.integer):
@@ -248,8 +258,13 @@ class SwitchingBanditEnv(_BlockBandit):
         self.config_seed = int(config_seed)
         self.value_range = (lo, hi)
 
+        self.low_range, self.high_range = low_range, high_range
         rng = np.random.default_rng(self.config_seed)
-        values = np.sort(rng.uniform(lo, hi, size=(n_arms, 2)), axis=1)
+        if separated:
+            values = np.column_stack([rng.uniform(*low_range, size=n_arms),
+                                      rng.uniform(*high_range, size=n_arms)])
+        else:
+            values = np.sort(rng.uniform(lo, hi, size=(n_arms, 2)), axis=1)
         self.low_values: np.ndarray = values[:, 0].copy()
         self.high_values: np.ndarray = values[:, 1].copy()
         self.initial_high: np.ndarray = rng.random(n_arms) < 0.5
@@ -301,3 +316,14 @@ def _arm_index(action: Any, n_arms: int) -> int:
     if not 0 <= arm < n_arms:
         raise ValueError(f"action must be an integer arm index in [0, {n_arms}), got {arm}")
     return arm
+
+
+def _interval(name: str, value: Any) -> tuple[float, float]:
+    """``(low, high)`` of finite floats with ``low <= high``, or ``ValueError`` naming ``name``."""
+    try:
+        lo, hi = (finite_float(name, v) for v in value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be two finite floats (low, high), got {value!r}") from exc
+    if lo > hi:
+        raise ValueError(f"{name} must satisfy low <= high, got {value!r}")
+    return lo, hi

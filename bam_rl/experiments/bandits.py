@@ -27,17 +27,20 @@ METHODS = {
 
 
 def bandit_configs(arms: tuple[int, ...] = (10, 50), configurations: int = 5,
-                   n_steps: int = 10_000) -> dict[str, tuple[str, dict]]:
-    """``label -> (env id, kwargs)`` for every (arm count, arm configuration)."""
+                   n_steps: int = 10_000, env_kwargs: dict | None = None
+                   ) -> dict[str, tuple[str, dict]]:
+    """``label -> (env id, kwargs)`` for every (arm count, arm configuration); ``env_kwargs``
+    (e.g. ``low_range``/``high_range``) are passed to every environment."""
     return {f"{k}arms-config{c}": ("bam_rl/SwitchingBandit-v0",
-                                   {"n_arms": k, "config_seed": c, "max_steps": n_steps})
+                                   {"n_arms": k, "config_seed": c, "max_steps": n_steps,
+                                    **(env_kwargs or {})})
             for k in arms for c in range(configurations)}
 
 
 def bandit_experiment(arms: tuple[int, ...] = (10, 50), configurations: int = 5, seeds: int = 5,
                       n_steps: int = 10_000, methods: tuple[str, ...] = tuple(METHODS),
                       n_jobs: int = 1, out_dir: str | Path | None = None,
-                      progress: bool = True) -> pd.DataFrame:
+                      progress: bool = True, env_kwargs: dict | None = None) -> pd.DataFrame:
     """Runs the sweep (resumable when ``out_dir`` is given) and returns cumulative regret.
 
     Returns:
@@ -45,8 +48,8 @@ def bandit_experiment(arms: tuple[int, ...] = (10, 50), configurations: int = 5,
     """
     from bam_rl.harness import make_grid, run_many
 
-    grid = make_grid(list(methods), bandit_configs(arms, configurations, n_steps), seeds=seeds,
-                     n_steps=n_steps)
+    configs = bandit_configs(arms, configurations, n_steps, env_kwargs)
+    grid = make_grid(list(methods), configs, seeds=seeds, n_steps=n_steps)
     frame = run_many(grid, backend="loky" if n_jobs != 1 else "serial", n_jobs=n_jobs,
                      out_dir=out_dir, progress=progress)
     frame = frame[["method", "config", "seed", "step", "regret"]].copy()

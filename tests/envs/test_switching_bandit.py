@@ -193,3 +193,25 @@ def test_any_integer_action_is_pulled_or_rejected(arm: int) -> None:
     else:
         with pytest.raises(ValueError, match=r"\[0, 7\)"):
             env.step(arm)
+
+
+def test_separated_high_and_low_values():
+    env = SwitchingBanditEnv(n_arms=6, low_range=(0.0, 0.3), high_range=(0.7, 1.0))
+    assert np.all((env.low_values >= 0.0) & (env.low_values <= 0.3))
+    assert np.all((env.high_values >= 0.7) & (env.high_values <= 1.0))
+    default = SwitchingBanditEnv(n_arms=6)
+    assert default.low_range is None and np.all(default.low_values <= default.high_values)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"low_range": (0.0, 0.3)}, r"low_range and high_range must be given together"),
+        ({"low_range": (0.0, 0.6), "high_range": (0.5, 1.0)}, r"high_range must start"),
+        ({"low_range": (0.3, 0.0), "high_range": (0.5, 1.0)}, r"low_range must satisfy"),
+        ({"low_range": (0.0, np.nan), "high_range": (0.5, 1.0)}, r"low_range must be two"),
+    ],
+)
+def test_bad_separated_ranges(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        SwitchingBanditEnv(**kwargs)
