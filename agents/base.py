@@ -28,6 +28,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
+from bam_rl._validation import as_float_array
 from bam_rl.serialization import load_object, save_object
 
 __all__ = [
@@ -102,15 +103,7 @@ def check_finite_scalar(name: str, value: Any) -> float:
 def check_finite(name: str, value: Any) -> np.ndarray:
     """Returns ``value`` as a float64 array, raising ``ValueError`` naming ``name`` and the value
     when it is not numeric or holds NaN or infinite entries."""
-    if isinstance(value, (str, bytes)):
-        raise ValueError(f"{name} must be numeric, got {value!r}")
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be numeric, got {value!r}") from error
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} must be finite (no NaN or inf), got {value!r}")
-    return array
+    return as_float_array(name, value)
 
 
 def check_arm(name: str, action: Any, n_arms: int) -> int:

@@ -7,7 +7,6 @@ them.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import io
 import json
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import BaseAgent, check_finite, check_seed
+from bam_rl.serialization import import_class
 
 __all__ = ["SB3Agent"]
 
@@ -46,28 +46,6 @@ def _sb3() -> Any:
 
 def _qualified(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _import_class(name: Any, prefixes: tuple[str, ...], base: type | None = None) -> type:
-    """Imports a class by qualified name, only from modules under ``prefixes``."""
-    if not isinstance(name, str) or not name.startswith(prefixes):
-        raise ValueError(f"refusing to import {name!r}: not under {prefixes}")
-    module_name, _, qualname = name.rpartition(".")
-    while module_name:
-        try:
-            module = importlib.import_module(module_name)
-            break
-        except ImportError:
-            module_name, _, head = module_name.rpartition(".")
-            qualname = f"{head}.{qualname}"
-    else:
-        raise ValueError(f"unknown class {name!r}")
-    obj: Any = module
-    for part in qualname.split("."):
-        obj = getattr(obj, part, None)
-    if not isinstance(obj, type) or (base is not None and not issubclass(obj, base)):
-        raise ValueError(f"{name!r} is not a {base.__name__ if base else 'class'}")
-    return obj
 
 
 def _encode(value: Any, where: str) -> Any:
@@ -98,7 +76,7 @@ def _decode(value: Any) -> Any:
     if "__float__" in value:
         return float(value["__float__"])
     if "__class__" in value:
-        return _import_class(value["__class__"], _ALLOWED_CLASS_MODULES)
+        return import_class(value["__class__"], _ALLOWED_CLASS_MODULES)
     if "__tuple__" in value:
         return tuple(_decode(v) for v in value["__tuple__"])
     if "__dict__" in value:
@@ -487,9 +465,9 @@ class SB3Agent(BaseAgent):
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             raise ValueError(f"{str(path)!r} is not an SB3Agent file (format {FORMAT} expected)")
         try:
-            algorithm_cls = _import_class(document["algorithm"], _ALLOWED_MODULES,
+            algorithm_cls = import_class(document["algorithm"], _ALLOWED_MODULES,
                                           BaseAlgorithm)
-            policy_cls = _import_class(document["policy"], _ALLOWED_MODULES, BasePolicy)
+            policy_cls = import_class(document["policy"], _ALLOWED_MODULES, BasePolicy)
             policy: Any = next((alias for alias, value in algorithm_cls.policy_aliases.items()
                                 if value is policy_cls), policy_cls)
             hyperparameters = {k: _decode(v) for k, v in document["hyperparameters"].items()}

@@ -8,7 +8,13 @@ import numpy as np
 
 
 def as_float_array(name: str, value: Any) -> np.ndarray:
-    """Converts ``value`` to a float64 array and rejects NaN or infinite entries."""
+    """Converts ``value`` to a float64 array and rejects NaN or infinite entries.
+
+    Strings are refused although numpy would parse ``"1.5"``: a string where a number is
+    expected is a caller's mistake, not data.
+    """
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"{name} must be numeric, got {value!r}")
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:

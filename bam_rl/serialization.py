@@ -95,9 +95,16 @@ def _object_state(value: Any) -> dict[str, Any]:
     return state
 
 
-def _import(name: str) -> type:
-    if not name.startswith(ALLOWED_PREFIXES):
-        raise ValueError(f"refusing to load type {name!r}: not a bam-rl class")
+def import_class(name: Any, prefixes: tuple[str, ...] = ALLOWED_PREFIXES,
+                 base: type | None = None) -> type:
+    """Imports a class by qualified name, only from modules under ``prefixes``.
+
+    Raises:
+        ValueError: If ``name`` is outside ``prefixes``, unknown, not a class, or not a
+            subclass of ``base``.
+    """
+    if not isinstance(name, str) or not name.startswith(prefixes):
+        raise ValueError(f"refusing to import {name!r}: not under {prefixes}")
     module_name, _, qualname = name.rpartition(".")
     while module_name:
         try:
@@ -107,14 +114,12 @@ def _import(name: str) -> type:
             module_name, _, head = module_name.rpartition(".")
             qualname = f"{head}.{qualname}"
     else:
-        raise ValueError(f"unknown type {name!r}")
+        raise ValueError(f"unknown class {name!r}")
     obj: Any = module
     for part in qualname.split("."):
         obj = getattr(obj, part, None)
-        if obj is None:
-            raise ValueError(f"unknown type {name!r}")
-    if not isinstance(obj, type):
-        raise ValueError(f"{name!r} is not a class")
+    if not isinstance(obj, type) or (base is not None and not issubclass(obj, base)):
+        raise ValueError(f"{name!r} is not a {base.__name__ if base else 'class'}")
     return obj
 
 
@@ -146,7 +151,7 @@ class _Decoder:
             generator.bit_generator.state = self.decode(value["__generator__"])
             return generator
         if "__family__" in value:
-            cls = _import(value["__family__"])
+            cls = import_class(value["__family__"])
             return cls(**self.decode(value["kwargs"]))
         if "__natural__" in value:
             from bam_rl.families.base import NaturalParams
@@ -154,7 +159,7 @@ class _Decoder:
             family = self.decode(value["__natural__"])
             return NaturalParams(family, self.decode(value["fields"]), self.decode(value["log_h"]))
         if "__object__" in value:
-            cls = _import(value["__object__"])
+            cls = import_class(value["__object__"])
             obj = cls.__new__(cls)
             for key, item in value["state"].items():
                 object.__setattr__(obj, key, self.decode(item))
