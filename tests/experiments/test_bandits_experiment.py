@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bam_rl.experiments.bandits import METHODS, bandit_experiment, reproduce, summarize
+from bam_rl.experiments.bandits import (
+    METHODS,
+    SETTINGS,
+    bandit_configs,
+    bandit_experiment,
+    reproduce,
+    summarize,
+)
 
 
 def test_cumulative_regret_per_run(tmp_path):
@@ -30,6 +37,18 @@ def test_cumulative_regret_per_run(tmp_path):
 
 def test_reproduce_writes_figure_and_summary(tmp_path):
     summary = reproduce(tmp_path, seeds=1, quick=True, progress=False)
-    assert set(summary["method"]) == set(METHODS)
-    assert (tmp_path / "bandits.png").stat().st_size > 10_000
-    assert len(pd.read_csv(tmp_path / "bandits_summary.csv")) == len(METHODS)
+    assert set(summary["method"]) == set(METHODS) and set(summary["setting"]) == set(SETTINGS)
+    for setting in SETTINGS:
+        assert (tmp_path / setting / "bandits.png").stat().st_size > 10_000
+    assert len(pd.read_csv(tmp_path / "bandits_summary.csv")) == len(METHODS) * len(SETTINGS)
+
+
+def test_settings_reach_every_environment():
+    import gymnasium as gym
+
+    configs = bandit_configs(arms=(10, 50), configurations=2, n_steps=100,
+                             env_kwargs=SETTINGS["separated"])
+    assert len(configs) == 4
+    for env_id, kwargs in configs.values():
+        env = gym.make(env_id, **kwargs).unwrapped
+        assert env.low_values.max() <= 0.4 and env.high_values.min() >= 0.6
