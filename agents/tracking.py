@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import BaseAgent, check_finite, check_finite_scalar
-from bam_rl.beliefs import BeliefRule
+from bam_rl.beliefs import BAM, BeliefRule
 from bam_rl.families.beta_binomial import BetaBinomial
 
 __all__ = ["DEFAULT_N_TRIALS", "BeliefTracker"]
@@ -135,8 +135,12 @@ class BeliefTracker(BaseAgent):
         return float(self.rule.variance)
 
     def summary(self) -> dict[str, float]:
-        """``mean`` and ``variance`` of θ (plus ``n_memories`` for rules with a memory)."""
+        """``mean`` and ``variance`` of θ; for BAM rules also ``remembered`` (the total readout
+        weight of the latest selection, 0 before any) and ``n_memories``."""
         out = {"mean": self.mean, "variance": self.variance}
+        if isinstance(self.rule, BAM):
+            weights = self.rule.weights
+            out["remembered"] = 0.0 if weights is None else float(np.sum(weights))
         memory = getattr(self.rule, "memory", None)
         if memory is not None:
             out["n_memories"] = float(len(memory))

@@ -153,27 +153,6 @@ def summary_table(frame: Any) -> Any:
     return pd.DataFrame(rows)
 
 
-class _RememberedCount:
-    """Forwards to a tracker and adds ``remembered`` (the sum of BAM's readout weights)."""
-
-    def __init__(self, agent: Any):
-        self.agent = agent
-
-    def reset(self, observation: Any, info: dict[str, Any]) -> None:
-        self.agent.reset(observation, info)
-
-    def act(self, observation: Any) -> Any:
-        return self.agent.act(observation)
-
-    def observe(self, *args: Any) -> None:
-        self.agent.observe(*args)
-
-    def summary(self) -> dict[str, float]:
-        weights = getattr(self.agent.rule, "weights", None)
-        remembered = float("nan") if weights is None else float(sum(weights))
-        return {**self.agent.summary(), "remembered": remembered}
-
-
 def _cmd_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import time
 
@@ -191,7 +170,7 @@ def _cmd_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     unwrapped = env.unwrapped
     try:
         for name in methods:
-            agent = _RememberedCount(make_agent(name, env, seed=args.seed))
+            agent = make_agent(name, env, seed=args.seed)
             frames.append(rollout(env, agent, n_steps=args.steps, seed=args.seed, method=name,
                                   config=env_id))
     finally:
