@@ -3,8 +3,10 @@
 An object is written as an ``.npz`` archive: numeric arrays as entries, everything else as
 one JSON document (loaded with ``allow_pickle=False``). Objects of this project's classes are
 encoded from their attributes and rebuilt with ``cls.__new__`` — only classes from the
-``bam_rl`` and ``agents`` packages are ever imported, so a foreign or tampered file cannot run
-code; it raises ``ValueError``. Files are written atomically (temporary file, then
+``bam_rl``, ``agents`` and ``envs`` packages are ever imported (classes *defined* there,
+reached without walking through other modules), families must be conjugate families and bit
+generators numpy bit generators, so a foreign or tampered file cannot run code; it raises
+``ValueError``. Files are written atomically (temporary file, then
 ``os.replace``), so an interrupted save never leaves a half-written checkpoint.
 
 Encoded types: ``None``, ``bool``, ``int``, ``float``, ``str``, numpy arrays (not of object
@@ -21,6 +23,7 @@ import io
 import json
 import os
 import tempfile
+import types
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -99,9 +102,14 @@ def import_class(name: Any, prefixes: tuple[str, ...] = ALLOWED_PREFIXES,
                  base: type | None = None) -> type:
     """Imports a class by qualified name, only from modules under ``prefixes``.
 
+    The name is trusted no further than its prefix: the attribute walk after the import never
+    passes through a module object (``bam_rl.x.np.f2py.subprocess.Popen`` would otherwise
+    reach any module a project module imports), and the class found must itself be defined
+    in a module under ``prefixes``.
+
     Raises:
-        ValueError: If ``name`` is outside ``prefixes``, unknown, not a class, or not a
-            subclass of ``base``.
+        ValueError: If ``name`` is outside ``prefixes``, unknown, not a class, defined outside
+            ``prefixes``, or not a subclass of ``base``.
     """
     if not isinstance(name, str) or not name.startswith(prefixes):
         raise ValueError(f"refusing to import {name!r}: not under {prefixes}")
@@ -118,8 +126,12 @@ def import_class(name: Any, prefixes: tuple[str, ...] = ALLOWED_PREFIXES,
     obj: Any = module
     for part in qualname.split("."):
         obj = getattr(obj, part, None)
-    if not isinstance(obj, type) or (base is not None and not issubclass(obj, base)):
-        raise ValueError(f"{name!r} is not a {base.__name__ if base else 'class'}")
+        if obj is None or isinstance(obj, types.ModuleType):
+            raise ValueError(f"refusing to import {name!r}: not a class defined under {prefixes}")
+    if not isinstance(obj, type) or not f"{obj.__module__}.".startswith(prefixes):
+        raise ValueError(f"refusing to import {name!r}: not a class defined under {prefixes}")
+    if base is not None and not issubclass(obj, base):
+        raise ValueError(f"{name!r} is not a {base.__name__}")
     return obj
 
 
@@ -144,14 +156,17 @@ class _Decoder:
         if "__items__" in value:
             return {self.decode(k): self.decode(v) for k, v in value["__items__"]}
         if "__generator__" in value:
-            bit_generator = getattr(np.random, value["bit_generator"], None)
-            if bit_generator is None or not isinstance(bit_generator, type):
+            bit_generator = getattr(np.random, str(value["bit_generator"]), None)
+            if not (isinstance(bit_generator, type)
+                    and issubclass(bit_generator, np.random.BitGenerator)):
                 raise ValueError(f"unknown bit generator {value['bit_generator']!r}")
             generator = np.random.Generator(bit_generator())
             generator.bit_generator.state = self.decode(value["__generator__"])
             return generator
         if "__family__" in value:
-            cls = import_class(value["__family__"])
+            from bam_rl.families.base import ConjugateFamily
+
+            cls = import_class(value["__family__"], base=ConjugateFamily)
             return cls(**self.decode(value["kwargs"]))
         if "__natural__" in value:
             from bam_rl.families.base import NaturalParams
