@@ -275,8 +275,10 @@ class BAMWithChangepoints(BAM):
 
     Between signals it updates recursively from its current belief. A change is signalled
     when the start of the most probable segment containing ``D_t`` moves later than the
-    start it had before, i.e. BOCD now prefers a run that began after the previous one.
-    Every datum is stored in memory either way. :attr:`n_selections` counts selections.
+    start it had before, i.e. BOCD now prefers a run that began after the previous one; the
+    first datum after :meth:`reset` (an announced change) selects too, when the memory holds
+    data. Every datum is stored in memory either way. :attr:`n_selections` counts selections
+    and :attr:`changepoints` the detected changes of the current episode.
 
     Args:
         model: The conjugate family.
@@ -305,6 +307,8 @@ class BAMWithChangepoints(BAM):
         self._segment_start = start
         if changed:
             self.changepoints.append(self.t)
+        # a new episode (after reset) is an announced change: select if there is a memory
+        if changed or (self.t == 0 and len(self.memory) > 0):
             prior = self.select(s)
         elif self.t == 0:
             prior = self.model.prior
@@ -314,9 +318,12 @@ class BAMWithChangepoints(BAM):
         return prior + s
 
     def reset(self) -> None:
+        """New episode: base prior, fresh detector, changepoints of this episode only; the
+        memory is kept and the episode's first datum selects a readout over it."""
         super().reset()
         self.detector.reset()
         self._segment_start = 0
+        self.changepoints = []
 
     def __repr__(self) -> str:
         return (f"BAMWithChangepoints({self.model!r}, lam={self.lam:g}, "

@@ -185,6 +185,22 @@ def test_bam_with_changepoints_selects_only_on_changes():
     assert abs(float(rule.mean) - 4.0) < 0.5
 
 
+def test_bam_with_changepoints_selects_at_the_start_of_a_new_episode():
+    model = NormalKnownVariance(0.0, 10.0, 1.0)
+    rng = np.random.default_rng(9)
+    rule = BAMWithChangepoints(model, hazard=1 / 40)
+    run(rule, model.stats(rng.normal(4.0, 1.0, size=(30, 5)), axis=1))
+    selections = rule.n_selections
+    rule.reset()
+    assert rule.changepoints == [] and len(rule.memory) == 30
+    rule.update(model.stats(rng.normal(4.0, 1.0, size=5)))
+    assert rule.n_selections == selections + 1 and rule.weights.sum() > 5
+    assert abs(float(rule.mean) - 4.0) < 0.2  # one datum, yet the remembered episode informs it
+    fresh = BAMWithChangepoints(model, hazard=1 / 40)
+    fresh.update(model.stats([4.0]))
+    assert fresh.n_selections == 0  # nothing to select from
+
+
 # ----------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("factory, match", [
     (lambda m: BOCD(m, hazard=0.0), "hazard"),
