@@ -11,7 +11,6 @@ import inspect
 import io
 import json
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from agents.base import BaseAgent, check_finite, check_seed
-from bam_rl.serialization import import_class
+from bam_rl.serialization import import_class, write_archive
 
 __all__ = ["SB3Agent"]
 
@@ -416,19 +415,7 @@ class SB3Agent(BaseAgent):
                 "bit_generator": type(self.rng.bit_generator).__name__,
             },
         }
-        arrays["__json__"] = np.frombuffer(json.dumps(document).encode(), dtype=np.uint8)
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                             suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                np.savez(stream, **arrays)
-            os.replace(temporary, target)
-        except BaseException:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-            raise
+        write_archive(path, document, arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], env: Any = None,

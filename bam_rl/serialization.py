@@ -22,13 +22,14 @@ import inspect
 import io
 import json
 import os
-import tempfile
 import types
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from bam_rl._io import atomic_path
 
 FORMAT = "bam-rl-state/1"
 ALLOWED_PREFIXES = ("bam_rl.", "agents.", "envs.")
@@ -182,24 +183,23 @@ class _Decoder:
         raise ValueError(f"malformed state entry with keys {sorted(value)}")
 
 
+def write_archive(path: str | os.PathLike[str], document: dict[str, Any],
+                  arrays: dict[str, np.ndarray]) -> Path:
+    """Writes ``arrays`` plus ``document`` (as the JSON entry ``__json__``) to an ``.npz``
+    archive atomically; returns the path."""
+    entries = dict(arrays)
+    entries["__json__"] = np.frombuffer(json.dumps(document).encode(), dtype=np.uint8)
+    path = Path(path)
+    with atomic_path(path) as temporary, open(temporary, "wb") as stream:
+        np.savez(stream, **entries)  # a stream: np.savez would append ".npz" to a file name
+    return path
+
+
 def save_object(obj: Any, path: str | os.PathLike[str]) -> Path:
     """Writes ``obj`` to ``path`` (an ``.npz`` archive) atomically; returns the path."""
     encoder = _Encoder()
     document = {"format": FORMAT, "root": encoder.encode(obj, "root")}
-    arrays = dict(encoder.arrays)
-    arrays["__json__"] = np.frombuffer(json.dumps(document).encode(), dtype=np.uint8)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            np.savez(stream, **arrays)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-    return path
+    return write_archive(path, document, encoder.arrays)
 
 
 def load_object(path: str | os.PathLike[str], expected: type | None = None) -> Any:

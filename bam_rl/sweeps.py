@@ -21,13 +21,11 @@ its agent starts from the same seed — for a given (config, seed index).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
 import os
 import re
-import uuid
 import warnings
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -38,6 +36,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
+from bam_rl._io import write_frame
 from bam_rl.harness import _check_budget, _check_count, rollout
 from bam_rl.registry import check_agent_name, check_env_id, make_agent
 
@@ -226,20 +225,6 @@ def _resolve_format(fmt: str) -> str:
     return fmt
 
 
-def _write_atomic(frame: pd.DataFrame, path: Path, fmt: str) -> None:
-    """Writes ``frame`` next to ``path`` under a hidden temporary name, then renames it."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        if fmt == "parquet":
-            frame.to_parquet(tmp, index=False)
-        else:
-            frame.to_csv(tmp, index=False)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-
-
 def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Reads one run file written by :func:`run_many` (``.parquet`` or ``.csv``)."""
     path = Path(path)
@@ -348,7 +333,7 @@ def run_many(
             results[index] = frame
         else:
             path = directory / f"{specs[index].key}.{fmt}"
-            _write_atomic(frame, path, fmt)
+            write_frame(frame, path, fmt)
             paths[index] = path
 
     with tqdm(total=len(specs), initial=len(specs) - len(todo), desc="runs",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bam_rl.experiments._io import write_csv
+from bam_rl._io import write_frame
 
 #: agent name in the harness registry -> label in the paper's Figure 3
 METHODS = {
@@ -137,13 +137,13 @@ def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_
         folder.mkdir(parents=True, exist_ok=True)
         frame = bandit_experiment(seeds=seeds, n_jobs=n_jobs, out_dir=folder / "runs",
                                   progress=progress, env_kwargs=env_kwargs, **kwargs)
-        write_csv(frame[frame["step"] % 20 == 0], folder / "bandits_regret.csv")
+        write_frame(frame[frame["step"] % 20 == 0], folder / "bandits_regret.csv")
         plot_bandits(frame, folder / "bandits.png")
         summary = summarize(frame)
         summary.insert(0, "setting", setting)
         summaries.append(summary)
     summary = pd.concat(summaries, ignore_index=True)
-    write_csv(summary, out / "bandits_summary.csv")
+    write_frame(summary, out / "bandits_summary.csv")
     return summary
 
 

@@ -23,8 +23,8 @@ import pandas as pd
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
+from bam_rl._io import write_frame
 from bam_rl.beliefs import BAM, BOCD, BeliefRule, ExponentialForgetting, RecursiveBayes
-from bam_rl.experiments._io import write_csv
 from bam_rl.families import BetaBinomial
 
 #: Rules of the paper's Figure 1 with its hyper-parameters (BOCD timescale 1/100, BF 0.8).
@@ -180,8 +180,8 @@ def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_
     frame = tracking_experiment(seeds=seeds, n_steps=300 if quick else 500, n_jobs=n_jobs,
                                 progress=progress)
     summary = summarize(frame)
-    write_csv(frame, out / "tracking.csv")
-    write_csv(summary, out / "tracking_summary.csv")
+    write_frame(frame, out / "tracking.csv")
+    write_frame(summary, out / "tracking_summary.csv")
     plot_tracking(frame, out / "tracking.png")
     return summary
 
