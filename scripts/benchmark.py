@@ -19,26 +19,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
-from collections.abc import Callable
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
+from _bench import best_time
 
 from bam_rl.bocd import BOCD
 from bam_rl.families import BayesianLinearRegression, BetaBinomial, NormalGamma
 from bam_rl.memory import Memory
 from bam_rl.readout import select
-
-
-def best_time(function: Callable[[], object], repeats: int = 3) -> float:
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def literal_greedy(model, memory, s_t):

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
+from _bench import best_time, protocol_loop
 
 import bam_rl  # noqa: F401  (registers the environments)
 from agents import UCB, UCBAM, ThompsonSampling
@@ -38,39 +39,11 @@ AGENTS: dict[str, Callable[[int], Any]] = {
 }
 
 
-def loop(env: gym.Env, agent: Any, n_steps: int, seed: int) -> list[int]:
-    """The protocol loop; returns the actions."""
-    act, observe, step = agent.act, agent.observe, env.step
-    observation, info = env.reset(seed=seed)
-    agent.reset(observation, info)
-    actions = []
-    for _ in range(n_steps):
-        action = act(observation)
-        next_observation, reward, terminated, truncated, info = step(action)
-        observe(action, reward, next_observation, terminated, truncated, info)
-        actions.append(action)
-        if terminated or truncated:
-            observation, info = env.reset()
-            agent.reset(observation, info)
-        else:
-            observation = next_observation
-    return actions
-
-
-def best_time(run: Callable[[], object], repeats: int) -> float:
-    """Shortest wall time of ``repeats`` calls."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def throughput(name: str, n_steps: int, repeats: int) -> tuple[float, float | None]:
     """``(loop steps/s, rollout steps/s or None)`` for one agent."""
     env = gym.make(ENV_ID, max_steps=n_steps)
-    loop_time = best_time(lambda: loop(env, AGENTS[name](0), n_steps, seed=0), repeats)
+    loop_time = best_time(lambda: protocol_loop(env, AGENTS[name](0), n_steps, seed=0,
+                                                record=True), repeats)
     try:
         from bam_rl.harness import rollout
     except ImportError:
@@ -84,7 +57,7 @@ def ucbam_time(n_steps: int, fast_readout: bool) -> tuple[float, list[int]]:
     env = gym.make(ENV_ID, max_steps=max(n_steps, 1))
     agent = UCBAM.gaussian(10, seed=0, fast_readout=fast_readout)
     start = time.perf_counter()
-    actions = loop(env, agent, n_steps, seed=0)
+    actions = protocol_loop(env, agent, n_steps, seed=0, record=True)
     return time.perf_counter() - start, actions
 
 

@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import argparse
 import platform
-import time
-from collections.abc import Callable
-from typing import Any
 
 import gymnasium as gym
+from _bench import best_time, protocol_loop
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.harness import make_agent, rollout
@@ -30,39 +28,13 @@ TARGET_STEPS_PER_S = 50_000
 ENV_ID = "bam_rl/SwitchingBandit-v0"
 
 
-def raw_loop(env: gym.Env, agent: Any, n_steps: int, seed: int) -> None:
-    """The env + agent loop with nothing recorded (the floor ``rollout`` is measured against)."""
-    act, observe, step, reset = agent.act, agent.observe, env.step, env.reset
-    observation, info = reset(seed=seed)
-    agent.reset(observation, info)
-    for _ in range(n_steps):
-        action = act(observation)
-        next_observation, reward, terminated, truncated, info = step(action)
-        observe(action, reward, next_observation, terminated, truncated, info)
-        if terminated or truncated:
-            observation, info = reset()
-            agent.reset(observation, info)
-        else:
-            observation = next_observation
-
-
-def best_time(run: Callable[[], object], repeats: int) -> float:
-    """Shortest wall time of ``repeats`` calls."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def measure(agent_name: str, n_steps: int, repeats: int) -> tuple[float, float]:
     """``(rollout steps/s, raw-loop steps/s)`` for one registered agent."""
     env = gym.make(ENV_ID)
     raw_best = roll_best = float("inf")
     for r in range(repeats):  # alternate, so both see the same machine load
         agent = make_agent(agent_name, env, seed=r)
-        raw_best = min(raw_best, best_time(lambda a=agent: raw_loop(env, a, n_steps, 0), 1))
+        raw_best = min(raw_best, best_time(lambda a=agent: protocol_loop(env, a, n_steps, 0), 1))
         agent = make_agent(agent_name, env, seed=r)
         roll_best = min(roll_best, best_time(
             lambda a=agent: rollout(env, a, n_steps=n_steps, seed=0), 1))
