@@ -6,7 +6,8 @@ imports them only when an :class:`SB3Agent` is built or loaded.
 
 from agents.bandits import UCB, UCBAM, ThompsonSampling
 from agents.base import Agent, BaseAgent
+from agents.random_agent import RandomAgent
 from agents.sb3 import SB3Agent
 from agents.tracking import BeliefTracker
 
-__all__ = ["UCB", "UCBAM", "Agent", "BaseAgent", "BeliefTracker", "SB3Agent", "ThompsonSampling"]
+__all__ = ["UCB", "UCBAM", "Agent", "BaseAgent", "BeliefTracker", "RandomAgent", "SB3Agent", "ThompsonSampling"]

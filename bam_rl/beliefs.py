@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from bam_rl._validation import check_unit_interval
-from bam_rl.bocd import BOCD as _BOCDFilter
+from bam_rl.bocd import ChangepointDetector
 from bam_rl.families.base import ConjugateFamily, NaturalParams
 from bam_rl.memory import Memory
 from bam_rl.readout import METHODS, ReadoutResult, select
@@ -170,13 +170,13 @@ class BOCD(BeliefRule):
     Args:
         model: The conjugate family.
         hazard: Constant changepoint probability in (0, 1) or a callable of run lengths.
-        **options: Passed to :class:`bam_rl.bocd.BOCD` (``prune_threshold``,
+        **options: Passed to :class:`bam_rl.bocd.ChangepointDetector` (``prune_threshold``,
             ``max_run_length``).
     """
 
     def __init__(self, model: ConjugateFamily, hazard: Any = 1 / 100, **options: Any):
         super().__init__(model)
-        self.detector = _BOCDFilter(model, hazard, **options)
+        self.detector = ChangepointDetector(model, hazard, **options)
 
     def _update(self, s: NaturalParams) -> NaturalParams:
         self.detector.update(s)
@@ -238,7 +238,7 @@ class BAM(BeliefRule):
         self.last_readout: ReadoutResult | None = None
         self.n_selections = 0
 
-    def select(self, s: NaturalParams) -> NaturalParams:
+    def readout_prior(self, s: NaturalParams) -> NaturalParams:
         """Chooses readout weights for ``s`` and returns the BAM prior ``η(W)``."""
         result = select(self.model, self.memory, s, lam=self.lam, method=self.method,
                         **self.select_options)
@@ -249,7 +249,7 @@ class BAM(BeliefRule):
         return self.memory.weighted_sum(result.weights, base=self.model.prior)
 
     def _update(self, s: NaturalParams) -> NaturalParams:
-        belief = self.select(s) + s
+        belief = self.readout_prior(s) + s
         self.memory.add(s, time=self.t)
         return belief
 
@@ -286,7 +286,7 @@ class BAMWithChangepoints(BAM):
         method: Readout selector.
         hazard: BOCD hazard in (0, 1) or a callable of run lengths.
         capacity: Optional memory bound.
-        bocd_options: Extra keyword arguments for :class:`bam_rl.bocd.BOCD`.
+        bocd_options: Extra keyword arguments for :class:`bam_rl.bocd.ChangepointDetector`.
         **select_options: Passed to :func:`~bam_rl.readout.select`.
     """
 
@@ -294,7 +294,7 @@ class BAMWithChangepoints(BAM):
                  hazard: Any = 1 / 100, capacity: int | None = None,
                  bocd_options: dict[str, Any] | None = None, **select_options: Any):
         super().__init__(model, lam=lam, method=method, capacity=capacity, **select_options)
-        self.detector = _BOCDFilter(model, hazard, **(bocd_options or {}))
+        self.detector = ChangepointDetector(model, hazard, **(bocd_options or {}))
         self._segment_start = 0
         self.changepoints: list[int] = []
 
@@ -309,7 +309,7 @@ class BAMWithChangepoints(BAM):
             self.changepoints.append(self.t)
         # a new episode (after reset) is an announced change: select if there is a memory
         if changed or (self.t == 0 and len(self.memory) > 0):
-            prior = self.select(s)
+            prior = self.readout_prior(s)
         elif self.t == 0:
             prior = self.model.prior
         else:

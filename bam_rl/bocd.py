@@ -57,7 +57,7 @@ def _mixture_moments(weights: np.ndarray, means: Any, variances: Any) -> tuple[A
     return mean[()], variance[()]
 
 
-class BOCD:
+class ChangepointDetector:
     """Bayesian online changepoint detection with a conjugate-exponential-family model.
 
     Adams & MacKay (2007) run-length filtering, in log space, with one natural-parameter row
@@ -105,7 +105,7 @@ class BOCD:
     Example:
         >>> from bam_rl.families import BetaBinomial
         >>> model = BetaBinomial(1.0, 1.0)
-        >>> bocd = BOCD(model, hazard=0.5)
+        >>> bocd = ChangepointDetector(model, hazard=0.5)
         >>> for _ in range(2):
         ...     _ = bocd.update(model.stats(successes=1, trials=1))
         >>> bocd.run_length_posterior.round(4)  # [1/2, 3/14, 2/7]
@@ -164,7 +164,7 @@ class BOCD:
         self.reset()
 
     # ------------------------------------------------------------------ state
-    def reset(self) -> BOCD:
+    def reset(self) -> ChangepointDetector:
         """Forgets all data: back to ``P(r_0 = 0) = 1`` with the base prior. Returns self."""
         self._t = 0
         self._run_lengths = np.zeros(1, dtype=np.int64)
@@ -196,7 +196,7 @@ class BOCD:
                              f"{values!r}")
         return np.log(values), np.log1p(-values)
 
-    def update(self, s: NaturalParams) -> BOCD:
+    def update(self, s: NaturalParams) -> ChangepointDetector:
         """Absorbs one datum.
 
         Args:
@@ -455,6 +455,6 @@ class BOCD:
                                 self.model.variance(beliefs))
 
     def __repr__(self) -> str:
-        return (f"BOCD({self.model!r}, hazard={self.hazard!r}, prune_threshold="
+        return (f"ChangepointDetector({self.model!r}, hazard={self.hazard!r}, prune_threshold="
                 f"{self.prune_threshold:g}, max_run_length={self.max_run_length!r}, t={self._t}, "
                 f"live={len(self._run_lengths)})")

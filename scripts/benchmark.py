@@ -25,7 +25,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 from _bench import best_time
 
-from bam_rl.bocd import BOCD
+from bam_rl.bocd import ChangepointDetector
 from bam_rl.families import BayesianLinearRegression, BetaBinomial, NormalGamma
 from bam_rl.memory import Memory
 from bam_rl.readout import select
@@ -92,7 +92,7 @@ def bocd_rows(quick: bool) -> list[tuple[str, float, float]]:
         items = [stats[i] for i in range(len(data))]
 
         def ours(threshold, items=items, model=model):
-            detector = BOCD(model, hazard=1 / 250, prune_threshold=threshold)
+            detector = ChangepointDetector(model, hazard=1 / 250, prune_threshold=threshold)
             for s in items:
                 detector.update(s)
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from scipy.special import logsumexp
 
-from bam_rl.bocd import BOCD
+from bam_rl.bocd import ChangepointDetector
 from bam_rl.families import (
     BetaBinomial,
     DirichletCategorical,
@@ -141,7 +141,7 @@ def as_hazard_function(hazard) -> Callable[[int], float]:
     return lambda r: float(hazard)
 
 
-def check_against_enumeration(bocd: BOCD, stats: Sequence[NaturalParams], segment, hazard):
+def check_against_enumeration(bocd: ChangepointDetector, stats: Sequence[NaturalParams], segment, hazard):
     """At every step: evidence and the whole run-length posterior equal the enumeration."""
     hazard_fn = as_hazard_function(hazard)
     for t, s in enumerate(stats, start=1):
@@ -174,7 +174,7 @@ HAZARD_IDS = [*map(str, CONSTANT_HAZARDS), "callable-1/(r+2)", "callable-step"]
 def test_worked_example_beta_bernoulli():
     """Beta(1,1), hazard ½, data [1, 1]: posterior [1/2, 3/14, 2/7], evidence 7/24."""
     model = BetaBinomial(1.0, 1.0)
-    bocd = BOCD(model, hazard=0.5, prune_threshold=0.0)
+    bocd = ChangepointDetector(model, hazard=0.5, prune_threshold=0.0)
     s = model.stats(successes=1, trials=1)
     bocd.update(s)
     np.testing.assert_allclose(bocd.run_length_posterior, [0.5, 0.5], rtol=1e-14)
@@ -214,7 +214,7 @@ def test_worked_example_beta_bernoulli():
 
 def test_constant_hazard_fixes_p_r0_and_detection_is_read_at_a_lag():
     model = NormalKnownVariance(0.0, 4.0, 1.0)
-    bocd = BOCD(model, hazard=0.02, prune_threshold=0.0)  # pruning renormalises
+    bocd = ChangepointDetector(model, hazard=0.02, prune_threshold=0.0)  # pruning renormalises
     rng = np.random.default_rng(3)
     y = np.concatenate([rng.normal(-2, 1, 40), rng.normal(2, 1, 10)])
     for value in y:
@@ -238,7 +238,7 @@ def test_beta_binomial_equals_enumeration(hazard):
     data = list(zip(successes.tolist(), trials.tolist(), strict=True))
     model = BetaBinomial(alpha, beta)
     stats = [model.stats(k, n) for k, n in data]
-    check_against_enumeration(BOCD(model, hazard, prune_threshold=0.0), stats,
+    check_against_enumeration(ChangepointDetector(model, hazard, prune_threshold=0.0), stats,
                               beta_binomial_segment(alpha, beta, data), hazard)
 
 
@@ -250,7 +250,7 @@ def test_normal_known_variance_equals_enumeration(hazard):
     data = [rng.normal(-1.0 if i < 4 else 2.0, 1.0, size=rng.integers(1, 4)) for i in range(8)]
     model = NormalKnownVariance(mean, var, noise_var)
     stats = [model.stats(y) for y in data]
-    check_against_enumeration(BOCD(model, hazard, prune_threshold=0.0), stats,
+    check_against_enumeration(ChangepointDetector(model, hazard, prune_threshold=0.0), stats,
                               normal_known_variance_segment(mean, var, noise_var, data), hazard)
 
 
@@ -261,7 +261,7 @@ def test_normal_gamma_equals_enumeration(hazard):
     data = [rng.normal(0.0, 0.5 if i < 5 else 2.0, size=rng.integers(1, 4)) for i in range(8)]
     model = NormalGamma(mean, kappa, alpha, beta)
     stats = [model.stats(y) for y in data]
-    check_against_enumeration(BOCD(model, hazard, prune_threshold=0.0), stats,
+    check_against_enumeration(ChangepointDetector(model, hazard, prune_threshold=0.0), stats,
                               normal_gamma_segment(mean, kappa, alpha, beta, data), hazard)
 
 
@@ -274,7 +274,7 @@ def test_theta_moments_equal_enumeration(hazard):
     successes = np.array([rng.integers(0, n + 1) for n in trials])
     data = list(zip(successes.tolist(), trials.tolist(), strict=True))
     model = BetaBinomial(alpha, beta)
-    bocd = BOCD(model, hazard, prune_threshold=0.0)
+    bocd = ChangepointDetector(model, hazard, prune_threshold=0.0)
     segment = beta_binomial_segment(alpha, beta, data)
     hazard_fn = as_hazard_function(hazard)
     for t, (k, n) in enumerate(data, start=1):
@@ -302,7 +302,7 @@ def test_beliefs_are_prior_plus_recent_statistics():
     rng = np.random.default_rng(15)
     model = NormalGamma(0.0, 1.0, 2.0, 1.0)
     data = [rng.normal(size=2) for _ in range(6)]
-    bocd = BOCD(model, 0.2, prune_threshold=0.0)
+    bocd = ChangepointDetector(model, 0.2, prune_threshold=0.0)
     for y in data:
         bocd.update(model.stats(y))
     beliefs = bocd.beliefs
@@ -329,7 +329,7 @@ def test_hazard_to_zero_is_recursive_bayes(family):
     else:
         model = NormalGamma(0.0, 1.0, 2.0, 2.0)
         stats = [model.stats(rng.normal(1.0, 2.0, size=3)) for _ in range(40)]
-    bocd = BOCD(model, hazard=1e-12)
+    bocd = ChangepointDetector(model, hazard=1e-12)
     total = model.zeros()
     for s in stats:
         bocd.update(s)
@@ -353,7 +353,7 @@ def test_hazard_to_one_is_product_of_prior_predictives(family):
     else:
         model = NormalKnownVariance(0.0, 3.0, 0.5)
         stats = [model.stats(rng.normal(1.0, 1.0, size=3)) for _ in range(40)]
-    bocd = BOCD(model, hazard=1 - 1e-12)
+    bocd = ChangepointDetector(model, hazard=1 - 1e-12)
     for s in stats:
         bocd.update(s)
     expected = sum(model.log_marginal(model.prior, s) for s in stats)
@@ -395,7 +395,7 @@ def long_stream():
     return model, stats, starts
 
 
-def run_stream(bocd: BOCD, stats: Sequence[NaturalParams]) -> tuple[np.ndarray, np.ndarray, float]:
+def run_stream(bocd: ChangepointDetector, stats: Sequence[NaturalParams]) -> tuple[np.ndarray, np.ndarray, float]:
     """MAP run length and number of live run lengths after each step, and the CPU seconds."""
     maps = np.empty(len(stats), dtype=np.int64)
     live = np.empty(len(stats), dtype=np.int64)
@@ -428,7 +428,7 @@ def test_long_stream_pruning(long_stream, threshold, posterior_atol, capsys):
     model, stats, starts = long_stream
     hazard = 1 / 2000
     kwargs = {} if threshold == 1e-10 else {"prune_threshold": threshold}
-    bocd = BOCD(model, hazard, **kwargs)
+    bocd = ChangepointDetector(model, hazard, **kwargs)
     maps, live, seconds = run_stream(bocd, stats)
     assert np.isfinite(bocd.log_evidence)
     assert np.all(np.isfinite(bocd.log_run_length_probabilities))
@@ -446,10 +446,10 @@ def test_long_stream_pruning(long_stream, threshold, posterior_atol, capsys):
 
     # the unpruned filter on a 2,000-step prefix (one change at 1200) agrees
     prefix = 2000
-    exact = BOCD(model, hazard, prune_threshold=0.0)
+    exact = ChangepointDetector(model, hazard, prune_threshold=0.0)
     exact_maps, exact_live, _ = run_stream(exact, stats[:prefix])
     assert exact_live[-1] == prefix + 1
-    pruned = BOCD(model, hazard, **kwargs)
+    pruned = ChangepointDetector(model, hazard, **kwargs)
     pruned_maps, _, _ = run_stream(pruned, stats[:prefix])
     np.testing.assert_array_equal(pruned_maps, maps[:prefix])
     np.testing.assert_array_equal(pruned_maps, exact_maps)
@@ -482,7 +482,7 @@ def binomial_sequences(draw, max_len: int = 25):
        max_run_length=st.sampled_from([None, 1, 3, 10]))
 def test_posterior_is_a_distribution(data, hazard, threshold, max_run_length):
     model = BetaBinomial(1.0, 2.0)
-    bocd = BOCD(model, hazard, prune_threshold=threshold, max_run_length=max_run_length)
+    bocd = ChangepointDetector(model, hazard, prune_threshold=threshold, max_run_length=max_run_length)
     for t, (k, n) in enumerate(data, start=1):
         bocd.update(model.stats(k, n))
         lengths, probabilities = bocd.run_length_posterior_sparse
@@ -512,11 +512,11 @@ def test_posterior_is_a_distribution(data, hazard, threshold, max_run_length):
        threshold=st.sampled_from([0.0, 1e-10, 0.01]))
 def test_reset_reproduces_a_fresh_run(first, second, hazard, threshold):
     model = BetaBinomial(0.5, 0.5)
-    used = BOCD(model, hazard, prune_threshold=threshold, max_run_length=8)
+    used = ChangepointDetector(model, hazard, prune_threshold=threshold, max_run_length=8)
     for k, n in first:
         used.update(model.stats(k, n))
     assert used.reset() is used
-    fresh = BOCD(model, hazard, prune_threshold=threshold, max_run_length=8)
+    fresh = ChangepointDetector(model, hazard, prune_threshold=threshold, max_run_length=8)
     for bocd in (used, fresh):
         assert bocd.t == 0 and bocd.log_evidence == 0.0
         np.testing.assert_array_equal(bocd.run_length_posterior, [1.0])
@@ -533,7 +533,7 @@ def test_reset_reproduces_a_fresh_run(first, second, hazard, threshold):
 
 def test_pruning_keeps_r0_and_the_map():
     model = BetaBinomial(1.0, 1.0)
-    bocd = BOCD(model, hazard=0.01, prune_threshold=0.9)
+    bocd = ChangepointDetector(model, hazard=0.01, prune_threshold=0.9)
     for _ in range(20):
         bocd.update(model.stats(3, 5))
         lengths = bocd.run_lengths
@@ -543,7 +543,7 @@ def test_pruning_keeps_r0_and_the_map():
 
 def test_max_run_length_caps_the_live_set():
     model = NormalKnownVariance(0.0, 1.0, 1.0)
-    bocd = BOCD(model, hazard=0.1, prune_threshold=0.0, max_run_length=5)
+    bocd = ChangepointDetector(model, hazard=0.1, prune_threshold=0.0, max_run_length=5)
     for value in np.linspace(-1, 1, 30):
         bocd.update(model.stats([value]))
         assert bocd.run_lengths.max() <= 5 and len(bocd.run_lengths) <= 6
@@ -558,7 +558,7 @@ def test_callable_hazard_sees_previous_run_lengths():
         return np.full(np.shape(r), 0.2)
 
     model = BetaBinomial()
-    bocd = BOCD(model, hazard, prune_threshold=0.0)
+    bocd = ChangepointDetector(model, hazard, prune_threshold=0.0)
     for _ in range(3):
         bocd.update(model.stats(1, 2))
     assert [list(r) for r in seen] == [[0], [0, 1], [0, 1, 2]]
@@ -567,7 +567,7 @@ def test_callable_hazard_sees_previous_run_lengths():
 def test_vector_theta_moments_and_deepcopy():
     """Dirichlet θ: element-wise mixture moments; a deep copy evolves independently."""
     model = DirichletCategorical(alpha=1.0, n_categories=3)
-    bocd = BOCD(model, 0.1, prune_threshold=0.0)
+    bocd = ChangepointDetector(model, 0.1, prune_threshold=0.0)
     for obs in ([0, 0], [0, 1], [2, 2, 2]):
         bocd.update(model.stats(observations=obs))
     for kind in ("filtered", "predictive"):
@@ -588,7 +588,7 @@ def test_matrix_fields_bayesian_linear_regression():
     rng = np.random.default_rng(18)
     for model in (BayesianLinearRegression(dim_in=3, dim_out=2, prior_precision=1.0),
                   BayesianLinearRegressionNIG(dim_in=3, dim_out=2, prior_precision=1.0)):
-        bocd = BOCD(model, hazard=1e-12)
+        bocd = ChangepointDetector(model, hazard=1e-12)
         total = model.zeros()
         for _ in range(5):
             X = rng.normal(size=(4, 3))
@@ -608,7 +608,7 @@ def test_matrix_fields_bayesian_linear_regression():
 
 def test_before_any_data():
     model = GammaPoisson(2.0, 1.0)
-    bocd = BOCD(model)
+    bocd = ChangepointDetector(model)
     assert bocd.t == 0 and bocd.log_evidence == 0.0 and bocd.map_run_length == 0
     np.testing.assert_array_equal(bocd.run_length_posterior, [1.0])
     np.testing.assert_array_equal(bocd.filtered_weights, [1.0])
@@ -625,7 +625,7 @@ def test_before_any_data():
 @pytest.mark.parametrize("hazard", [0, 1, -0.1, 1.5, math.nan, math.inf, "x", None, True])
 def test_bad_constant_hazard(hazard):
     with pytest.raises(ValueError, match=r"hazard.*\(0, 1\)"):
-        BOCD(BetaBinomial(), hazard)
+        ChangepointDetector(BetaBinomial(), hazard)
 
 
 @pytest.mark.parametrize("returned", [
@@ -638,7 +638,7 @@ def test_bad_constant_hazard(hazard):
 ])
 def test_callable_hazard_returning_bad_values(returned):
     model = BetaBinomial()
-    bocd = BOCD(model, returned)
+    bocd = ChangepointDetector(model, returned)
     with pytest.raises(ValueError, match=r"hazard"):
         bocd.update(model.stats(1, 1))
     assert bocd.t == 0  # nothing changed
@@ -647,31 +647,31 @@ def test_callable_hazard_returning_bad_values(returned):
 @pytest.mark.parametrize("max_run_length", [0, -3, 2.5, True, "5"])
 def test_bad_max_run_length(max_run_length):
     with pytest.raises(ValueError, match="max_run_length"):
-        BOCD(BetaBinomial(), 0.1, max_run_length=max_run_length)
+        ChangepointDetector(BetaBinomial(), 0.1, max_run_length=max_run_length)
 
 
 @pytest.mark.parametrize("threshold", [-1e-3, 1.0, 2.0, math.nan, "a", None])
 def test_bad_prune_threshold(threshold):
     with pytest.raises(ValueError, match="prune_threshold"):
-        BOCD(BetaBinomial(), 0.1, prune_threshold=threshold)
+        ChangepointDetector(BetaBinomial(), 0.1, prune_threshold=threshold)
 
 
 @pytest.mark.parametrize("lag", [-1, 1.5, "1", None, True])
 def test_bad_lag(lag):
     with pytest.raises(ValueError, match="lag"):
-        BOCD(BetaBinomial()).changepoint_probability(lag)
+        ChangepointDetector(BetaBinomial()).changepoint_probability(lag)
 
 
 def test_bad_kind_and_model():
     with pytest.raises(ValueError, match="kind"):
-        BOCD(BetaBinomial()).theta_moments("smoothed")
+        ChangepointDetector(BetaBinomial()).theta_moments("smoothed")
     with pytest.raises(ValueError, match="model"):
-        BOCD("beta", 0.1)
+        ChangepointDetector("beta", 0.1)
 
 
 def test_bad_statistics():
     model = BetaBinomial()
-    bocd = BOCD(model, 0.1)
+    bocd = ChangepointDetector(model, 0.1)
     other_family = GammaPoisson().stats([1, 2])
     with pytest.raises(ValueError, match=r"\bs\b"):
         bocd.update(other_family)
@@ -679,10 +679,10 @@ def test_bad_statistics():
         bocd.update(np.array([1.0, 0.0]))
     with pytest.raises(ValueError, match=r"\bs\b.*single datum"):
         bocd.update(model.stats([1, 2], [3, 3], axis=()))
-    dirichlet = BOCD(DirichletCategorical(alpha=1.0, n_categories=3))
+    dirichlet = ChangepointDetector(DirichletCategorical(alpha=1.0, n_categories=3))
     with pytest.raises(ValueError, match=r"\bs\b"):
         dirichlet.update(DirichletCategorical(alpha=1.0, n_categories=4).stats([0, 3]))
-    normal = BOCD(NormalKnownVariance(0.0, 1.0, noise_var=1.0))
+    normal = ChangepointDetector(NormalKnownVariance(0.0, 1.0, noise_var=1.0))
     with pytest.raises(ValueError, match=r"\bs\b"):
         normal.update(NormalKnownVariance(0.0, 1.0, noise_var=2.0).stats([0.5]))
     # an equal but distinct model instance is fine

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bam_rl.cli import main
+from bam_rl.harness.cli import main
 from bam_rl.harness import AGENTS, ENV_IDS
 
 BANDIT = "bam_rl/SwitchingBandit-v0"

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 import bam_rl  # noqa: F401  (registers the environments)
-from bam_rl.harness import AGENTS, INFO_FIELDS, RandomAgent, make_agent, rollout
+from agents import RandomAgent
+from bam_rl.harness import AGENTS, INFO_FIELDS, make_agent, rollout
 
 BANDIT = "bam_rl/SwitchingBandit-v0"
 STREAM = "bam_rl/BinomialStream-v0"

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import bam_rl.harness as harness
-import bam_rl.sweeps as sweeps
+import bam_rl.harness.sweeps as sweeps
 from bam_rl.harness import RunSpec, make_grid, read_run, run_many
 
 BANDIT = "bam_rl/SwitchingBandit-v0"

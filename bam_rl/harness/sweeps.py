@@ -4,7 +4,7 @@ A sweep is a grid of (method × config × seed) runs, executed serially, with jo
 the local cores or on a Ray cluster; every finished run is written to its own file, so an
 interrupted sweep resumes where it stopped::
 
-    from bam_rl.sweeps import make_grid, run_many   # also importable from bam_rl.harness
+    from bam_rl.harness.sweeps import make_grid, run_many   # also importable from bam_rl.harness
 
     grid = make_grid(["ucb", "thompson-bam"],
                      {"cfg0": ("bam_rl/SwitchingBandit-v0", {"config_seed": 0})},
@@ -37,8 +37,8 @@ import numpy as np
 import pandas as pd
 
 from bam_rl._io import write_frame
-from bam_rl.harness import _check_budget, _check_count, rollout
-from bam_rl.registry import check_agent_name, check_env_id, make_agent
+from bam_rl.harness.runner import _check_budget, _check_count, rollout
+from bam_rl.harness.registry import check_agent_name, check_env_id, make_agent
 
 __all__ = [
     "BACKENDS",

@@ -210,7 +210,7 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
 
     import pandas as pd
 
-    from bam_rl.experiments import REPRODUCTIONS, get_reproduction
+    from bam_rl.harness.experiments import REPRODUCTIONS, get_reproduction
 
     names = REPRODUCTIONS if args.experiment == "all" else (args.experiment,)
     for name in names:
@@ -278,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="environment ids and agent names")
     listing.set_defaults(handler=_cmd_list, parser=listing)
 
-    from bam_rl.experiments import REPRODUCTIONS
+    from bam_rl.harness.experiments import REPRODUCTIONS
 
     reproduce = commands.add_parser(
         "reproduce", help="run a paper experiment and write its figure and CSVs",

@@ -12,8 +12,8 @@ from importlib import import_module
 import pandas as pd
 
 _MODULES = {
-    "tracking": "bam_rl.experiments.tracking",
-    "bandits": "bam_rl.experiments.bandits",
+    "tracking": "bam_rl.harness.experiments.tracking",
+    "bandits": "bam_rl.harness.experiments.bandits",
 }
 
 

@@ -4,13 +4,13 @@
 
     import gymnasium
     import bam_rl
-    from bam_rl.registry import make_agent   # also importable from bam_rl.harness
+    from bam_rl.harness.registry import make_agent   # also importable from bam_rl.harness
 
     env = gymnasium.make("bam_rl/SwitchingBandit-v0")
     agent = make_agent("thompson-bam", env, seed=1)
 
 Every builder is a module-level function, ``AGENTS[name](env, seed, **kwargs) -> agent``, so
-the builders (and the :class:`~bam_rl.sweeps.RunSpec` objects naming them) pickle for loky
+the builders (and the :class:`~bam_rl.harness.sweeps.RunSpec` objects naming them) pickle for loky
 and Ray workers.
 """
 
@@ -23,12 +23,11 @@ import gymnasium as gym
 import numpy as np
 
 import envs as _envs
-from agents.base import BaseAgent
+from agents import RandomAgent
 
 __all__ = [
     "AGENTS",
     "ENV_IDS",
-    "RandomAgent",
     "check_agent_name",
     "check_env_id",
     "make_agent",
@@ -38,57 +37,7 @@ __all__ = [
 ENV_IDS: tuple[str, ...] = tuple(_envs.ENV_IDS)
 
 
-# ---------------------------------------------------------------------------- agents
-class RandomAgent(BaseAgent):
-    """Acts uniformly at random in a ``Discrete`` or ``Box`` action space (a baseline).
-
-    ``Box`` dimensions with infinite bounds are drawn from a standard normal (shifted to the
-    finite bound, if one is finite). The agent keeps only numbers and its generator, so it
-    saves and loads like every :class:`~agents.base.BaseAgent`.
-
-    Args:
-        action_space: The environment's action space (``Discrete`` or ``Box``).
-        seed: Seed of the agent's generator.
-
-    Raises:
-        ValueError: For other kinds of action space.
-    """
-
-    def __init__(self, action_space: gym.Space, seed: int | None = None):
-        super().__init__(seed)
-        if isinstance(action_space, gym.spaces.Discrete):
-            self.kind = "discrete"
-            self.n = int(action_space.n)
-            self.start = int(action_space.start)
-        elif isinstance(action_space, gym.spaces.Box):
-            self.kind = "box"
-            self.low = np.asarray(action_space.low, dtype=np.float64)
-            self.high = np.asarray(action_space.high, dtype=np.float64)
-            self.dtype = np.dtype(action_space.dtype).name
-        else:
-            raise ValueError(
-                "RandomAgent supports Discrete and Box action spaces, got "
-                f"{type(action_space).__name__}"
-            )
-
-    def act(self, observation: Any) -> Any:
-        """Returns a uniformly random action (an ``np.int64`` arm or a ``Box`` array)."""
-        if self.kind == "discrete":
-            return np.int64(self.start + self.rng.integers(self.n))
-        low, high = self.low, self.high
-        bounded = np.isfinite(low) & np.isfinite(high)
-        action = self.rng.standard_normal(low.shape)
-        action = np.where(np.isfinite(low), low + np.abs(action), action)
-        action = np.where(~np.isfinite(low) & np.isfinite(high), high - np.abs(action), action)
-        uniform = self.rng.uniform(np.where(bounded, low, 0.0), np.where(bounded, high, 1.0))
-        action = np.where(bounded, uniform, action)
-        return np.clip(action, low, high).astype(self.dtype)
-
-    def observe(self, action: Any, reward: float, next_observation: Any, terminated: bool,
-                truncated: bool, info: dict[str, Any]) -> None:
-        """Learns nothing."""
-
-
+# ---------------------------------------------------------------------------- builders
 def _n_arms(env: gym.Env, name: str) -> int:
     space = env.action_space
     if not isinstance(space, gym.spaces.Discrete):

@@ -1,7 +1,8 @@
-"""Rollouts: one agent acting in one environment, as one tidy row per step (DESIGN §8).
+"""The run loop: one agent acting in one environment, as one tidy row per step.
 
 One run is one agent acting in one environment::
 
+    import gymnasium
     import bam_rl
     from bam_rl.harness import make_agent, rollout
 
@@ -9,16 +10,9 @@ One run is one agent acting in one environment::
     agent = make_agent("thompson-bam", env, seed=1)
     frame = rollout(env, agent, n_steps=2_000, seed=0)   # tidy: one row per step
 
-The registry of named agents (``AGENTS``, ``make_agent``, ...) lives in
-:mod:`bam_rl.registry` and the resumable parallel sweeps (``RunSpec``, ``make_grid``,
-``run_many``, ...) in :mod:`bam_rl.sweeps`; every public name of both stays importable from
-this module, which is the package's entry point for runs::
-
-    from bam_rl.harness import make_grid, run_many
-
-:mod:`bam_rl.sweeps` imports :func:`rollout` from here, so the names of both modules are
-resolved on first access (PEP 562 ``__getattr__``) rather than imported when this module
-loads: any of the three modules can be imported first.
+This module is the one run loop of the package: sweeps (:mod:`bam_rl.harness.sweeps`) and the
+paper's experiments (:mod:`bam_rl.harness.experiments`) run their agents through
+:func:`rollout`.
 """
 
 from __future__ import annotations
@@ -28,48 +22,13 @@ import json
 import math
 import operator
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-if TYPE_CHECKING:  # the re-exports below, for type checkers and linters
-    from bam_rl.registry import (
-        AGENTS,
-        ENV_IDS,
-        RandomAgent,
-        check_agent_name,
-        check_env_id,
-        make_agent,
-    )
-    from bam_rl.sweeps import (
-        BACKENDS,
-        SORT_COLUMNS,
-        RunSpec,
-        execute_run,
-        make_grid,
-        read_run,
-        run_many,
-    )
-
-__all__ = [
-    "AGENTS",
-    "BACKENDS",
-    "ENV_IDS",
-    "INFO_FIELDS",
-    "SORT_COLUMNS",
-    "RandomAgent",
-    "RunSpec",
-    "check_agent_name",
-    "check_env_id",
-    "execute_run",
-    "make_agent",
-    "make_grid",
-    "read_run",
-    "rollout",
-    "run_many",
-]
+__all__ = ["INFO_FIELDS", "rollout"]
 
 #: Scalar ``info`` entries copied into the rollout frame (when the environment provides them).
 INFO_FIELDS: tuple[str, ...] = (
@@ -350,34 +309,3 @@ def _rollout_frame(columns: dict[str, Any], method: str, config: str, seed: int 
     frame.insert(0, "config", config)
     frame.insert(0, "method", method)
     return frame
-
-
-# ------------------------------------------------------------------------ re-exports
-#: Public names that live in :mod:`bam_rl.registry` and :mod:`bam_rl.sweeps`, importable from
-#: here as well: ``name -> module``.
-_REEXPORTS: dict[str, str] = {
-    **dict.fromkeys(
-        ("AGENTS", "ENV_IDS", "RandomAgent", "check_agent_name", "check_env_id", "make_agent",
-         "build_random", "build_ucb", "build_thompson", "build_thompson_forgetting",
-         "build_thompson_bocd", "build_thompson_bam", "build_ucbam", "build_tracker_recursive",
-         "build_tracker_forgetting", "build_tracker_bocd", "build_tracker_bam",
-         "build_tracker_bam_reg"),
-        "bam_rl.registry"),
-    **dict.fromkeys(
-        ("BACKENDS", "SORT_COLUMNS", "RunSpec", "execute_run", "make_grid", "read_run",
-         "run_many"),
-        "bam_rl.sweeps"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _REEXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_REEXPORTS))
