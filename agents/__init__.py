@@ -4,10 +4,11 @@
 imports them only when an :class:`SB3Agent` is built or loaded.
 """
 
-from agents.bandits import UCB, UCBAM, ThompsonSampling
+from agents.bandits import UCB, ThompsonSampling
 from agents.base import Agent, BaseAgent
 from agents.random_agent import RandomAgent
 from agents.sb3 import SB3Agent
 from agents.tracking import BeliefTracker
+from agents.ucbam import UCBAM
 
 __all__ = ["UCB", "UCBAM", "Agent", "BaseAgent", "BeliefTracker", "RandomAgent", "SB3Agent", "ThompsonSampling"]

@@ -23,184 +23,36 @@ from __future__ import annotations
 
 import copy
 import math
-import numbers
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from agents.base import BaseAgent, check_arm, check_finite_scalar, check_observation
-from bam_rl.beliefs import (
-    BAM,
-    BOCD,
-    BAMWithChangepoints,
-    BeliefRule,
-    ExponentialForgetting,
-    PowerPrior,
-    RecursiveBayes,
+from agents.arms import (
+    UCBStatistics,
+    check_reward_model,
+    expected_reward,
+    gaussian_model,
+    reward_statistics,
 )
+from agents.base import BaseAgent, check_arm, check_observation
+from bam_rl.beliefs import (
+    RULES,
+    BeliefRule,
+    RecursiveBayes,
+    make_rule,
+)
+from bam_rl.checks import check_finite_scalar, check_int
 from bam_rl.families import (
     BetaBinomial,
-    ConjugateFamily,
-    GammaPoisson,
     NaturalParams,
-    NormalGamma,
     NormalKnownVariance,
 )
-
-if TYPE_CHECKING:  # the re-exports at the end of this module, for type checkers and linters
-    from agents.ucbam import UCBAM, gaussian_greedy_readout
 
 __all__ = [
     "RULES",
     "UCB",
-    "UCBAM",
     "ThompsonSampling",
-    "gaussian_greedy_readout",
-    "make_rule",
-    "reward_statistics",
-    "ucb_confidence",
 ]
-
-#: Names accepted by :func:`make_rule` and the :class:`ThompsonSampling` factories.
-RULES = ("recursive", "forgetting", "bocd", "bam", "bam_bocd", "power")
-
-#: The paper's hyperparameters (App. D.3): forgetting factor and BOCD hazard.
-PAPER_FORGETTING = 0.8
-PAPER_HAZARD = 0.016
-
-
-# --------------------------------------------------------------------------- helpers
-def _check_n_arms(n_arms: Any) -> int:
-    if (isinstance(n_arms, (bool, np.bool_)) or not isinstance(n_arms, numbers.Integral)
-            or n_arms < 1):
-        raise ValueError(f"n_arms must be a positive integer, got {n_arms!r}")
-    return int(n_arms)
-
-
-def ucb_confidence(t: int) -> float:
-    """``log f(t)`` for the confidence level ``f(t) = 1 + t · log²(t)`` (App. D.3)."""
-    log_t = math.log(t)
-    return math.log(1.0 + t * log_t * log_t)
-
-
-def reward_statistics(model: ConjugateFamily, reward: float) -> NaturalParams:
-    """Sufficient statistics of one reward as one datum of ``model``.
-
-    Args:
-        model: :class:`NormalKnownVariance` or :class:`NormalGamma` (real rewards),
-            :class:`BetaBinomial` (Bernoulli rewards, exactly 0 or 1: one trial) or
-            :class:`GammaPoisson` (count rewards).
-        reward: The reward of one pull.
-
-    Raises:
-        ValueError: For another family, a non-finite reward, or a reward the family cannot
-            take (a Bernoulli reward other than 0/1, a negative or fractional count).
-    """
-    value = check_finite_scalar("reward", reward)
-    if isinstance(model, BetaBinomial):
-        if value not in (0.0, 1.0):
-            raise ValueError(f"reward must be 0 or 1 for Bernoulli arms (BetaBinomial), "
-                             f"got {reward!r}")
-        return model.stats(successes=value, trials=1)
-    if isinstance(model, (NormalKnownVariance, NormalGamma)):
-        return model.stats(value)
-    if isinstance(model, GammaPoisson):
-        return model.stats(value)
-    raise ValueError(f"no reward model for {model!r}: use NormalKnownVariance, NormalGamma, "
-                     "BetaBinomial or GammaPoisson")
-
-
-def _reward_of(theta: Any) -> float:
-    """The expected reward of a parameter draw or mean: θ itself for scalar θ (Gaussian mean,
-    Bernoulli probability, Poisson rate), its first component μ for NormalGamma's (μ, τ)."""
-    return float(np.asarray(theta).reshape(-1)[0])
-
-
-def _check_reward_model(model: Any) -> None:
-    if not isinstance(model, (BetaBinomial, NormalKnownVariance, NormalGamma, GammaPoisson)):
-        raise ValueError(f"model must be NormalKnownVariance, NormalGamma, BetaBinomial or "
-                         f"GammaPoisson for bandit rewards, got {model!r}")
-
-
-def _gaussian_model(noise_std: Any, prior_mean: Any, prior_var: Any) -> NormalKnownVariance:
-    """``NormalKnownVariance(prior_mean, prior_var, noise_std²)`` after checking
-    ``noise_std`` is a finite number > 0 (Gaussian arms of the ``gaussian`` factories)."""
-    noise_std = check_finite_scalar("noise_std", noise_std)
-    if noise_std <= 0:
-        raise ValueError(f"noise_std must be > 0, got {noise_std!r}")
-    return NormalKnownVariance(mean=prior_mean, var=prior_var, noise_var=noise_std ** 2)
-
-
-def make_rule(model: ConjugateFamily, rule: str = "recursive", *,
-              forgetting: float = PAPER_FORGETTING, hazard: float = PAPER_HAZARD,
-              lam: float = 0.0, method: str = "greedy", power: float = 0.5) -> BeliefRule:
-    """Builds a belief rule by name with the paper's bandit hyperparameters as defaults.
-
-    Args:
-        model: The conjugate family of one arm.
-        rule: ``"recursive"`` (:class:`RecursiveBayes`), ``"forgetting"``
-            (:class:`ExponentialForgetting`, factor ``forgetting``), ``"bocd"``
-            (:class:`BOCD`, constant ``hazard``), ``"bam"`` (:class:`BAM`, ``lam``,
-            ``method``), ``"bam_bocd"`` (:class:`BAMWithChangepoints`) or ``"power"``
-            (:class:`PowerPrior`, exponent ``power``).
-        forgetting: Exponential-forgetting factor (0.8 in the paper).
-        hazard: BOCD hazard (0.016 in the paper, the expected switch rate).
-        lam: BAM's complexity penalty.
-        method: BAM's readout selector.
-        power: Power-prior exponent.
-
-    Raises:
-        ValueError: For an unknown rule name (and the rules' own argument checks).
-    """
-    if rule == "recursive":
-        return RecursiveBayes(model)
-    if rule == "forgetting":
-        return ExponentialForgetting(model, alpha=forgetting)
-    if rule == "bocd":
-        return BOCD(model, hazard=hazard)
-    if rule == "bam":
-        return BAM(model, lam=lam, method=method)
-    if rule == "bam_bocd":
-        return BAMWithChangepoints(model, lam=lam, method=method, hazard=hazard)
-    if rule == "power":
-        return PowerPrior(model, alpha=power)
-    raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
-
-
-class _UCBStatistics:
-    """Per-arm pull counts and empirical means, and the UCB choice over them.
-
-    ``choose`` returns the lowest-index arm never pulled if there is one, otherwise
-    ``argmax_i  mean_i + sqrt(2 log f(t) / N_i)`` with ``t = Σ N_i`` and
-    ``f(t) = 1 + t log² t``; ties go to the lowest index (deterministic: no random draw).
-    """
-
-    def __init__(self, n_arms: int):
-        self.n_arms = n_arms
-        self.clear()
-
-    def clear(self) -> None:
-        self.counts = np.zeros(self.n_arms)
-        self.sums = np.zeros(self.n_arms)
-        self.means = np.zeros(self.n_arms)
-        self.t = 0
-        self.n_unpulled = self.n_arms
-
-    def choose(self) -> int:
-        if self.n_unpulled:
-            return int(np.argmin(self.counts))  # first arm with a zero count
-        bonus = np.sqrt(2.0 * ucb_confidence(self.t) / self.counts)
-        return int(np.argmax(self.means + bonus))
-
-    def update(self, arm: int, reward: float) -> None:
-        counts, sums = self.counts, self.sums
-        if counts[arm] == 0:
-            self.n_unpulled -= 1
-        counts[arm] += 1.0
-        sums[arm] += reward
-        self.means[arm] = sums[arm] / counts[arm]
-        self.t += 1
-
 
 # ------------------------------------------------------------------------------- UCB
 class UCB(BaseAgent):
@@ -222,8 +74,8 @@ class UCB(BaseAgent):
 
     def __init__(self, n_arms: int, seed: int | None = None):
         super().__init__(seed)
-        self.n_arms = _check_n_arms(n_arms)
-        self.stats = _UCBStatistics(self.n_arms)
+        self.n_arms = check_int("n_arms", n_arms)
+        self.stats = UCBStatistics(self.n_arms)
 
     @property
     def counts(self) -> np.ndarray:
@@ -300,10 +152,10 @@ class ThompsonSampling(BaseAgent):
 
     def __init__(self, n_arms: int, rule: BeliefRule, seed: int | None = None):
         super().__init__(seed)
-        self.n_arms = _check_n_arms(n_arms)
+        self.n_arms = check_int("n_arms", n_arms)
         if not isinstance(rule, BeliefRule):
             raise ValueError(f"rule must be a belief rule from bam_rl.beliefs, got {rule!r}")
-        _check_reward_model(rule.model)
+        check_reward_model(rule.model)
         self.model = rule.model
         self.fast = type(rule) is RecursiveBayes and type(rule.model) in (
             BetaBinomial, NormalKnownVariance)
@@ -337,7 +189,7 @@ class ThompsonSampling(BaseAgent):
             **rule_options: Passed to :func:`make_rule` (``forgetting=0.8``,
                 ``hazard=0.016``, ``lam=0.0``, ``method="greedy"``).
         """
-        model = _gaussian_model(noise_std, prior_mean, prior_var)
+        model = gaussian_model(noise_std, prior_mean, prior_var)
         return cls(n_arms, make_rule(model, rule, **rule_options), seed=seed)
 
     @classmethod
@@ -390,7 +242,7 @@ class ThompsonSampling(BaseAgent):
                 return self.rng.normal(self._loc, self._scale)
             return self.rng.beta(self._fields["alpha"], self._fields["beta"])
         rng = self.rng
-        return np.array([_reward_of(rule.sample(rng)) for rule in self.rules])
+        return np.array([expected_reward(rule.sample(rng)) for rule in self.rules])
 
     def act(self, observation: Any) -> int:
         """The arm with the largest Thompson draw."""
@@ -437,7 +289,7 @@ class ThompsonSampling(BaseAgent):
         """Posterior mean of every arm's value (the rules' ``mean``)."""
         if self.fast:
             return np.asarray(self.model.mean(NaturalParams(self.model, self._fields)))
-        return np.array([_reward_of(rule.mean) for rule in self.rules])
+        return np.array([expected_reward(rule.mean) for rule in self.rules])
 
     def summary(self) -> dict[str, float]:
         """``n_memories`` (total stored data) for rules with a memory, else nothing."""
@@ -453,16 +305,3 @@ class ThompsonSampling(BaseAgent):
 # ------------------------------------------------------------------------ re-exports
 #: Public names that live in :mod:`agents.ucbam`, importable from here as well (resolved on
 #: first access: :mod:`agents.ucbam` imports this module's helpers).
-_REEXPORTS = ("UCBAM", "gaussian_greedy_readout")
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _REEXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import agents.ucbam
-
-    return getattr(agents.ucbam, name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_REEXPORTS))

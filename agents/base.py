@@ -21,24 +21,19 @@ continues exactly as the saved one would have.
 
 from __future__ import annotations
 
-import math
-import numbers
 import os
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from bam_rl._validation import as_float_array
+from bam_rl.checks import as_float_array, check_seed
 from bam_rl.serialization import load_object, save_object
 
 __all__ = [
     "Agent",
     "BaseAgent",
     "check_arm",
-    "check_finite",
-    "check_finite_scalar",
     "check_observation",
-    "check_seed",
 ]
 
 AgentT = TypeVar("AgentT", bound="BaseAgent")
@@ -66,46 +61,6 @@ class Agent(Protocol):
         """Reads an agent written by :meth:`save`."""
 
 
-def check_seed(seed: Any) -> int | None:
-    """Returns ``seed`` as a Python int (or ``None``) after checking it is a whole number >= 0.
-
-    Raises:
-        ValueError: For booleans, negative or non-integer seeds.
-    """
-    if seed is None:
-        return None
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be None or an integer >= 0, got {seed!r}")
-    return int(seed)
-
-
-def check_finite_scalar(name: str, value: Any) -> float:
-    """Returns ``value`` as a Python float, raising ``ValueError`` naming ``name`` and the value
-    unless it is one finite real number (a scalar or a one-element array)."""
-    if type(value) is float or type(value) is int:  # fast path for the per-step hot loop
-        if math.isfinite(value):
-            return float(value)
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if isinstance(value, (str, bytes, bool, np.bool_)):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be a finite number, got {value!r}") from error
-    if array.size != 1:
-        raise ValueError(f"{name} must be a single number, got {value!r}")
-    number = float(array.reshape(-1)[0])
-    if not math.isfinite(number):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return number
-
-
-def check_finite(name: str, value: Any) -> np.ndarray:
-    """Returns ``value`` as a float64 array, raising ``ValueError`` naming ``name`` and the value
-    when it is not numeric or holds NaN or infinite entries."""
-    return as_float_array(name, value)
-
-
 def check_arm(name: str, action: Any, n_arms: int) -> int:
     """Returns an arm index as an int in ``[0, n_arms)`` or raises ``ValueError`` naming it.
 
@@ -128,7 +83,7 @@ def check_observation(observation: Any) -> None:
     """Raises ``ValueError`` naming the observation unless it is numeric and finite."""
     if type(observation) is int or isinstance(observation, np.integer):
         return  # discrete observations (the bandits' Discrete(1)) are always finite
-    check_finite("observation", observation)
+    as_float_array("observation", observation)
 
 
 class BaseAgent:

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import BaseAgent, check_finite, check_seed
+from agents.base import BaseAgent
+from bam_rl.checks import as_float_array, check_seed
 from bam_rl.serialization import import_class, write_archive
 
 __all__ = ["SB3Agent"]
@@ -271,7 +272,7 @@ class SB3Agent(BaseAgent):
                 observation.
         """
         buffer_action = self._check_action(action)
-        reward_value = check_finite("reward", reward)
+        reward_value = as_float_array("reward", reward)
         if reward_value.size != 1:
             raise ValueError(f"reward must be a single number, got {reward!r}")
         self._check_observation("next_observation", next_observation)
@@ -315,9 +316,9 @@ class SB3Agent(BaseAgent):
     def _check_observation(self, name: str, observation: Any) -> None:
         if isinstance(observation, dict):
             for key, value in observation.items():
-                check_finite(f"{name}[{key!r}]", value)
+                as_float_array(f"{name}[{key!r}]", value)
             return
-        check_finite(name, observation)
+        as_float_array(name, observation)
 
     def _check_action(self, action: Any) -> np.ndarray:
         """Validates an action and returns it as SB3's replay buffer stores it."""
@@ -336,7 +337,7 @@ class SB3Agent(BaseAgent):
                 raise ValueError(f"action {value!r} is outside the action space {space}")
             return np.array([[value]])
         if isinstance(space, spaces.Box):
-            array = check_finite("action", action)
+            array = as_float_array("action", action)
             if array.size != int(np.prod(space.shape)):
                 raise ValueError(f"action must have shape {space.shape}, got {action!r}")
             array = array.reshape(space.shape)

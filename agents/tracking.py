@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 
-from agents.base import BaseAgent, check_finite, check_finite_scalar
+from agents.base import BaseAgent
 from bam_rl.beliefs import BAM, BeliefRule
+from bam_rl.checks import as_float_array, check_finite_scalar, check_int
 from bam_rl.families.beta_binomial import BetaBinomial
 
 __all__ = ["DEFAULT_N_TRIALS", "BeliefTracker"]
@@ -16,13 +16,6 @@ __all__ = ["DEFAULT_N_TRIALS", "BeliefTracker"]
 #: Trials per datum of the paper's stream (``Binomial(15, θ_t)``), used when neither the
 #: constructor nor the environment's ``info`` says otherwise.
 DEFAULT_N_TRIALS = 15
-
-
-def _check_n_trials(n_trials: Any) -> int:
-    if (isinstance(n_trials, (bool, np.bool_)) or not isinstance(n_trials, numbers.Integral)
-            or n_trials < 1):
-        raise ValueError(f"n_trials must be a positive integer, got {n_trials!r}")
-    return int(n_trials)
 
 
 class BeliefTracker(BaseAgent):
@@ -72,7 +65,7 @@ class BeliefTracker(BaseAgent):
             raise ValueError(
                 f"rule.model must be a BetaBinomial for the Binomial stream, got {rule.model!r}")
         self.rule = rule
-        self.n_trials_given = None if n_trials is None else _check_n_trials(n_trials)
+        self.n_trials_given = None if n_trials is None else check_int("n_trials", n_trials)
         self.n_trials = DEFAULT_N_TRIALS if n_trials is None else self.n_trials_given
 
     @classmethod
@@ -92,7 +85,7 @@ class BeliefTracker(BaseAgent):
         if self.n_trials_given is None and isinstance(info, dict):
             for key in ("n_trials", "n"):
                 if key in info:
-                    self.n_trials = _check_n_trials(info[key])
+                    self.n_trials = check_int("n_trials", info[key])
                     break
         self.rule.reset()
 
@@ -102,7 +95,7 @@ class BeliefTracker(BaseAgent):
         Raises:
             ValueError: If ``observation`` is not a finite number.
         """
-        check_finite("observation", observation)
+        as_float_array("observation", observation)
         return np.clip(np.asarray([self.mean], dtype=np.float32), 0.0, 1.0)
 
     def observe(self, action: Any, reward: float, next_observation: Any, terminated: bool,

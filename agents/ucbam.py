@@ -3,7 +3,7 @@
 :class:`UCBAM` acts like :class:`~agents.bandits.UCB` until a reward is better explained by
 an arm's BAM belief than by the base prior, then samples like Thompson sampling over the
 arm beliefs. :func:`gaussian_greedy_readout` is the closed-form greedy readout it uses for
-Gaussian arms. Both are also importable from :mod:`agents.bandits`.
+Gaussian arms.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from agents.bandits import (
-    _check_n_arms,
-    _check_reward_model,
-    _gaussian_model,
-    _reward_of,
-    _UCBStatistics,
+from agents.arms import (
+    UCBStatistics,
+    check_reward_model,
+    expected_reward,
+    gaussian_model,
     reward_statistics,
 )
-from agents.base import BaseAgent, check_arm, check_finite_scalar, check_observation
+from agents.base import BaseAgent, check_arm, check_observation
+from bam_rl.checks import check_finite_scalar, check_int
 from bam_rl.families import ConjugateFamily, NaturalParams, NormalKnownVariance
 from bam_rl.memory import Memory
 from bam_rl.readout import select
@@ -274,8 +274,8 @@ class UCBAM(BaseAgent):
     def __init__(self, n_arms: int, model: ConjugateFamily, lam: float = 0.0,
                  seed: int | None = None, fast_readout: bool = True):
         super().__init__(seed)
-        self.n_arms = _check_n_arms(n_arms)
-        _check_reward_model(model)
+        self.n_arms = check_int("n_arms", n_arms)
+        check_reward_model(model)
         if not isinstance(fast_readout, (bool, np.bool_)):
             raise ValueError(f"fast_readout must be a bool, got {fast_readout!r}")
         lam = check_finite_scalar("lam", lam)
@@ -286,7 +286,7 @@ class UCBAM(BaseAgent):
         self.beliefs: list[NaturalParams] = [model.prior for _ in range(self.n_arms)]
         self.memories = [Memory() for _ in range(self.n_arms)]
         self.known = False
-        self.stats = _UCBStatistics(self.n_arms)
+        self.stats = UCBStatistics(self.n_arms)
         self.last_readout_size = 0
         self.fast_readout = bool(fast_readout) and isinstance(model, NormalKnownVariance)
         # per arm: the stored rewards sorted ascending and their memory indices (fast readout)
@@ -299,7 +299,7 @@ class UCBAM(BaseAgent):
                  fast_readout: bool = True) -> UCBAM:
         """UCBAM with Gaussian arms of known noise (defaults as
         :meth:`~agents.bandits.ThompsonSampling.gaussian`)."""
-        model = _gaussian_model(noise_std, prior_mean, prior_var)
+        model = gaussian_model(noise_std, prior_mean, prior_var)
         return cls(n_arms, model, lam=lam, seed=seed, fast_readout=fast_readout)
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
@@ -313,7 +313,7 @@ class UCBAM(BaseAgent):
         """Thompson over the arm beliefs if ``known``, else the UCB choice."""
         check_observation(observation)
         if self.known:
-            draws = [_reward_of(self.model.sample(belief, self.rng)) for belief in self.beliefs]
+            draws = [expected_reward(self.model.sample(belief, self.rng)) for belief in self.beliefs]
             return int(np.argmax(draws))
         return self.stats.choose()
 
@@ -355,7 +355,7 @@ class UCBAM(BaseAgent):
     @property
     def means(self) -> np.ndarray:
         """Mean of every arm's belief ``b_i``."""
-        return np.array([_reward_of(b.mean) for b in self.beliefs])
+        return np.array([expected_reward(b.mean) for b in self.beliefs])
 
     def summary(self) -> dict[str, float]:
         """``known`` (0/1), ``n_memories`` (total stored pulls) and ``readout_size`` (how many

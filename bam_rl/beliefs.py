@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from bam_rl._validation import check_unit_interval
+from bam_rl import hyperparams
 from bam_rl.bocd import ChangepointDetector
+from bam_rl.checks import check_unit_interval
 from bam_rl.families.base import ConjugateFamily, NaturalParams
 from bam_rl.memory import Memory
 from bam_rl.readout import METHODS, ReadoutResult, select
@@ -333,9 +334,55 @@ class BAMWithChangepoints(BAM):
 __all__ = [
     "BAM",
     "BOCD",
+    "RULES",
     "BAMWithChangepoints",
     "BeliefRule",
     "ExponentialForgetting",
     "PowerPrior",
     "RecursiveBayes",
+    "make_rule",
 ]
+
+
+#: Names accepted by :func:`make_rule`.
+RULES = ("recursive", "forgetting", "bocd", "bam", "bam_bocd", "power")
+
+
+def make_rule(model: ConjugateFamily, rule: str = "recursive", *,
+              forgetting: float = hyperparams.FORGETTING,
+              hazard: float = hyperparams.BANDIT_HAZARD,
+              lam: float = 0.0, method: str = "greedy", power: float = 0.5) -> BeliefRule:
+    """Builds a belief rule by name (the one place rules are built by name).
+
+    Defaults are the paper's (:mod:`bam_rl.hyperparams`): forgetting 0.8 and the bandits'
+    BOCD hazard 0.016; the tracking experiment passes its hazard 1/100.
+
+    Args:
+        model: The conjugate family of one arm.
+        rule: ``"recursive"`` (:class:`RecursiveBayes`), ``"forgetting"``
+            (:class:`ExponentialForgetting`, factor ``forgetting``), ``"bocd"``
+            (:class:`BOCD`, constant ``hazard``), ``"bam"`` (:class:`BAM`, ``lam``,
+            ``method``), ``"bam_bocd"`` (:class:`BAMWithChangepoints`) or ``"power"``
+            (:class:`PowerPrior`, exponent ``power``).
+        forgetting: Exponential-forgetting factor (0.8 in the paper).
+        hazard: BOCD hazard (0.016 in the paper, the expected switch rate).
+        lam: BAM's complexity penalty.
+        method: BAM's readout selector.
+        power: Power-prior exponent.
+
+    Raises:
+        ValueError: For an unknown rule name (and the rules' own argument checks).
+    """
+    if rule == "recursive":
+        return RecursiveBayes(model)
+    if rule == "forgetting":
+        return ExponentialForgetting(model, alpha=forgetting)
+    if rule == "bocd":
+        return BOCD(model, hazard=hazard)
+    if rule == "bam":
+        return BAM(model, lam=lam, method=method)
+    if rule == "bam_bocd":
+        return BAMWithChangepoints(model, lam=lam, method=method, hazard=hazard)
+    if rule == "power":
+        return PowerPrior(model, alpha=power)
+    raise ValueError(f"rule must be one of {RULES}, got {rule!r}")

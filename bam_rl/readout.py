@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
-from bam_rl._validation import as_float_array
+from bam_rl.checks import as_float_array
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
 from bam_rl.memory import Memory
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from bam_rl._validation import as_float_array
+from bam_rl.checks import as_float_array
 
 Fields = dict[str, np.ndarray]
 

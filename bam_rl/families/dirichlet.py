@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from bam_rl._validation import as_float_array, check_integer_valued, check_positive
+from bam_rl.checks import as_float_array, check_integer_valued, check_positive
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
 
 

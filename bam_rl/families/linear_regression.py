@@ -20,7 +20,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.special import digamma, gammaln
 
-from bam_rl._validation import as_float_array, check_positive
+from bam_rl.checks import as_float_array, check_int, check_positive
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -110,12 +110,6 @@ class _Solved(NamedTuple):
 
 
 # --------------------------------------------------------------------------------- validation
-def _check_dim(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def _check_symmetric(name: str, matrix: np.ndarray) -> None:
     asym = np.abs(matrix - np.swapaxes(matrix, -1, -2)).max(axis=(-2, -1), initial=0.0)
     scale = np.abs(matrix).max(axis=(-2, -1), initial=0.0)
@@ -161,8 +155,8 @@ class _LinearRegressionFamily(ConjugateFamily):
     dim_out: int
 
     def _setup(self, dim_in: Any, dim_out: Any, prior_precision: Any, prior_mean: Any) -> None:
-        self.dim_in = _check_dim("dim_in", dim_in)
-        self.dim_out = _check_dim("dim_out", dim_out)
+        self.dim_in = check_int("dim_in", dim_in)
+        self.dim_out = check_int("dim_out", dim_out)
         self.prior_precision = _prior_precision_matrix(prior_precision, self.dim_in)
         self.prior_mean = _prior_mean_matrix(prior_mean, self.dim_out, self.dim_in)
         self._precision_repr = _describe(prior_precision)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from bam_rl._validation import as_float_array, check_positive
+from bam_rl.checks import as_float_array, check_positive
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
 
 _LOG_2PI = float(np.log(2.0 * np.pi))

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 import envs as _envs
 from agents import RandomAgent
@@ -148,8 +147,8 @@ def build_ucbam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
 
 def _tracker(rule: str, name: str, env: gym.Env, seed: int | None,
              kwargs: dict[str, Any]) -> Any:
-    from agents.bandits import make_rule
     from agents.tracking import BeliefTracker
+    from bam_rl.beliefs import make_rule
 
     n_trials = _n_trials(env, name)
     model = _beta_model(kwargs)

@@ -28,6 +28,8 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
+from bam_rl.checks import check_int
+
 __all__ = ["INFO_FIELDS", "rollout"]
 
 #: Scalar ``info`` entries copied into the rollout frame (when the environment provides them).
@@ -40,23 +42,15 @@ _PROGRESS_CHUNK = 1024
 
 
 # ----------------------------------------------------------------------------- rollout
-def _check_count(name: str, value: Any) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive int (>= 1), got {value!r}")
-    return int(value)
-
-
-def _check_budget(n_steps: Any, n_episodes: Any) -> tuple[int | None, int | None]:
+def check_budget(n_steps: Any, n_episodes: Any) -> tuple[int | None, int | None]:
     if (n_steps is None) == (n_episodes is None):
         raise ValueError(
             "give exactly one of n_steps and n_episodes, got "
             f"n_steps={n_steps!r}, n_episodes={n_episodes!r}"
         )
     if n_steps is not None:
-        return _check_count("n_steps", n_steps), None
-    return None, _check_count("n_episodes", n_episodes)
+        return check_int("n_steps", n_steps), None
+    return None, check_int("n_episodes", n_episodes)
 
 
 def _is_scalar(value: Any) -> bool:
@@ -153,7 +147,7 @@ def rollout(
     Raises:
         ValueError: Unless exactly one of ``n_steps``/``n_episodes`` is a positive int.
     """
-    n_steps, n_episodes = _check_budget(n_steps, n_episodes)
+    n_steps, n_episodes = check_budget(n_steps, n_episodes)
     if seed is not None:
         if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
             raise ValueError(f"seed must be None or an int, got {seed!r}")

@@ -37,8 +37,9 @@ import numpy as np
 import pandas as pd
 
 from bam_rl._io import write_frame
-from bam_rl.harness.runner import _check_budget, _check_count, rollout
+from bam_rl.checks import check_int
 from bam_rl.harness.registry import check_agent_name, check_env_id, make_agent
+from bam_rl.harness.runner import check_budget, rollout
 
 __all__ = [
     "BACKENDS",
@@ -109,7 +110,7 @@ class RunSpec:
         check_env_id(self.env_id)
         if not isinstance(self.config, str):
             raise ValueError(f"config must be a string label, got {self.config!r}")
-        _check_budget(self.n_steps, self.n_episodes)
+        check_budget(self.n_steps, self.n_episodes)
         for name in ("seed_index", "root_seed"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
@@ -164,8 +165,8 @@ def make_grid(
     Returns:
         A list of :class:`RunSpec`.
     """
-    seeds = _check_count("seeds", seeds)
-    _check_budget(n_steps, n_episodes)
+    seeds = check_int("seeds", seeds)
+    check_budget(n_steps, n_episodes)
     if isinstance(methods, str):
         methods = [methods]
     if isinstance(methods, Mapping):

@@ -10,8 +10,8 @@ import pytest
 
 import bam_rl  # noqa: F401
 from agents import ThompsonSampling
-from agents.bandits import RULES, make_rule, reward_statistics
-from bam_rl.beliefs import BAM, BOCD, ExponentialForgetting, RecursiveBayes
+from agents.arms import reward_statistics
+from bam_rl.beliefs import BAM, BOCD, RULES, ExponentialForgetting, RecursiveBayes, make_rule
 from bam_rl.families import BetaBinomial, GammaPoisson, NormalKnownVariance
 
 

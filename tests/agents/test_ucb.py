@@ -10,7 +10,7 @@ import pytest
 
 import bam_rl  # noqa: F401
 from agents import UCB
-from agents.bandits import ucb_confidence
+from agents.arms import ucb_confidence
 
 
 def test_unpulled_arms_first_in_index_order():

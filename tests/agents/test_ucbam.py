@@ -12,7 +12,7 @@ from agents_testutils import gaussian_model
 
 import bam_rl  # noqa: F401
 from agents import UCBAM
-from agents.bandits import gaussian_greedy_readout
+from agents.ucbam import gaussian_greedy_readout
 from bam_rl.families import BetaBinomial, NormalKnownVariance
 from bam_rl.memory import Memory
 from bam_rl.readout import select

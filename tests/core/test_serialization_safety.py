@@ -22,7 +22,7 @@ def strings(*items):
 
 @pytest.mark.parametrize("name", [
     "bam_rl.serialization.np.f2py.subprocess.Popen",  # walks through imported modules
-    "bam_rl._validation.np.f2py.subprocess.Popen",
+    "bam_rl.checks.np.f2py.subprocess.Popen",
     "bam_rl.serialization.io.FileIO",
 ])
 def test_family_payloads_that_would_run_code_are_refused(tmp_path, name):

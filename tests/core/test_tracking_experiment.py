@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bam_rl.harness.experiments.tracking import estimate_lag, run_tracking, summarize, tracking_experiment
+from bam_rl.harness.experiments.tracking import (
+    estimate_lag,
+    run_tracking,
+    summarize,
+    tracking_experiment,
+)
 
 
 def test_estimate_lag_recovers_a_known_shift():

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bam_rl.harness.cli import main
 from bam_rl.harness import AGENTS, ENV_IDS
+from bam_rl.harness.cli import main
 
 BANDIT = "bam_rl/SwitchingBandit-v0"
 RUN = ["run", "--env", BANDIT, "--agent", "ucb,random", "--steps", "200", "--seeds", "2",
