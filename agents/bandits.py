@@ -35,6 +35,7 @@ from agents.arms import (
     reward_statistics,
 )
 from agents.base import BaseAgent, check_arm, check_observation
+from bam_rl import hyperparams
 from bam_rl.beliefs import (
     RULES,
     BeliefRule,
@@ -171,7 +172,7 @@ class ThompsonSampling(BaseAgent):
 
     # -------------------------------------------------------------- factories
     @classmethod
-    def gaussian(cls, n_arms: int, rule: str = "recursive", *, noise_std: float = 0.25,
+    def gaussian(cls, n_arms: int, rule: str = "recursive", *, noise_std: float = hyperparams.BANDIT_NOISE_STD,
                  prior_mean: float = 0.5, prior_var: float = 0.25, seed: int | None = None,
                  **rule_options: Any) -> ThompsonSampling:
         """Gaussian arms with known noise (the paper's switching bandit, σ = 0.25).

@@ -8,10 +8,7 @@ them.
 from __future__ import annotations
 
 import inspect
-import io
-import json
 import os
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +16,13 @@ import numpy as np
 
 from agents.base import BaseAgent
 from bam_rl.checks import as_float_array, check_seed
-from bam_rl.serialization import import_class, write_archive
+from bam_rl.serialization import (
+    import_class,
+    qualified_name,
+    read_archive,
+    restore_generator,
+    write_archive,
+)
 
 __all__ = ["SB3Agent"]
 
@@ -44,10 +47,6 @@ def _sb3() -> Any:
     return stable_baselines3
 
 
-def _qualified(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
 def _encode(value: Any, where: str) -> Any:
     """JSON form of a hyperparameter; classes by qualified name. ``KeyError`` if impossible."""
     if value is None or isinstance(value, (bool, int, str)):
@@ -57,7 +56,7 @@ def _encode(value: Any, where: str) -> Any:
     if isinstance(value, np.generic):
         return _encode(value.item(), where)
     if isinstance(value, type):
-        return {"__class__": _qualified(value)}
+        return {"__class__": qualified_name(value)}
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # e.g. TrainFreq(4, unit)
         return {"__tuple__": [_encode(getattr(v, "value", v), where) for v in value]}
     if isinstance(value, (list, tuple)):
@@ -394,8 +393,8 @@ class SB3Agent(BaseAgent):
                              ) from error
         document = {
             "format": FORMAT,
-            "algorithm": _qualified(type(algorithm)),
-            "policy": _qualified(type(algorithm.policy)),
+            "algorithm": qualified_name(type(algorithm)),
+            "policy": qualified_name(type(algorithm.policy)),
             "hyperparameters": hyperparameters,
             "approximated_schedules": approximated,
             "policy_kwargs": policy_kwargs,
@@ -440,18 +439,7 @@ class SB3Agent(BaseAgent):
         from stable_baselines3.common.policies import BasePolicy
 
         path = Path(path)
-        try:
-            with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as archive:
-                arrays = {key: archive[key] for key in archive.files}
-            document = json.loads(arrays.pop("__json__").tobytes().decode())
-        except FileNotFoundError as error:
-            raise ValueError(f"path {str(path)!r} does not exist") from error
-        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile,
-                UnicodeDecodeError) as error:
-            raise ValueError(f"{str(path)!r} is not a readable SB3Agent file: {error}"
-                             ) from error
-        if not isinstance(document, dict) or document.get("format") != FORMAT:
-            raise ValueError(f"{str(path)!r} is not an SB3Agent file (format {FORMAT} expected)")
+        document, arrays = read_archive(path, FORMAT, "SB3Agent")
         try:
             algorithm_cls = import_class(document["algorithm"], _ALLOWED_MODULES,
                                           BaseAlgorithm)
@@ -487,11 +475,7 @@ class SB3Agent(BaseAgent):
                         learn_online=bool(meta["learn_online"]), seed=meta["seed"],
                         total_timesteps=meta["total_timesteps"])
             algorithm.num_timesteps = int(meta["num_timesteps"])
-            bit_generator = getattr(np.random, str(meta["bit_generator"]), None)
-            if not isinstance(bit_generator, type):
-                raise ValueError(f"unknown bit generator {meta['bit_generator']!r}")
-            agent.rng = np.random.Generator(bit_generator())
-            agent.rng.bit_generator.state = meta["rng"]
+            agent.rng = restore_generator(meta["bit_generator"], meta["rng"])
         except ValueError as error:
             raise ValueError(f"{str(path)!r}: {error}") from error
         except (KeyError, TypeError, AttributeError, RuntimeError, AssertionError) as error:

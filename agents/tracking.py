@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import math
+
 import numpy as np
 
 from agents.base import BaseAgent
@@ -67,6 +69,7 @@ class BeliefTracker(BaseAgent):
         self.rule = rule
         self.n_trials_given = None if n_trials is None else check_int("n_trials", n_trials)
         self.n_trials = DEFAULT_N_TRIALS if n_trials is None else self.n_trials_given
+        self.last_count = math.nan  # the count absorbed last (none yet)
 
     @classmethod
     def from_env(cls, env: Any, rule: BeliefRule, seed: int | None = None) -> BeliefTracker:
@@ -115,6 +118,7 @@ class BeliefTracker(BaseAgent):
             raise ValueError(f"next_observation must be a count in [0, {self.n_trials}], "
                              f"got {next_observation!r}")
         self.rule.update(self.rule.model.stats(successes=count, trials=self.n_trials))
+        self.last_count = count
 
     # ------------------------------------------------------------- beliefs
     @property
@@ -128,9 +132,10 @@ class BeliefTracker(BaseAgent):
         return float(self.rule.variance)
 
     def summary(self) -> dict[str, float]:
-        """``mean`` and ``variance`` of θ; for BAM rules also ``remembered`` (the total readout
-        weight of the latest selection, 0 before any) and ``n_memories``."""
-        out = {"mean": self.mean, "variance": self.variance}
+        """``mean`` and ``variance`` of θ, the ``count`` absorbed last; for BAM rules also
+        ``remembered`` (the total readout weight of the latest selection, 0 before any) and
+        ``n_memories``."""
+        out = {"mean": self.mean, "variance": self.variance, "count": self.last_count}
         if isinstance(self.rule, BAM):
             weights = self.rule.weights
             out["remembered"] = 0.0 if weights is None else float(np.sum(weights))

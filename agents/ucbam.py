@@ -22,6 +22,7 @@ from agents.arms import (
     reward_statistics,
 )
 from agents.base import BaseAgent, check_arm, check_observation
+from bam_rl import hyperparams
 from bam_rl.checks import check_finite_scalar, check_int
 from bam_rl.families import ConjugateFamily, NaturalParams, NormalKnownVariance
 from bam_rl.memory import Memory
@@ -294,7 +295,7 @@ class UCBAM(BaseAgent):
         self.sorted_order: list[list[int]] = [[] for _ in range(self.n_arms)]
 
     @classmethod
-    def gaussian(cls, n_arms: int, *, noise_std: float = 0.25, prior_mean: float = 0.5,
+    def gaussian(cls, n_arms: int, *, noise_std: float = hyperparams.BANDIT_NOISE_STD, prior_mean: float = 0.5,
                  prior_var: float = 0.25, lam: float = 0.0, seed: int | None = None,
                  fast_readout: bool = True) -> UCBAM:
         """UCBAM with Gaussian arms of known noise (defaults as

@@ -109,7 +109,7 @@ class ExponentialForgetting(BeliefRule):
         alpha: Forgetting factor in [0, 1] (the paper uses 0.8); 1 is recursive Bayes.
     """
 
-    def __init__(self, model: ConjugateFamily, alpha: float = 0.8):
+    def __init__(self, model: ConjugateFamily, alpha: float = hyperparams.FORGETTING):
         super().__init__(model)
         self.alpha = float(check_unit_interval("alpha", alpha))
         self._decayed = model.zeros()
@@ -175,7 +175,7 @@ class BOCD(BeliefRule):
             ``max_run_length``).
     """
 
-    def __init__(self, model: ConjugateFamily, hazard: Any = 1 / 100, **options: Any):
+    def __init__(self, model: ConjugateFamily, hazard: Any = hyperparams.TRACKING_HAZARD, **options: Any):
         super().__init__(model)
         self.detector = ChangepointDetector(model, hazard, **options)
 
@@ -292,7 +292,7 @@ class BAMWithChangepoints(BAM):
     """
 
     def __init__(self, model: ConjugateFamily, lam: float = 0.0, method: str = "greedy",
-                 hazard: Any = 1 / 100, capacity: int | None = None,
+                 hazard: Any = hyperparams.TRACKING_HAZARD, capacity: int | None = None,
                  bocd_options: dict[str, Any] | None = None, **select_options: Any):
         super().__init__(model, lam=lam, method=method, capacity=capacity, **select_options)
         self.detector = ChangepointDetector(model, hazard, **(bocd_options or {}))

@@ -69,7 +69,7 @@ class _Encoder:
             return {"__generator__": self.encode(value.bit_generator.state, path),
                     "bit_generator": type(value.bit_generator).__name__}
         if isinstance(value, ConjugateFamily):
-            return {"__family__": _qualified(type(value)),
+            return {"__family__": qualified_name(type(value)),
                     "kwargs": self.encode(value.init_kwargs, path)}
         if isinstance(value, NaturalParams):
             return {"__natural__": self.encode(value.family, path),
@@ -78,7 +78,7 @@ class _Encoder:
         if inspect.isroutine(value) or isinstance(value, type):
             raise ValueError(f"cannot save the callable at {path}: {value!r}")
         cls = type(value)
-        name = _qualified(cls)
+        name = qualified_name(cls)
         if not name.startswith(ALLOWED_PREFIXES):
             raise ValueError(f"cannot save an object of type {name} at {path}")
         state = _object_state(value)
@@ -86,8 +86,24 @@ class _Encoder:
                 "state": {k: self.encode(v, f"{path}.{k}") for k, v in state.items()}}
 
 
-def _qualified(cls: type) -> str:
+def qualified_name(cls: type) -> str:
+    """``module.QualName`` of a class, the form :func:`import_class` reads back."""
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def restore_generator(bit_generator: Any, state: Any) -> np.random.Generator:
+    """A ``numpy.random.Generator`` whose bit generator (a ``numpy.random.BitGenerator``
+    subclass named ``bit_generator``) is set to the saved ``state``.
+
+    Raises:
+        ValueError: If ``bit_generator`` names no ``BitGenerator`` subclass of ``numpy.random``.
+    """
+    cls = getattr(np.random, str(bit_generator), None)
+    if not (isinstance(cls, type) and issubclass(cls, np.random.BitGenerator)):
+        raise ValueError(f"unknown bit generator {bit_generator!r}")
+    generator = np.random.Generator(cls())
+    generator.bit_generator.state = state
+    return generator
 
 
 def _object_state(value: Any) -> dict[str, Any]:
@@ -157,13 +173,7 @@ class _Decoder:
         if "__items__" in value:
             return {self.decode(k): self.decode(v) for k, v in value["__items__"]}
         if "__generator__" in value:
-            bit_generator = getattr(np.random, str(value["bit_generator"]), None)
-            if not (isinstance(bit_generator, type)
-                    and issubclass(bit_generator, np.random.BitGenerator)):
-                raise ValueError(f"unknown bit generator {value['bit_generator']!r}")
-            generator = np.random.Generator(bit_generator())
-            generator.bit_generator.state = self.decode(value["__generator__"])
-            return generator
+            return restore_generator(value["bit_generator"], self.decode(value["__generator__"]))
         if "__family__" in value:
             from bam_rl.families.base import ConjugateFamily
 
@@ -195,6 +205,37 @@ def write_archive(path: str | os.PathLike[str], document: dict[str, Any],
     return path
 
 
+def read_archive(path: str | os.PathLike[str], fmt: str, kind: str
+                 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Reads an archive written by :func:`write_archive` without unpickling anything.
+
+    Args:
+        path: The archive.
+        fmt: The ``format`` entry its JSON document must carry.
+        kind: What the file is, for messages (``"bam-rl state"``, ``"SB3Agent"``).
+
+    Returns:
+        The JSON document and the arrays (``__json__`` removed).
+
+    Raises:
+        ValueError: If the file is missing, unreadable, not an ``.npz`` with a JSON document,
+            or of another format.
+    """
+    path = Path(path)
+    try:
+        with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as archive:
+            arrays = {key: archive[key] for key in archive.files}
+        document = json.loads(arrays.pop("__json__").tobytes().decode())
+    except FileNotFoundError as error:
+        raise ValueError(f"path {str(path)!r} does not exist") from error
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, UnicodeDecodeError
+            ) as error:
+        raise ValueError(f"{str(path)!r} is not a readable {kind} file: {error}") from error
+    if not isinstance(document, dict) or document.get("format") != fmt:
+        raise ValueError(f"{str(path)!r} is not a {kind} file (format {fmt} expected)")
+    return document, arrays
+
+
 def save_object(obj: Any, path: str | os.PathLike[str]) -> Path:
     """Writes ``obj`` to ``path`` (an ``.npz`` archive) atomically; returns the path."""
     encoder = _Encoder()
@@ -214,18 +255,7 @@ def load_object(path: str | os.PathLike[str], expected: type | None = None) -> A
             outside this project, or holds an object of another class than ``expected``.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-        with np.load(io.BytesIO(raw), allow_pickle=False) as archive:
-            arrays = {key: archive[key] for key in archive.files}
-        document = json.loads(arrays.pop("__json__").tobytes().decode())
-    except FileNotFoundError as error:
-        raise ValueError(f"path {str(path)!r} does not exist") from error
-    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, UnicodeDecodeError
-            ) as error:
-        raise ValueError(f"{str(path)!r} is not a readable bam-rl state file: {error}") from error
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise ValueError(f"{str(path)!r} is not a bam-rl state file (format {FORMAT} expected)")
+    document, arrays = read_archive(path, FORMAT, "bam-rl state")
     try:
         obj = _Decoder(arrays).decode(document["root"])
     except (KeyError, TypeError, AttributeError) as error:

@@ -23,6 +23,7 @@ import gymnasium as gym
 
 import envs as _envs
 from agents import RandomAgent
+from bam_rl import hyperparams
 
 __all__ = [
     "AGENTS",
@@ -67,7 +68,8 @@ def _bernoulli_arms(env: gym.Env) -> bool:
 def _gaussian_kwargs(env: gym.Env, kwargs: dict[str, Any]) -> dict[str, Any]:
     """Gaussian-arm defaults: the environment's reward noise (the paper's 0.25)."""
     noise_std = getattr(env.unwrapped, "noise_std", None)
-    return {"noise_std": 0.25 if not noise_std else float(noise_std), **kwargs}
+    return {"noise_std": hyperparams.BANDIT_NOISE_STD if not noise_std else float(noise_std),
+            **kwargs}
 
 
 def _check_no_kwargs(name: str, kwargs: dict[str, Any]) -> None:
@@ -119,12 +121,12 @@ def build_thompson(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
 def build_thompson_forgetting(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Thompson sampling with exponential forgetting per arm (``forgetting`` 0.8)."""
     return _thompson("forgetting", "thompson-forgetting", env, seed,
-                     {"forgetting": 0.8, **kwargs})
+                     {"forgetting": hyperparams.FORGETTING, **kwargs})
 
 
 def build_thompson_bocd(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Thompson sampling with BOCD per arm (Mellor & Shapiro; ``hazard`` 0.016)."""
-    return _thompson("bocd", "thompson-bocd", env, seed, {"hazard": 0.016, **kwargs})
+    return _thompson("bocd", "thompson-bocd", env, seed, {"hazard": hyperparams.BANDIT_HAZARD, **kwargs})
 
 
 def build_thompson_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
@@ -163,12 +165,12 @@ def build_tracker_recursive(env: gym.Env, seed: int | None = None, **kwargs: Any
 def build_tracker_forgetting(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Beta-Binomial(1, 1) tracker with exponential forgetting (``forgetting`` 0.8)."""
     return _tracker("forgetting", "tracker-forgetting", env, seed,
-                    {"forgetting": 0.8, **kwargs})
+                    {"forgetting": hyperparams.FORGETTING, **kwargs})
 
 
 def build_tracker_bocd(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Beta-Binomial(1, 1) tracker with BOCD (``hazard`` 1/100)."""
-    return _tracker("bocd", "tracker-bocd", env, seed, {"hazard": 1 / 100, **kwargs})
+    return _tracker("bocd", "tracker-bocd", env, seed, {"hazard": hyperparams.TRACKING_HAZARD, **kwargs})
 
 
 def build_tracker_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:

@@ -14,7 +14,7 @@ variance of θ_t after D_t. Summaries, measured after a burn-in of 100 steps:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import gymnasium as gym
@@ -24,26 +24,28 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from bam_rl._io import write_frame
-from bam_rl.beliefs import BAM, BOCD, BeliefRule, ExponentialForgetting, RecursiveBayes
-from bam_rl.families import BetaBinomial
+from bam_rl.harness.registry import make_agent
+from bam_rl.harness.runner import rollout
 
-#: Rules of the paper's Figure 1 with its hyper-parameters (BOCD timescale 1/100, BF 0.8).
-RULES: dict[str, Callable[[BetaBinomial], BeliefRule]] = {
-    "recursive": RecursiveBayes,
-    "bocd": lambda model: BOCD(model, hazard=1 / 100),
-    "forgetting": lambda model: ExponentialForgetting(model, alpha=0.8),
-    "bam": lambda model: BAM(model, lam=0.0, method="greedy"),
-    "bam_reg": lambda model: BAM(model, lam=0.1, method="greedy"),
+#: Methods of the paper's Figure 1 and the registered agent each runs (a
+#: :class:`~agents.tracking.BeliefTracker` with the paper's hyperparameters: BOCD hazard 1/100,
+#: forgetting 0.8, BAM λ = 0 and 0.1).
+AGENTS: dict[str, str] = {
+    "recursive": "tracker-recursive",
+    "bocd": "tracker-bocd",
+    "forgetting": "tracker-forgetting",
+    "bam": "tracker-bam",
+    "bam_reg": "tracker-bam-reg",
 }
 LABELS = {"recursive": "Recursive Bayes", "bocd": "BOCD", "forgetting": "BF (α=0.8)",
           "bam": "BAM (λ=0)", "bam_reg": "BAM (λ=0.1)"}
 
 
 def run_tracking(method: str, seed: int, n_steps: int = 500, n_trials: int = 15) -> pd.DataFrame:
-    """One rule on one seeded stream; one row per step.
+    """One rule on one seeded stream through the run loop; one row per step.
 
     Args:
-        method: A key of :data:`RULES`.
+        method: A key of :data:`AGENTS`.
         seed: Seed of the stream (the environment's reset seed).
         n_steps: Length of the stream.
         n_trials: Binomial trials per datum.
@@ -51,32 +53,29 @@ def run_tracking(method: str, seed: int, n_steps: int = 500, n_trials: int = 15)
     Returns:
         Columns ``method, seed, t, theta, count, mean, variance, remembered``.
     """
-    if method not in RULES:
-        raise ValueError(f"method must be one of {sorted(RULES)}, got {method!r}")
-    model = BetaBinomial(alpha=1.0, beta=1.0)
-    rule = RULES[method](model)
+    if method not in AGENTS:
+        raise ValueError(f"method must be one of {sorted(AGENTS)}, got {method!r}")
     env = gym.make("bam_rl/BinomialStream-v0", n=n_trials, max_steps=n_steps)
-    env.reset(seed=int(seed))
-    columns: dict[str, list] = {k: [] for k in
-                                ("t", "theta", "count", "mean", "variance", "remembered")}
-    for _ in range(n_steps):
-        count, _, _, _, info = env.step(np.array([float(rule.mean)], dtype=np.float32))
-        rule.update(model.stats(successes=int(count), trials=n_trials))
-        weights = rule.weights
-        columns["t"].append(info["t"])
-        columns["theta"].append(info["theta"])
-        columns["count"].append(int(count))
-        columns["mean"].append(float(rule.mean))
-        columns["variance"].append(float(rule.variance))
-        columns["remembered"].append(np.nan if weights is None else float(weights.sum()))
-    env.close()
-    frame = pd.DataFrame(columns)
+    try:
+        agent = make_agent(AGENTS[method], env)
+        steps = rollout(env, agent, n_steps=n_steps, seed=int(seed), method=method)
+    finally:
+        env.close()
+    remembered = steps.get("belief_remembered", pd.Series(np.nan, index=steps.index))
+    frame = pd.DataFrame({
+        "t": steps["t"].to_numpy(),
+        "theta": steps["theta"].to_numpy(),
+        "count": steps["belief_count"].to_numpy().astype(np.int64),
+        "mean": steps["belief_mean"].to_numpy(),
+        "variance": steps["belief_variance"].to_numpy(),
+        "remembered": remembered.to_numpy(dtype=np.float64),
+    })
     frame.insert(0, "seed", int(seed))
     frame.insert(0, "method", method)
     return frame
 
 
-def tracking_experiment(methods: Sequence[str] = tuple(RULES), seeds: int = 20,
+def tracking_experiment(methods: Sequence[str] = tuple(AGENTS), seeds: int = 20,
                         n_steps: int = 500, n_jobs: int = 1, progress: bool = True
                         ) -> pd.DataFrame:
     """Runs every method on ``seeds`` streams (seeds 0..seeds−1) and concatenates the rows."""
