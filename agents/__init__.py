@@ -1,4 +1,4 @@
-"""Decision makers behind one ``reset``/``act``/``observe``/``save``/``load`` interface (DESIGN §7).
+"""Decision makers behind one ``reset``/``act``/``observe``/``save``/``load`` interface (ARCHITECTURE.md, "Agents").
 
 ``SB3Agent`` is importable without Stable-Baselines3 or torch installed: :mod:`agents.sb3`
 imports them only when an :class:`SB3Agent` is built or loaded.

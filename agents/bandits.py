@@ -294,9 +294,11 @@ class ThompsonSampling(BaseAgent):
 
     def summary(self) -> dict[str, float]:
         """``n_memories`` (total stored data) for rules with a memory, else nothing."""
-        if not self.rules or getattr(self.rules[0], "memory", None) is None:
+        memories = [memory for rule in self.rules
+                    if (memory := getattr(rule, "memory", None)) is not None]
+        if not memories:
             return {}
-        return {"n_memories": float(sum(len(rule.memory) for rule in self.rules))}
+        return {"n_memories": float(sum(len(memory) for memory in memories))}
 
     def __repr__(self) -> str:
         return (f"ThompsonSampling(n_arms={self.n_arms}, rule={self.rule_name}"

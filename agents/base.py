@@ -1,4 +1,4 @@
-"""The agent interface (DESIGN §7) and a small base class with seeding, validation and save/load.
+"""The agent interface (ARCHITECTURE.md, "Agents") and a small base class with seeding, validation and save/load.
 
 Every decision maker of this package is driven through one protocol, so the harness, the
 tests and user code need not know which agent they hold::

@@ -1,4 +1,4 @@
-"""Any Stable-Baselines3 algorithm behind the agent protocol (DESIGN §7).
+"""Any Stable-Baselines3 algorithm behind the agent protocol (ARCHITECTURE.md, "Agents").
 
 Stable-Baselines3 and torch are optional (``pip install bam-rl[sb3]``); this module imports
 them only when an :class:`SB3Agent` is built or loaded, so ``import agents`` works without
@@ -185,7 +185,7 @@ class SB3Agent(BaseAgent):
         if not isinstance(algorithm, BaseAlgorithm):
             raise ValueError(f"algorithm must be a Stable-Baselines3 algorithm instance, "
                              f"got {type(algorithm).__name__}")
-        self.algorithm = algorithm
+        self.algorithm: Any = algorithm  # SB3 attributes differ between on- and off-policy
         self.off_policy = isinstance(algorithm, OffPolicyAlgorithm)
         if learn_online is None:
             learn_online = self.off_policy
@@ -203,7 +203,8 @@ class SB3Agent(BaseAgent):
         self._steps_since_train = 0
         self._episodes_since_train = 0
         if self.off_policy:
-            algorithm._convert_train_freq()
+            off_policy_algorithm: Any = self.algorithm  # an OffPolicyAlgorithm
+            off_policy_algorithm._convert_train_freq()
             if getattr(algorithm, "_logger", None) is None:
                 from stable_baselines3.common.logger import Logger
 
@@ -441,7 +442,7 @@ class SB3Agent(BaseAgent):
         path = Path(path)
         document, arrays = read_archive(path, FORMAT, "SB3Agent")
         try:
-            algorithm_cls = import_class(document["algorithm"], _ALLOWED_MODULES,
+            algorithm_cls: Any = import_class(document["algorithm"], _ALLOWED_MODULES,
                                           BaseAlgorithm)
             policy_cls = import_class(document["policy"], _ALLOWED_MODULES, BasePolicy)
             policy: Any = next((alias for alias, value in algorithm_cls.policy_aliases.items()

@@ -68,7 +68,7 @@ class BeliefTracker(BaseAgent):
                 f"rule.model must be a BetaBinomial for the Binomial stream, got {rule.model!r}")
         self.rule = rule
         self.n_trials_given = None if n_trials is None else check_int("n_trials", n_trials)
-        self.n_trials = DEFAULT_N_TRIALS if n_trials is None else self.n_trials_given
+        self.n_trials: int = DEFAULT_N_TRIALS if n_trials is None else check_int("n_trials", n_trials)
         self.last_count = math.nan  # the count absorbed last (none yet)
 
     @classmethod

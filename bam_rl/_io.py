@@ -7,10 +7,6 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # pandas loads only when a frame is written
-    import pandas as pd
 
 
 @contextlib.contextmanager
@@ -32,14 +28,3 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             temporary.unlink()
-
-
-def write_frame(frame: pd.DataFrame, path: str | os.PathLike[str], fmt: str = "csv") -> None:
-    """Writes ``frame`` atomically as CSV or Parquet (without the index)."""
-    if fmt not in ("csv", "parquet"):
-        raise ValueError(f"fmt must be 'csv' or 'parquet', got {fmt!r}")
-    with atomic_path(path) as temporary:
-        if fmt == "parquet":
-            frame.to_parquet(temporary, index=False)
-        else:
-            frame.to_csv(temporary, index=False)

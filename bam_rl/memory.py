@@ -110,7 +110,7 @@ class Memory:
 
     def clear(self) -> None:
         """Forgets every record (keeps the capacity)."""
-        self.__init__(self.capacity)
+        Memory.__init__(self, self.capacity)
 
     def _allocate(self, family: ConjugateFamily, rows: int) -> None:
         self.family = family
@@ -146,12 +146,18 @@ class Memory:
         self._size -= 1
 
     # --------------------------------------------------------- bounded memory
+    def _family(self) -> ConjugateFamily:
+        if self.family is None:
+            raise ValueError("the memory is empty: it has no family yet")
+        return self.family
+
     def _single_posteriors(self, stats: NaturalParams) -> NaturalParams:
-        return self.family.prior + stats
+        return self._family().prior + stats
 
     def _symmetric_kl(self, new: NaturalParams, others: NaturalParams) -> np.ndarray:
-        kl_forward = np.atleast_1d(self.family.kl(new, others))
-        kl_backward = np.atleast_1d(self.family.kl(others, new))
+        family = self._family()
+        kl_forward = np.atleast_1d(family.kl(new, others))
+        kl_backward = np.atleast_1d(family.kl(others, new))
         return kl_forward + kl_backward
 
     def _update_distances(self) -> None:
@@ -169,8 +175,9 @@ class Memory:
 
     def _merge_closest(self) -> None:
         distances = self._distances
-        first, second = np.unravel_index(np.argmin(distances), distances.shape)
-        first, second = sorted((int(first), int(second)))
+        assert distances is not None  # kept by _update_distances in capacity mode
+        row, column = np.unravel_index(np.argmin(distances), distances.shape)
+        first, second = sorted((int(row), int(column)))
         stats = self.stats
         merged = stats[first] + stats[second]
         label_a, label_b = self._labels[first], self._labels[second]

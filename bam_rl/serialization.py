@@ -186,7 +186,7 @@ class _Decoder:
             return NaturalParams(family, self.decode(value["fields"]), self.decode(value["log_h"]))
         if "__object__" in value:
             cls = import_class(value["__object__"])
-            obj = cls.__new__(cls)
+            obj: Any = object.__new__(cls)
             for key, item in value["state"].items():
                 object.__setattr__(obj, key, self.decode(item))
             return obj
@@ -201,7 +201,7 @@ def write_archive(path: str | os.PathLike[str], document: dict[str, Any],
     entries["__json__"] = np.frombuffer(json.dumps(document).encode(), dtype=np.uint8)
     path = Path(path)
     with atomic_path(path) as temporary, open(temporary, "wb") as stream:
-        np.savez(stream, **entries)  # a stream: np.savez would append ".npz" to a file name
+        np.savez(stream, **entries)  # type: ignore[arg-type]  # a stream: np.savez would append ".npz" to a file name
     return path
 
 

@@ -319,7 +319,9 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
         angle = qpos[1]
         return np.array([qpos[0], qvel[0], math.cos(angle), math.sin(angle), qvel[1]])
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+    def step(  # type: ignore[override]  # Python float reward and bool flags, as SB3 checks
+        self, action: Any
+    ) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Apply the force for 0.02 s.
 
         Args:

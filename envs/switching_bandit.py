@@ -250,7 +250,7 @@ class SwitchingBanditEnv(_BlockBandit):
                 raise ValueError(f"high_range must start at or above the end of low_range, got "
                                  f"low_range={low_range!r}, high_range={high_range!r}")
         if config_seed is None:
-            config_seed = int(np.random.SeedSequence().entropy)
+            config_seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
         elif isinstance(config_seed, bool) or not isinstance(config_seed, int | np.integer):
             raise ValueError(f"config_seed must be a non-negative int or None, got {config_seed!r}")
         elif config_seed < 0:
@@ -260,7 +260,7 @@ class SwitchingBanditEnv(_BlockBandit):
 
         self.low_range, self.high_range = low_range, high_range
         rng = np.random.default_rng(self.config_seed)
-        if separated:
+        if low_range is not None and high_range is not None:  # the separated setting
             values = np.column_stack([rng.uniform(*low_range, size=n_arms),
                                       rng.uniform(*high_range, size=n_arms)])
         else:

@@ -1,4 +1,4 @@
-"""The ``bam-rl`` command line (DESIGN §8).
+"""The ``bam-rl`` command line (see ARCHITECTURE.md).
 
 Subcommands::
 
@@ -167,7 +167,7 @@ def _cmd_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     methods = {"tracker-recursive": "recursive Bayes", "tracker-bam": "BAM (λ=0)"}
     frames = []
     env = gym.make(env_id, max_steps=args.steps)
-    unwrapped = env.unwrapped
+    unwrapped: Any = env.unwrapped  # the stream: amplitude, period, offset, n
     try:
         for name in methods:
             agent = make_agent(name, env, seed=args.seed)

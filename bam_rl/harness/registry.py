@@ -1,4 +1,4 @@
-"""The registry of named agents (DESIGN §8) and the checks of agent and environment names.
+"""The registry of named agents (see ARCHITECTURE.md) and the checks of agent and environment names.
 
 ::
 

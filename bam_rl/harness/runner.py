@@ -28,6 +28,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
+from agents.base import Agent
 from bam_rl.checks import check_int
 
 __all__ = ["INFO_FIELDS", "rollout"]
@@ -97,7 +98,7 @@ def _default_config(env: Any) -> str:
 
 def rollout(
     env: gym.Env | str,
-    agent: Any,
+    agent: Agent,
     n_steps: int | None = None,
     n_episodes: int | None = None,
     seed: int | None = None,
@@ -156,20 +157,19 @@ def rollout(
         if label is not None and not isinstance(label, str):
             raise ValueError(f"{name} must be a string or None, got {label!r}")
     owns_env = isinstance(env, str)
-    if owns_env:
-        env = gym.make(env)
+    environment = gym.make(env) if isinstance(env, str) else env
     try:
-        columns = _rollout_columns(env, agent, n_steps, n_episodes, seed, progress)
+        columns = _rollout_columns(environment, agent, n_steps, n_episodes, seed, progress)
     finally:
         if owns_env:
-            env.close()
+            environment.close()
     method = type(agent).__name__ if method is None else method
-    config = _default_config(env) if config is None else config
+    config = _default_config(environment) if config is None else config
     return _rollout_frame(columns, method, config, seed)
 
 
 def _rollout_columns(
-    env: gym.Env, agent: Any, n_steps: int | None, n_episodes: int | None, seed: int | None,
+    env: gym.Env, agent: Agent, n_steps: int | None, n_episodes: int | None, seed: int | None,
     progress: bool,
 ) -> dict[str, Any]:
     """The hot loop.
@@ -211,7 +211,8 @@ def _rollout_columns(
             action = act(observation)
             add_action(action.copy() if type(action) is np.ndarray else action)
             next_observation, reward, terminated, truncated, info = step(action)
-            observe(action, reward, next_observation, terminated, truncated, info)
+            # Gymnasium types rewards as SupportsFloat; every env here returns a Python float
+            observe(action, reward, next_observation, terminated, truncated, info)  # type: ignore[arg-type]
             add_reward(reward)
             add_terminated(terminated)
             add_truncated(truncated)

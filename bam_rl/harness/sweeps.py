@@ -1,4 +1,4 @@
-"""Resumable parallel sweeps (DESIGN §8): grids of runs, serial, on local cores or on Ray.
+"""Resumable parallel sweeps (see ARCHITECTURE.md): grids of runs, serial, on local cores or on Ray.
 
 A sweep is a grid of (method × config × seed) runs, executed serially, with joblib/loky on
 the local cores or on a Ray cluster; every finished run is written to its own file, so an
@@ -36,7 +36,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from bam_rl._io import write_frame
+from bam_rl.harness.files import write_frame
 from bam_rl.checks import check_int
 from bam_rl.harness.registry import check_agent_name, check_env_id, make_agent
 from bam_rl.harness.runner import check_budget, rollout

@@ -414,6 +414,7 @@ def detected_changes(maps: np.ndarray) -> np.ndarray:
     return np.unique(t[drops] - maps[drops])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("threshold", "posterior_atol"), [(1e-10, 1e-6), (1e-4, None)],
                          ids=["default-1e-10", "1e-4"])
 def test_long_stream_pruning(long_stream, threshold, posterior_atol, capsys):

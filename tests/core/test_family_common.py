@@ -109,7 +109,7 @@ def test_grad_log_partition_matches_central_difference(name, seed):
 @settings(max_examples=30, deadline=None)
 @given(seed=SEEDS, w=st.floats(0.05, 0.95))
 def test_weight_gradient_identity(name, seed, w):
-    """d/dw log p(D_t | η0 + w s_j) = ⟨s_j, ∇A(η(w) + s_t) − ∇A(η(w))⟩ (DESIGN §3)."""
+    """d/dw log p(D_t | η0 + w s_j) = ⟨s_j, ∇A(η(w) + s_t) − ∇A(η(w))⟩ (ARCHITECTURE.md, "Families")."""
     model, _, rng = random_case(name, seed)
     s_j = random_stats(model, rng, n=int(rng.integers(1, 6)))
     s_t = random_stats(model, rng, n=int(rng.integers(1, 6)))

@@ -716,7 +716,7 @@ def test_predictive_sample(family):
 @given(family=st.sampled_from(["known", "nig"]), d=dims_in, p=dims_out, seed=seeds,
        w=st.floats(0.05, 0.95))
 def test_readout_weight_gradient_identity(family, d, p, seed, w):
-    """d/dw log p(D_t | η0 + w s_j) = ⟨s_j, ∇A(η(w) + s_t) − ∇A(η(w))⟩ (DESIGN §3)."""
+    """d/dw log p(D_t | η0 + w s_j) = ⟨s_j, ∇A(η(w) + s_t) − ∇A(η(w))⟩ (ARCHITECTURE.md, "Families")."""
     rng = np.random.default_rng(seed)
     model = random_known(rng, d, p) if family == "known" else random_nig(rng, d, p)
     s_j = model.stats(*random_data(rng, 4, d, p))

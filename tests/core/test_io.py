@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bam_rl._io import atomic_path, write_frame
+from bam_rl._io import atomic_path
+from bam_rl.harness.files import write_frame
 
 
 def test_failed_write_keeps_the_old_file(tmp_path):

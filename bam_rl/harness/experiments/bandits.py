@@ -16,10 +16,11 @@ values the best arm really changes with the switches.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from bam_rl._io import write_frame
+from bam_rl.harness.files import write_frame
 
 #: agent name in the harness registry -> label in the paper's Figure 3
 METHODS = {
@@ -125,6 +126,7 @@ def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_
         progress: Show a progress bar.
     """
     out = Path(out)
+    kwargs: dict[str, Any]
     if quick:
         kwargs = {"arms": (10,), "configurations": 2, "n_steps": 2_000}
         seeds = seeds if seeds is not None else 2

@@ -23,7 +23,7 @@ import pandas as pd
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
-from bam_rl._io import write_frame
+from bam_rl.harness.files import write_frame
 from bam_rl.harness.registry import make_agent
 from bam_rl.harness.runner import rollout
 

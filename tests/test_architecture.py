@@ -1,0 +1,167 @@
+"""The layers of ARCHITECTURE.md, enforced over every import statement of the packages.
+
+Every ``import``/``from … import`` in ``bam_rl``, ``agents`` and ``envs`` counts, including the
+deferred ones inside functions: a deferred import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("bam_rl", "agents", "envs")
+RUN_LAYER = "bam_rl.harness"
+#: Third-party packages the math core must not import (it needs numpy and scipy only).
+NOT_IN_CORE = ("gymnasium", "mujoco", "pandas", "matplotlib", "joblib", "tqdm", "ray", "torch",
+               "stable_baselines3", "pyarrow")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for package in PACKAGES
+            for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+MODULES = _modules()
+
+
+def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports_of(module: str) -> set[str]:
+    """Every module ``module`` imports; ``from pkg import sub`` counts as ``pkg.sub`` when
+    ``sub`` is a module of ours."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(node, module, path.name == "__init__.py")
+            submodules = {f"{target}.{alias.name}" for alias in node.names}
+            ours = submodules & MODULES.keys()
+            found.update(ours)
+            if len(ours) < len(node.names):
+                found.add(target)
+    return found
+
+
+def _top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def _core_modules() -> list[str]:
+    return [m for m in MODULES if _top(m) == "bam_rl" and m not in ("bam_rl", "bam_rl.__main__")
+            and not _within(m, RUN_LAYER)]
+
+
+def test_the_module_list_is_complete():
+    assert "bam_rl.readout" in MODULES and "bam_rl.harness.runner" in MODULES
+    assert "agents.base" in MODULES and "envs.gravity_cartpole" in MODULES
+    assert len(_core_modules()) >= 10
+
+
+@pytest.mark.parametrize("module", _core_modules())
+def test_core_modules_need_only_numpy_scipy_and_each_other(module):
+    bad = sorted(
+        name for name in imports_of(module)
+        if _top(name) in NOT_IN_CORE or _top(name) in ("agents", "envs")
+        or _within(name, RUN_LAYER) or name == "bam_rl"
+    )
+    assert not bad, f"{module} (math core) imports {bad}"
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if _top(m) == "agents"])
+def test_agents_never_import_the_run_layer_or_envs(module):
+    bad = sorted(name for name in imports_of(module)
+                 if _within(name, RUN_LAYER) or _top(name) == "envs" or name == "bam_rl")
+    assert not bad, f"{module} imports {bad}"
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if _top(m) == "envs"])
+def test_envs_import_nothing_of_ours(module):
+    bad = sorted(name for name in imports_of(module) if _top(name) in ("bam_rl", "agents"))
+    assert not bad, f"{module} imports {bad}"
+
+
+def test_only_the_package_init_reaches_envs():
+    reaching = sorted(m for m in MODULES if _top(m) == "bam_rl" and not _within(m, RUN_LAYER)
+                      and any(_top(name) == "envs" for name in imports_of(m)))
+    assert reaching == ["bam_rl"]
+
+
+def test_no_import_cycles_between_our_modules():
+    graph = {m: {n for n in imports_of(m) if n in MODULES and n != m} for m in MODULES}
+    # a package's __init__ runs before any of its submodules; edges into an __init__ from
+    # below it are the package importing itself, not a cycle of modules
+    for module, targets in graph.items():
+        graph[module] = {t for t in targets if not _within(module, t)}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                item = stack.pop()
+                on_stack.discard(item)
+                component.append(item)
+                if item == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in graph:
+        if module not in index:
+            visit(module)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_no_module_getattr_facades():
+    offenders = sorted(m for m, path in MODULES.items()
+                       if any(isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+                              for node in ast.parse(path.read_text()).body))
+    assert not offenders
+
+
+def test_the_checker_sees_a_violation(tmp_path, monkeypatch):
+    """The checks above can fail: a core module importing pandas is caught."""
+    fake = tmp_path / "bam_rl" / "leaky.py"
+    fake.parent.mkdir()
+    fake.write_text("import numpy\n\ndef f():\n    import pandas\n    from bam_rl.harness import rollout\n")
+    monkeypatch.setitem(MODULES, "bam_rl.leaky", fake)
+    assert {"pandas", "bam_rl.harness"} <= imports_of("bam_rl.leaky")
+    with pytest.raises(AssertionError, match="pandas"):
+        test_core_modules_need_only_numpy_scipy_and_each_other("bam_rl.leaky")
