@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from bam_rl.harness.files import write_frame
+from bam_rl.harness.plotting import new_figure, plot_band, save_figure
 
 #: agent name in the harness registry -> label in the paper's Figure 3
 METHODS = {
@@ -83,31 +84,20 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
 
 def plot_bandits(frame: pd.DataFrame, path: str | Path | None = None, every: int = 20):
     """The paper's Figure 3: cumulative regret over time, median with 25–75 % bands."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     arm_counts = sorted(frame["arms"].unique())
-    figure, axes = plt.subplots(1, len(arm_counts), figsize=(6 * len(arm_counts), 4),
-                                squeeze=False)
+    figure, axes = new_figure(1, len(arm_counts), figsize=(6 * len(arm_counts), 4),
+                              squeeze=False)
     thinned = frame[frame["step"] % every == 0]
     for axis, arms in zip(axes[0], arm_counts, strict=True):
         for method, label in METHODS.items():
             runs = thinned[(thinned["arms"] == arms) & (thinned["method"] == method)]
             if runs.empty:
                 continue
-            curve = runs.groupby("step")["cumulative_regret"]
-            median = curve.median()
-            axis.plot(median.index, median.to_numpy(), label=label)
-            axis.fill_between(median.index, curve.quantile(0.25).to_numpy(),
-                              curve.quantile(0.75).to_numpy(), alpha=0.2)
+            plot_band(axis, runs.groupby("step")["cumulative_regret"], label,
+                      quantiles=(0.25, 0.75))
         axis.set(title=f"{arms} arms", xlabel="step", ylabel="cumulative regret")
         axis.legend(fontsize=8)
-    figure.tight_layout()
-    if path is not None:
-        figure.savefig(path, dpi=120)
-    return figure
+    return save_figure(figure, path)
 
 
 def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_jobs: int = 1,

@@ -24,6 +24,7 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from bam_rl.harness.files import write_frame
+from bam_rl.harness.plotting import new_figure, plot_band, save_figure
 from bam_rl.harness.registry import make_agent
 from bam_rl.harness.runner import rollout
 
@@ -135,30 +136,18 @@ def summarize(frame: pd.DataFrame, burn_in: int = 100) -> pd.DataFrame:
 def plot_tracking(frame: pd.DataFrame, path: str | Path | None = None):
     """The paper's Figure 1: posterior mean (left) and log posterior variance (right),
     medians over seeds with 10–90 % bands."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4), sharex=True)
+    figure, (left, right) = new_figure(1, 2, figsize=(12, 4), sharex=True)
     truth = frame[frame["method"] == frame["method"].iloc[0]].groupby("t")["theta"].first()
     left.plot(truth.index, truth.to_numpy(), color="black", lw=2, label="θ_t")
     for method, run in frame.groupby("method", sort=False):
         grouped = run.groupby("t")
-        for axis, column, transform in ((left, "mean", None), (right, "variance", np.log)):
-            values = grouped[column]
-            median, low, high = values.median(), values.quantile(0.1), values.quantile(0.9)
-            if transform is not None:
-                median, low, high = transform(median), transform(low), transform(high)
-            axis.plot(median.index, median.to_numpy(), label=LABELS.get(method, method))
-            axis.fill_between(median.index, low.to_numpy(), high.to_numpy(), alpha=0.2)
+        label = LABELS.get(str(method), str(method))
+        plot_band(left, grouped["mean"], label)
+        plot_band(right, grouped["variance"], label, transform=np.log)
     left.set(xlabel="t", ylabel="posterior mean of θ_t", ylim=(0, 1))
     right.set(xlabel="t", ylabel="log posterior variance")
     left.legend(fontsize=8, ncol=2)
-    figure.tight_layout()
-    if path is not None:
-        figure.savefig(path, dpi=120)
-    return figure
+    return save_figure(figure, path)
 
 
 def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_jobs: int = 1,
