@@ -17,6 +17,8 @@ their model's family.
 
 from __future__ import annotations
 
+import copy
+import inspect
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -24,10 +26,10 @@ import numpy as np
 
 from bam_rl import hyperparams
 from bam_rl.bocd import ChangepointDetector
-from bam_rl.checks import check_unit_interval
+from bam_rl.checks import as_float_array, check_finite_params, check_int, check_unit_interval
 from bam_rl.families.base import ConjugateFamily, NaturalParams
 from bam_rl.memory import Memory
-from bam_rl.readout import METHODS, ReadoutResult, select
+from bam_rl.readout import MAX_EXHAUSTIVE_ITEMS, METHODS, ReadoutResult, select
 
 
 class BeliefRule(ABC):
@@ -45,10 +47,16 @@ class BeliefRule(ABC):
         self.t = 0
 
     def update(self, s: NaturalParams) -> NaturalParams:
-        """Absorbs the statistics of the newest datum and returns the posterior."""
+        """Absorbs the statistics of the newest datum and returns the posterior.
+
+        Raises:
+            ValueError: For statistics of another family, batched or non-finite statistics,
+                or a datum the rule cannot absorb; a refused datum leaves the rule as it was.
+        """
         self.model.check_params(s, "s")
         if s.batch_shape != ():
             raise ValueError(f"s must be a single datum (batch shape ()), got {s.batch_shape}")
+        check_finite_params("s", s)
         self.belief = self._update(s)
         self.t += 1
         return self.belief
@@ -230,28 +238,40 @@ class BAM(BeliefRule):
         super().__init__(model)
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-        if float(lam) < 0 or not np.isfinite(lam):
+        lam_value = float(as_float_array("lam", lam)) if np.ndim(lam) == 0 else -1.0
+        if lam_value < 0:
             raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
-        self.lam = float(lam)
-        self.method = method
-        self.select_options = select_options
         self.memory = Memory(capacity=capacity)
+        if method == "exhaustive" and (capacity is None or capacity > MAX_EXHAUSTIVE_ITEMS):
+            raise ValueError(f"method='exhaustive' enumerates 2^m readouts and needs a capacity "
+                             f"of at most {MAX_EXHAUSTIVE_ITEMS}, got capacity={capacity!r}")
+        self.lam = lam_value
+        self.method = method
+        self.select_options = _check_select_options(method, select_options)
         self.last_readout: ReadoutResult | None = None
         self.n_selections = 0
 
-    def readout_prior(self, s: NaturalParams) -> NaturalParams:
-        """Chooses readout weights for ``s`` and returns the BAM prior ``η(W)``."""
+    def choose_readout(self, s: NaturalParams) -> tuple[ReadoutResult, NaturalParams]:
+        """Chooses readout weights for ``s``; returns them with the BAM prior ``η(W)``.
+
+        Changes nothing: the rule's update records the readout once the datum is stored.
+        """
         result = select(self.model, self.memory, s, lam=self.lam, method=self.method,
                         **self.select_options)
-        self.last_readout = result
-        self.n_selections += 1
         if len(self.memory) == 0:
-            return self.model.prior
-        return self.memory.weighted_sum(result.weights, base=self.model.prior)
+            return result, self.model.prior
+        return result, self.memory.weighted_sum(result.weights, base=self.model.prior)
+
+    def _record(self, readout: ReadoutResult | None) -> None:
+        if readout is not None:
+            self.last_readout = readout
+            self.n_selections += 1
 
     def _update(self, s: NaturalParams) -> NaturalParams:
-        belief = self.readout_prior(s) + s
-        self.memory.add(s, time=self.t)
+        readout, prior = self.choose_readout(s)
+        belief = prior + s
+        self.memory.add(s, time=self.t)  # the last step that can refuse the datum
+        self._record(readout)
         return belief
 
     def reset(self) -> None:
@@ -300,23 +320,28 @@ class BAMWithChangepoints(BAM):
         self.changepoints: list[int] = []
 
     def _update(self, s: NaturalParams) -> NaturalParams:
-        self.detector.update(s)
-        detector = self.detector
+        # the detector is advanced on a copy, kept only when the whole update succeeds
+        detector = copy.deepcopy(self.detector)
+        detector.update(s)
         run = int(detector.filtered_run_lengths[np.argmax(detector.filtered_weights)])
         start = self.t + 1 - run
         changed = self.t > 0 and start > self._segment_start
-        self._segment_start = start
-        if changed:
-            self.changepoints.append(self.t)
+        readout: ReadoutResult | None = None
         # a new episode (after reset) is an announced change: select if there is a memory
         if changed or (self.t == 0 and len(self.memory) > 0):
-            prior = self.readout_prior(s)
+            readout, prior = self.choose_readout(s)
         elif self.t == 0:
             prior = self.model.prior
         else:
             prior = self.belief
-        self.memory.add(s, time=self.t)
-        return prior + s
+        belief = prior + s
+        self.memory.add(s, time=self.t)  # the last step that can refuse the datum
+        self.detector = detector
+        self._segment_start = start
+        if changed:
+            self.changepoints.append(self.t)
+        self._record(readout)
+        return belief
 
     def reset(self) -> None:
         """New episode: base prior, fresh detector, changepoints of this episode only; the
@@ -342,6 +367,23 @@ __all__ = [
     "RecursiveBayes",
     "make_rule",
 ]
+
+
+def _check_select_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Refuses, at construction, readout options that :func:`~bam_rl.readout.select` would
+    refuse only at the first update: unknown names, ``q`` outside [0, 1], ``max_iter`` < 1."""
+    known = [name for name, parameter in inspect.signature(select).parameters.items()
+             if parameter.kind is inspect.Parameter.KEYWORD_ONLY]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ValueError(f"unknown readout option(s) {unknown} for method={method!r}; "
+                         f"accepted: {known}")
+    checked = dict(options)
+    if "q" in checked:
+        checked["q"] = float(check_unit_interval("q", checked["q"]))
+    if "max_iter" in checked:
+        checked["max_iter"] = check_int("max_iter", checked["max_iter"])
+    return checked
 
 
 #: Names accepted by :func:`make_rule`.

@@ -112,3 +112,14 @@ def check_integer_valued(name: str, value: Any, *, minimum: int | None = 0) -> n
     if minimum is not None and np.any(array < minimum):
         raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
     return array
+
+
+def check_finite_params(name: str, params: Any) -> None:
+    """Raises ``ValueError`` naming ``name`` unless every natural-parameter field and the
+    base measure of ``params`` (a ``NaturalParams``) are finite: one NaN datum would
+    otherwise poison every later belief built from it."""
+    for field, value in params.fields.items():
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"{name} must hold finite statistics, got non-finite {field!r}")
+    if not np.all(np.isfinite(params.log_h)):
+        raise ValueError(f"{name} must hold finite statistics, got a non-finite log_h")

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from bam_rl.families.base import ConjugateFamily, NaturalParams
+from bam_rl.checks import check_finite_params, check_int
+from bam_rl.families.base import ConjugateFamily, NaturalParams, concatenate, stack
 
 
 class Memory:
@@ -34,9 +35,7 @@ class Memory:
     """
 
     def __init__(self, capacity: int | None = None):
-        if capacity is not None and (int(capacity) != capacity or capacity < 2):
-            raise ValueError(f"capacity must be None or an integer >= 2, got {capacity!r}")
-        self.capacity = None if capacity is None else int(capacity)
+        self.capacity = None if capacity is None else check_int("capacity", capacity, minimum=2)
         self.family: ConjugateFamily | None = None
         self._fields: dict[str, np.ndarray] = {}
         self._log_h = np.zeros(0)
@@ -89,24 +88,27 @@ class Memory:
             time: Time index; defaults to a counter of added data.
 
         Raises:
-            ValueError: If ``s`` is batched or from a family unlike the stored ones.
+            ValueError: If ``s`` is batched, holds non-finite statistics or comes from a family
+                unlike the stored ones, if ``time`` is not an integer >= 0, or if the distances
+                of a bounded memory cannot be computed. A refused datum leaves the memory
+                exactly as it was: every fallible step runs before anything is stored.
         """
         if not isinstance(s, NaturalParams):
             raise ValueError(f"s must be a NaturalParams, got {type(s).__name__}")
         if s.batch_shape != ():
             raise ValueError(f"s must be a single datum (batch shape ()), got {s.batch_shape}")
+        check_finite_params("s", s)
+        if self.family is not None:
+            self.family.check_compatible(s.family)
+        time = self._next_time if time is None else check_int("time", time, minimum=0)
+        plan = self._plan_bounded_add(s) if self.capacity is not None else None
+        # commit: nothing below can fail
         if self.family is None:
             self._allocate(s.family, 16)
-        else:
-            self.family.check_compatible(s.family)
-        if time is None:
-            time = self._next_time
-        self._next_time = max(self._next_time, int(time)) + 1
-        self._append(s, label, int(time), 1)
-        if self.capacity is not None:
-            self._update_distances()
-            if self._size > self.capacity:
-                self._merge_closest()
+        self._next_time = max(self._next_time, time) + 1
+        self._append(s, label, time, 1)
+        if plan is not None:
+            self._commit_bounded_add(*plan)
 
     def clear(self) -> None:
         """Forgets every record (keeps the capacity)."""
@@ -146,40 +148,53 @@ class Memory:
         self._size -= 1
 
     # --------------------------------------------------------- bounded memory
-    def _family(self) -> ConjugateFamily:
-        if self.family is None:
-            raise ValueError("the memory is empty: it has no family yet")
-        return self.family
+    def _distance_row(self, s: NaturalParams, others: NaturalParams) -> np.ndarray:
+        """Symmetric KL between the single-datum posteriors of ``s`` and of each of
+        ``others``; raises ``ValueError`` if any is not a finite number >= 0."""
+        family = s.family
+        posterior, other_posteriors = family.prior + s, family.prior + others
+        with np.errstate(all="ignore"):
+            row = (np.atleast_1d(family.kl(posterior, other_posteriors))
+                   + np.atleast_1d(family.kl(other_posteriors, posterior)))
+        if not np.all(np.isfinite(row)):
+            raise ValueError("cannot store the datum in a bounded memory: the symmetric KL "
+                             "to a stored record is not finite (extreme or degenerate data?)")
+        return row
 
-    def _single_posteriors(self, stats: NaturalParams) -> NaturalParams:
-        return self._family().prior + stats
-
-    def _symmetric_kl(self, new: NaturalParams, others: NaturalParams) -> np.ndarray:
-        family = self._family()
-        kl_forward = np.atleast_1d(family.kl(new, others))
-        kl_backward = np.atleast_1d(family.kl(others, new))
-        return kl_forward + kl_backward
-
-    def _update_distances(self) -> None:
-        """Extends the cached distance matrix with the newest record's row."""
+    def _plan_bounded_add(self, s: NaturalParams
+                          ) -> tuple[np.ndarray, tuple[int, int, NaturalParams, np.ndarray] | None]:
+        """Everything a bounded ``add`` computes, before any state changes: the new record's
+        distance row and, when the memory overflows, the pair to merge, the merged statistics
+        and the merged record's distances to the records that stay."""
         size = self._size
-        matrix = np.full((size, size), np.inf)
-        if self._distances is not None and size > 1:
-            matrix[: size - 1, : size - 1] = self._distances
-        if size > 1:
-            posteriors = self._single_posteriors(self.stats)
-            row = self._symmetric_kl(posteriors[size - 1], posteriors[: size - 1])
-            matrix[size - 1, : size - 1] = row
-            matrix[: size - 1, size - 1] = row
-        self._distances = matrix
+        # the first record has no distances yet; its own KL to the prior checks that its
+        # single-datum posterior is a proper belief, as every later distance will need
+        others = self.stats if size else s.family.zeros()
+        row = self._distance_row(s, others)[:size]
+        matrix = np.full((size + 1, size + 1), np.inf)
+        if size:
+            assert self._distances is not None  # kept in capacity mode
+            matrix[:size, :size] = self._distances
+            matrix[size, :size] = matrix[:size, size] = row
+        merge = None
+        assert self.capacity is not None
+        if size + 1 > self.capacity:
+            a, b = np.unravel_index(np.argmin(matrix), matrix.shape)
+            first, second = sorted((int(a), int(b)))
+            stats = concatenate([self.stats, stack([s])])  # the records with the new one last
+            merged = stats[first] + stats[second]
+            keep = np.array([i for i in range(size + 1) if i not in (first, second)],
+                            dtype=np.int64)
+            merged_row = self._distance_row(merged, stats[keep]) if keep.size else np.zeros(0)
+            merge = (first, second, merged, merged_row)
+        return matrix, merge
 
-    def _merge_closest(self) -> None:
-        distances = self._distances
-        assert distances is not None  # kept by _update_distances in capacity mode
-        row, column = np.unravel_index(np.argmin(distances), distances.shape)
-        first, second = sorted((int(row), int(column)))
-        stats = self.stats
-        merged = stats[first] + stats[second]
+    def _commit_bounded_add(self, matrix: np.ndarray,
+                            merge: tuple[int, int, NaturalParams, np.ndarray] | None) -> None:
+        self._distances = matrix
+        if merge is None:
+            return
+        first, second, merged, merged_row = merge
         label_a, label_b = self._labels[first], self._labels[second]
         label = label_a if label_a == label_b else None
         time = int(max(self._times[first], self._times[second]))
@@ -187,9 +202,12 @@ class Memory:
         keep = [i for i in range(self._size) if i not in (first, second)]
         self._remove(second)
         self._remove(first)
-        self._distances = distances[np.ix_(keep, keep)]
+        size = len(keep) + 1
+        distances = np.full((size, size), np.inf)
+        distances[: size - 1, : size - 1] = matrix[np.ix_(keep, keep)]
+        distances[size - 1, : size - 1] = distances[: size - 1, size - 1] = merged_row
+        self._distances = distances
         self._append(merged, label, time, count)
-        self._update_distances()
         self.n_merges += 1
 
     # -------------------------------------------------------------- readouts

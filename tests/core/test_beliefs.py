@@ -143,7 +143,7 @@ def test_forgetting_and_power_prior_are_bam_readouts(alpha):
 def test_bam_equals_select_then_update():
     model = BetaBinomial()
     stats = switching_stream(model, 25, seed=5)
-    rule = BAM(model, lam=0.1, method="exhaustive")
+    rule = BAM(model, lam=0.1, method="exhaustive", capacity=16)  # 12 records: no merge
     memory = Memory()
     for i in range(12):
         s = stats[i]
