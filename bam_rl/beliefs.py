@@ -321,7 +321,7 @@ class BAMWithChangepoints(BAM):
 
     def _update(self, s: NaturalParams) -> NaturalParams:
         # the detector is advanced on a copy, kept only when the whole update succeeds
-        detector = copy.deepcopy(self.detector)
+        detector = copy.deepcopy(self.detector)  # families are immutable and shared
         detector.update(s)
         run = int(detector.filtered_run_lengths[np.argmax(detector.filtered_weights)])
         start = self.t + 1 - run

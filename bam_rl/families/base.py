@@ -224,7 +224,7 @@ class ConjugateFamily(ABC):
     """A conjugate prior / likelihood pair handled through natural parameters.
 
     Subclasses set :attr:`field_shapes`, build :attr:`prior` and implement
-    :meth:`stats`, :meth:`_log_partition`, :meth:`_grad_log_partition`, :meth:`mean`,
+    :meth:`stats`, :meth:`log_partition_fields`, :meth:`grad_log_partition_fields`, :meth:`mean`,
     :meth:`variance`, :meth:`sample` and :meth:`_check_belief`. The log marginal likelihood
     and the KL divergence follow generically (subclasses may override the KL with a closed
     form that is cheaper or better conditioned).
@@ -242,6 +242,12 @@ class ConjugateFamily(ABC):
         bound = inspect.signature(cls.__init__).bind(self, *args, **kwargs)
         bound.apply_defaults()
         self.init_kwargs = {k: v for k, v in list(bound.arguments.items())[1:]}
+        return self
+
+    def __copy__(self) -> ConjugateFamily:
+        return self  # families are immutable: copies of a belief share their family
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ConjugateFamily:
         return self
 
     # ------------------------------------------------------------- identity
@@ -277,11 +283,11 @@ class ConjugateFamily(ABC):
         """Sufficient statistics of one datum (a batch of observations)."""
 
     @abstractmethod
-    def _log_partition(self, fields: Fields) -> np.ndarray:
+    def log_partition_fields(self, fields: Fields) -> np.ndarray:
         """``A(η)`` over the batch, with the normalising constants of θ's density."""
 
     @abstractmethod
-    def _grad_log_partition(self, fields: Fields) -> Fields:
+    def grad_log_partition_fields(self, fields: Fields) -> Fields:
         """``∇A(η)`` in this family's coordinates (the mean parameters ``E[T(θ)]``)."""
 
     @abstractmethod
@@ -305,13 +311,25 @@ class ConjugateFamily(ABC):
         """Log-normaliser ``A(η)`` of ``belief`` (batched)."""
         self.check_params(belief)
         self._check_belief(belief.fields)
-        return self._log_partition(belief.fields)
+        return self.log_partition_fields(belief.fields)
 
     def grad_log_partition(self, belief: NaturalParams) -> Fields:
         """``∇A(η)``, the mean parameters of ``belief`` in this family's coordinates."""
         self.check_params(belief)
         self._check_belief(belief.fields)
-        return self._grad_log_partition(belief.fields)
+        return self.grad_log_partition_fields(belief.fields)
+
+    def prepare_datum(self, s: NaturalParams) -> Any:
+        """Whatever :meth:`log_marginal_fields` needs of one datum, computed once per datum
+        (the statistics themselves unless a family overrides it)."""
+        return s
+
+    def log_marginal_fields(self, fields: Fields, datum: Any) -> np.ndarray:
+        """``log p(D | η)`` for raw belief fields (batched, unchecked) and one prepared datum
+        (:meth:`prepare_datum`): ``A(η + s) − A(η) + log h(D)`` unless a family overrides it
+        with a better-conditioned form. The readout selectors score candidates with it."""
+        post = {k: fields[k] + datum.fields[k] for k in fields}
+        return self.log_partition_fields(post) - self.log_partition_fields(fields) + datum.log_h
 
     def posterior(self, belief: NaturalParams, s: NaturalParams) -> NaturalParams:
         """Belief after observing the datum with statistics ``s``."""
@@ -327,7 +345,8 @@ class ConjugateFamily(ABC):
         self.check_params(s, "s")
         self._check_belief(belief.fields)
         post = belief + s
-        value = self._log_partition(post.fields) - self._log_partition(belief.fields) + s.log_h
+        value = (self.log_partition_fields(post.fields) - self.log_partition_fields(belief.fields)
+                 + s.log_h)
         return value if value.ndim else float(value)
 
     def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray:
@@ -336,10 +355,10 @@ class ConjugateFamily(ABC):
         self.check_params(q, "q")
         self._check_belief(p.fields)
         self._check_belief(q.fields)
-        grad_p = self._grad_log_partition(p.fields)
+        grad_p = self.grad_log_partition_fields(p.fields)
         diff = {k: q.fields[k] - p.fields[k] for k in self.field_shapes}
         diff_params = NaturalParams(self, diff)
-        value = (self._log_partition(q.fields) - self._log_partition(p.fields)
+        value = (self.log_partition_fields(q.fields) - self.log_partition_fields(p.fields)
                  - diff_params.inner(grad_p))
         # KL >= 0; the Bregman form can round to tiny negatives when A(q) ≈ A(p) is large
         value = np.maximum(value, 0.0)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 import envs as _envs
 from agents import RandomAgent
@@ -48,15 +49,25 @@ def _n_arms(env: gym.Env, name: str) -> int:
 
 
 def _n_trials(env: gym.Env, name: str) -> int:
+    """The stream's ``n`` (counts 0..n); ``ValueError`` saying the agent does not fit ``env``
+    unless it is a Binomial stream (a ``Box`` estimate action, ``Discrete(n + 1)`` counts)."""
+    observations, actions = env.observation_space, env.action_space
     n = getattr(env.unwrapped, "n", None)
-    if n is None:
-        space = env.observation_space
-        if not isinstance(space, gym.spaces.Discrete):
-            raise ValueError(
-                f"agent {name!r} tracks a Binomial stream (Discrete counts 0..n), got "
-                f"observation space {space!r}"
-            )
-        n = int(space.n) - 1
+    counts = int(observations.n) if isinstance(observations, gym.spaces.Discrete) else 0
+    fits = (counts >= 2 and isinstance(observations, gym.spaces.Discrete)
+            and int(observations.start) == 0 and isinstance(actions, gym.spaces.Box)
+            and actions.shape == (1,))
+    if fits and n is None:
+        n = counts - 1
+    if (not fits or isinstance(n, bool) or not isinstance(n, (int, np.integer))
+            or int(n) != counts - 1):
+        env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+        raise ValueError(
+            f"agent {name!r} does not fit the environment {env_id!r}: it tracks a Binomial "
+            f"stream (observations: counts 0..n in Discrete(n + 1) with n >= 1, actions: a "
+            f"one-element Box estimate), got observation space {observations!r} and action "
+            f"space {actions!r}; use a tracker with bam_rl/BinomialStream-v0"
+        )
     return int(n)
 
 
@@ -126,7 +137,8 @@ def build_thompson_forgetting(env: gym.Env, seed: int | None = None, **kwargs: A
 
 def build_thompson_bocd(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Thompson sampling with BOCD per arm (Mellor & Shapiro; ``hazard`` 0.016)."""
-    return _thompson("bocd", "thompson-bocd", env, seed, {"hazard": hyperparams.BANDIT_HAZARD, **kwargs})
+    return _thompson("bocd", "thompson-bocd", env, seed,
+                     {"hazard": hyperparams.BANDIT_HAZARD, **kwargs})
 
 
 def build_thompson_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
@@ -170,7 +182,8 @@ def build_tracker_forgetting(env: gym.Env, seed: int | None = None, **kwargs: An
 
 def build_tracker_bocd(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Beta-Binomial(1, 1) tracker with BOCD (``hazard`` 1/100)."""
-    return _tracker("bocd", "tracker-bocd", env, seed, {"hazard": hyperparams.TRACKING_HAZARD, **kwargs})
+    return _tracker("bocd", "tracker-bocd", env, seed,
+                    {"hazard": hyperparams.TRACKING_HAZARD, **kwargs})
 
 
 def build_tracker_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
@@ -181,6 +194,46 @@ def build_tracker_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> A
 def build_tracker_bam_reg(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Beta-Binomial(1, 1) tracker with regularised BAM (``lam`` 0.1)."""
     return _tracker("bam", "tracker-bam-reg", env, seed, {"lam": 0.1, **kwargs})
+
+
+def _mppi(memory: str, name: str, env: gym.Env, seed: int | None,
+          kwargs: dict[str, Any]) -> Any:
+    """``MPPIAgent`` for the cart-pole; ``announced`` from the environment's
+    ``announce_changes`` unless given."""
+    from agents.mppi import MPPIAgent
+
+    announced = kwargs.pop("announced",
+                           bool(getattr(env.unwrapped, "announce_changes", False)))
+    return MPPIAgent(env.observation_space, env.action_space, memory=memory, seed=seed,
+                     announced=announced, **kwargs)
+
+
+def build_mppi_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """MPPI on the BAM RFF dynamics model (App. D.1): readout after an episode's first trial
+    (announced changes) or after every trial."""
+    return _mppi("bam", "mppi-bam", env, seed, dict(kwargs))
+
+
+def build_mppi_bam_bocd(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """MPPI with BAM readouts triggered by BOCD over trials (``hazard`` 0.11)."""
+    return _mppi("bam+bocd", "mppi-bam-bocd", env, seed, dict(kwargs))
+
+
+def build_mppi_bocd(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """MPPI with a BOCD belief over trials (``hazard`` 0.11)."""
+    return _mppi("bocd", "mppi-bocd", env, seed, dict(kwargs))
+
+
+def build_mppi_recursive(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """MPPI with recursive Bayes, reset to the prior at announced changes."""
+    return _mppi("recursive", "mppi-recursive", env, seed, dict(kwargs))
+
+
+def build_mppi_gt(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """Ground-truth MPPI: plans with the simulator at the current gravity (GT MPC)."""
+    from agents.mppi import GroundTruthMPPI
+
+    return GroundTruthMPPI(env, seed=seed, **kwargs)
 
 
 #: Named agent builders: ``AGENTS[name](env, seed, **kwargs) -> agent``. Module-level
@@ -201,6 +254,11 @@ AGENTS: dict[str, Callable[..., Any]] = {
     "tracker-bam": build_tracker_bam,
     "tracker-bam-reg": build_tracker_bam_reg,
     "random": build_random,
+    "mppi-bam": build_mppi_bam,
+    "mppi-bam-bocd": build_mppi_bam_bocd,
+    "mppi-bocd": build_mppi_bocd,
+    "mppi-recursive": build_mppi_recursive,
+    "mppi-gt": build_mppi_gt,
 }
 
 

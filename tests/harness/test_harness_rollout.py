@@ -238,9 +238,17 @@ def test_agents_that_do_not_fit_the_env_raise_value_error():
 
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_every_registered_agent_runs(name):
-    env_id = STREAM if name.startswith("tracker") else BANDIT
+    kwargs = {}
+    if name.startswith("tracker"):
+        env_id = STREAM
+    elif name.startswith("mppi"):
+        env_id = "bam_rl/GravityCartPoleEpisodic-v0"
+        kwargs = {"horizon": 5, "n_samples": 4}  # a short planner: the test is the protocol
+    else:
+        env_id = BANDIT
     env = gym.make(env_id, max_steps=15)
-    frame = rollout(env, make_agent(name, env, seed=0), n_steps=20, seed=0, method=name)
+    frame = rollout(env, make_agent(name, env, seed=0, **kwargs), n_steps=20, seed=0,
+                    method=name)
     assert len(frame) == 20 and frame["episode"].iloc[-1] == 1
     assert np.isfinite(frame["reward"]).all()
 

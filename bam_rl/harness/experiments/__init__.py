@@ -13,7 +13,10 @@ import pandas as pd
 
 _MODULES = {
     "tracking": "bam_rl.harness.experiments.tracking",
+    "cartpole-episodic": "bam_rl.harness.experiments.cartpole:reproduce_episodic",
+    "cartpole-continual": "bam_rl.harness.experiments.cartpole:reproduce_continual",
     "bandits": "bam_rl.harness.experiments.bandits",
+    "mnist": "bam_rl.harness.experiments.mnist",
 }
 
 
@@ -21,7 +24,8 @@ def get_reproduction(name: str) -> Callable[..., pd.DataFrame]:
     """The ``reproduce`` function of experiment ``name`` (imported on demand)."""
     if name not in _MODULES:
         raise ValueError(f"experiment must be one of {sorted(_MODULES)}, got {name!r}")
-    return import_module(_MODULES[name]).reproduce
+    module, _, function = _MODULES[name].partition(":")
+    return getattr(import_module(module), function or "reproduce")
 
 
 REPRODUCTIONS = tuple(_MODULES)

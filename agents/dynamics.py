@@ -1,0 +1,449 @@
+"""Dynamics for the MPPI planner (paper §4.2, App. D.1): a Bayesian random-Fourier-feature
+model learned from trials, and the MuJoCo simulator itself (the "GT MPC" reference).
+
+Both are *dynamics callables* for :class:`agents.mppi.MPPI`::
+
+    next_states = dynamics(state, actions, rng)   # (dx,), (K, H, du) -> (K, H, dx)
+
+``next_states[k, t]`` is the state after applying ``actions[k, :t + 1]`` from ``state``.
+They hold only numbers, arrays and project objects, so agents holding them save and load
+without pickle.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import mujoco
+import numpy as np
+from mujoco import rollout as mj_rollout
+from scipy.linalg import cho_solve, solve_triangular
+
+from bam_rl import hyperparams
+from bam_rl.checks import as_float_array, check_int, check_positive
+from bam_rl.families import BayesianLinearRegression, NaturalParams
+from bam_rl.features import RandomFourierFeatures
+
+__all__ = ["RFFDynamicsModel", "SimulatorDynamics", "check_rollout_inputs"]
+
+_HOT_DTYPES = ("float32", "float64")
+
+
+def check_rollout_inputs(
+    state: Any, actions: Any, state_dim: int, action_dim: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validates a planning query: ``state (state_dim,)`` and ``actions (K, H, action_dim)``.
+
+    Raises:
+        ValueError: Naming ``state`` or ``actions`` for a wrong shape or non-finite entries.
+    """
+    state = as_float_array("state", state)
+    if state.shape != (state_dim,):
+        raise ValueError(f"state must have shape ({state_dim},), got {state.shape}")
+    actions = as_float_array("actions", actions)
+    if actions.ndim != 3 or actions.shape[-1] != action_dim or 0 in actions.shape:
+        raise ValueError(
+            f"actions must have shape (K, H, {action_dim}) with K, H >= 1, got {actions.shape}"
+        )
+    return state, actions
+
+
+def _transitions(
+    states: Any, actions: Any, state_dim: int, action_dim: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(states (T+1, dx), actions (T, du))`` → inputs ``[x_{j−1}, a_j]`` and deltas."""
+    states = as_float_array("states", states)
+    actions = as_float_array("actions", actions)
+    if states.ndim != 2 or states.shape[1] != state_dim or states.shape[0] < 2:
+        raise ValueError(
+            f"states must have shape (T + 1, {state_dim}) with T >= 1, got {states.shape}"
+        )
+    if actions.ndim == 1 and action_dim == 1:
+        actions = actions[:, None]
+    if actions.shape != (states.shape[0] - 1, action_dim):
+        raise ValueError(
+            f"actions must have shape ({states.shape[0] - 1}, {action_dim}) "
+            f"= (T, action_dim) for {states.shape[0]} states, got {actions.shape}"
+        )
+    inputs = np.concatenate([states[:-1], actions], axis=1)
+    return inputs, np.diff(states, axis=0)
+
+
+def _feature_states(value: Any, state_dim: int) -> tuple[int, ...]:
+    if value is None:
+        return tuple(range(state_dim))
+    try:
+        indices = tuple(int(check_int("feature_states", i, minimum=0)) for i in value)
+    except TypeError:
+        raise ValueError(
+            f"feature_states must be None or a sequence of state indices, got {value!r}"
+        ) from None
+    if len(set(indices)) != len(indices) or any(i >= state_dim for i in indices):
+        raise ValueError(
+            f"feature_states must hold distinct indices in [0, {state_dim}), got {value!r}"
+        )
+    return indices
+
+
+def _angle_pairs(value: Any, state_dim: int) -> tuple[tuple[int, int], ...]:
+    message = (
+        f"angle_pairs must be a sequence of (cos index, sin index) pairs in "
+        f"[0, {state_dim}), got {value!r}"
+    )
+    try:
+        pairs = tuple(
+            (
+                int(check_int("angle_pairs", i, minimum=0)),
+                int(check_int("angle_pairs", j, minimum=0)),
+            )
+            for i, j in value
+        )
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+    flat = [i for pair in pairs for i in pair]
+    if len(set(flat)) != len(flat) or any(i >= state_dim for i in flat):
+        raise ValueError(message)
+    return pairs
+
+
+class RFFDynamicsModel:
+    """``x_t = x_{t−1} + M φ([x_{t−1}, a_t]) + ε``, ``ε ~ N(0, σ² I)``, with a Bayesian ``M``.
+
+    ``φ`` are :class:`~bam_rl.features.RandomFourierFeatures` of the concatenated state and
+    action; ``M`` (``state_dim × n_features``) has independent rows with prior mean 0 and
+    prior precision ``prior_precision · I`` and known noise variance ``σ²``: a
+    :class:`~bam_rl.families.BayesianLinearRegression` over the features (:attr:`family`).
+    One datum is one trial, ``D = {([x_{j−1}, a_j], x_j − x_{j−1})}_j``, summarised as
+    sufficient statistics by :meth:`stats`; the current belief is :attr:`belief` (set by the
+    agent's memory rule through :meth:`set_belief`).
+
+    Planning (:meth:`__call__`) draws one ``M`` per trajectory from the belief and rolls the
+    model out *with* the noise ``ε``, as the paper does. The planner's hot loop runs in
+    ``planning_dtype`` (``"float64"`` by default). ``"float32"`` is about 2.8× faster but not
+    equivalent: draws of ``M`` have large entries along directions the data do not
+    determine, which amplify float32 rounding of the features; one step agrees to a tenth of
+    the model noise, but planned actions differ markedly (``scripts/benchmark_mppi.py``).
+    Statistics, beliefs and draws of ``M`` are always float64.
+
+    Args:
+        state_dim: Dimension of the state ``x`` (5 for the cart-pole observation).
+        action_dim: Dimension of the action ``a``.
+        n_features: Number of random Fourier features (200).
+        bandwidth: RFF bandwidth (6.0) or ``"mean-pairwise"`` with ``bandwidth_data``.
+        noise_var: ``σ²`` (1e-6).
+        prior_precision: Prior precision of every row of ``M`` (1e-4).
+        seed: Seed of the random features (``Ω``, ``b``).
+        planning_dtype: ``"float32"`` or ``"float64"`` for the planning rollouts.
+        bandwidth_data: Inputs ``(n, len(feature_states) + action_dim)`` for
+            ``"mean-pairwise"``.
+        feature_states: Indices of the state components the features see (``None``: all,
+            the paper's ``φ(x, a)``). The model still predicts every component.
+        angle_pairs: Pairs ``(i, j)`` of state components holding ``(cos θ, sin θ)`` of an
+            angle; planning rollouts project each predicted pair back onto the unit circle
+            (``()``: none, the paper's plain rollout).
+
+    Attributes:
+        features: The float64 feature map (used for statistics and :meth:`predict`).
+        family: The Bayesian linear regression over ``M``.
+        belief: The current belief over ``M`` (initially ``family.prior``).
+    """
+
+    def __init__(
+        self,
+        state_dim: int,
+        action_dim: int = 1,
+        n_features: int = hyperparams.RFF_FEATURES,
+        bandwidth: float | str = hyperparams.RFF_BANDWIDTH,
+        noise_var: float = hyperparams.BLR_NOISE_VAR,
+        prior_precision: float = hyperparams.BLR_PRIOR_PRECISION,
+        seed: int | None = None,
+        planning_dtype: str = "float64",
+        bandwidth_data: Any = None,
+        feature_states: Any = None,
+        angle_pairs: Any = (),
+    ):
+        self.state_dim = check_int("state_dim", state_dim)
+        self.action_dim = check_int("action_dim", action_dim)
+        self.feature_states = _feature_states(feature_states, self.state_dim)
+        self.angle_pairs = _angle_pairs(angle_pairs, self.state_dim)
+        if planning_dtype not in _HOT_DTYPES:
+            raise ValueError(f"planning_dtype must be one of {_HOT_DTYPES}, got {planning_dtype!r}")
+        self.planning_dtype = planning_dtype
+        dim_in = len(self.feature_states) + self.action_dim
+        self.features = RandomFourierFeatures(
+            dim_in, n_features, bandwidth, seed=seed, data=bandwidth_data
+        )
+        self.noise_var = float(check_positive("noise_var", noise_var))
+        self.family = BayesianLinearRegression(
+            self.features.n_features,
+            self.state_dim,
+            prior_precision=prior_precision,
+            noise_var=self.noise_var,
+        )
+        self.belief: NaturalParams = self.family.prior
+        self._factor: np.ndarray | None = None  # Cholesky factor of the belief's precision
+        self._mean: np.ndarray | None = None  # posterior mean of M, (dx, D)
+
+    # ------------------------------------------------------------------ belief
+    @property
+    def n_features(self) -> int:
+        return self.features.n_features
+
+    def inputs(self, states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """Feature inputs ``[x[feature_states], a]`` (leading axes must match)."""
+        return np.concatenate([states[..., list(self.feature_states)], actions], axis=-1)
+
+    def set_belief(self, belief: NaturalParams) -> None:
+        """Makes ``belief`` (a belief of :attr:`family`) the one planning samples from."""
+        self.family.check_params(belief)
+        if belief.batch_shape != ():
+            raise ValueError(
+                f"belief must be a single belief, got batch shape {belief.batch_shape}"
+            )
+        self.belief = belief
+        self._factor = None
+        self._mean = None
+
+    def _solved(self) -> tuple[np.ndarray, np.ndarray]:
+        """Cholesky factor ``L`` of the precision and the mean ``M̄`` (cached per belief)."""
+        if self._factor is None or self._mean is None:
+            fields = self.belief.fields
+            try:
+                factor = np.linalg.cholesky(fields["precision"])
+            except np.linalg.LinAlgError as error:
+                raise ValueError("belief precision must be positive definite") from error
+            mean = cho_solve((factor, True), fields["B"], check_finite=False)
+            self._factor, self._mean = factor, np.ascontiguousarray(mean.T)
+        return self._factor, self._mean
+
+    def mean_model(self) -> np.ndarray:
+        """Posterior mean of ``M``, shape ``(state_dim, n_features)``."""
+        return self._solved()[1].copy()
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Draws ``n`` models ``M`` from :attr:`belief`: shape ``(n, state_dim, n_features)``.
+
+        Same draws as ``family.sample(belief, rng, n)`` (``M̄ + (L⁻ᵀ Z)ᵀ`` with ``Z`` standard
+        normal of shape ``(n, n_features, state_dim)``), with the factor cached per belief.
+        """
+        n = check_int("n", n)
+        factor, mean = self._solved()
+        d, p = self.n_features, self.state_dim
+        z = rng.standard_normal((n, d, p))
+        stacked = np.moveaxis(z, 1, 0).reshape(d, n * p)
+        solved = solve_triangular(factor, stacked, lower=True, trans=1, check_finite=False)
+        draws = np.moveaxis(solved.reshape(d, n, p), 0, 1)  # (n, d, p)
+        return mean + np.swapaxes(draws, -1, -2)
+
+    # -------------------------------------------------------------------- data
+    def stats(self, states: Any, actions: Any) -> NaturalParams:
+        """Sufficient statistics of one trial: ``states (T+1, dx)``, ``actions (T, du)``."""
+        inputs, deltas = _transitions(states, actions, self.state_dim, self.action_dim)
+        inputs = self.inputs(inputs[:, : self.state_dim], inputs[:, self.state_dim :])
+        return self.family.stats(self.features(inputs, check=False), deltas)
+
+    def predict(self, states: Any, actions: Any, models: Any = None) -> np.ndarray:
+        """Noise-free next states ``x + M φ([x, a])`` for a batch, in float64.
+
+        Args:
+            states: ``(..., state_dim)``.
+            actions: ``(..., action_dim)``, broadcasting with ``states``' leading axes.
+            models: ``(..., state_dim, n_features)`` (one model per leading index,
+                broadcasting) or ``None`` for the posterior mean.
+
+        Returns:
+            Next states, shape ``broadcast(...) + (state_dim,)``.
+        """
+        states = as_float_array("states", states)
+        actions = as_float_array("actions", actions)
+        if states.ndim == 0 or states.shape[-1] != self.state_dim:
+            raise ValueError(f"states must have shape (..., {self.state_dim}), got {states.shape}")
+        if actions.ndim == 0 or actions.shape[-1] != self.action_dim:
+            raise ValueError(
+                f"actions must have shape (..., {self.action_dim}), got {actions.shape}"
+            )
+        try:
+            lead = np.broadcast_shapes(states.shape[:-1], actions.shape[:-1])
+        except ValueError as error:
+            raise ValueError(
+                f"leading axes of states {states.shape} and actions "
+                f"{actions.shape} do not broadcast"
+            ) from error
+        states = np.broadcast_to(states, (*lead, self.state_dim))
+        inputs = self.inputs(states, np.broadcast_to(actions, (*lead, self.action_dim)))
+        phi = self.features(inputs, check=False)
+        if models is None:
+            delta = phi @ self._solved()[1].T
+        else:
+            models = as_float_array("models", models)
+            if models.ndim < 2 or models.shape[-2:] != (self.state_dim, self.n_features):
+                raise ValueError(
+                    f"models must have shape (..., {self.state_dim}, "
+                    f"{self.n_features}), got {models.shape}"
+                )
+            delta = np.einsum("...f,...of->...o", phi, models)
+        return states + delta
+
+    def one_step_error(self, states: Any, actions: Any, models: Any = None) -> float:
+        """Relative one-step error on a trajectory, ``‖Δ̂ − Δ‖_F / ‖Δ‖_F``.
+
+        ``Δ`` are the observed state changes ``x_j − x_{j−1}`` and ``Δ̂`` the model's
+        (posterior mean, or ``models`` broadcasting over the ``T`` transitions).
+
+        Args:
+            states: ``(T + 1, state_dim)``.
+            actions: ``(T, action_dim)``.
+            models: Optional model(s) ``(…, state_dim, n_features)``.
+        """
+        inputs, deltas = _transitions(states, actions, self.state_dim, self.action_dim)
+        predicted = (
+            self.predict(inputs[:, : self.state_dim], inputs[:, self.state_dim :], models)
+            - inputs[:, : self.state_dim]
+        )
+        return float(np.linalg.norm(predicted - deltas) / np.linalg.norm(deltas))
+
+    # ---------------------------------------------------------------- planning
+    def __call__(self, state: Any, actions: Any, rng: np.random.Generator) -> np.ndarray:
+        """Planning rollouts: one model from the belief per trajectory, with noise ``ε``.
+
+        Args:
+            state: Start state ``(state_dim,)``.
+            actions: ``(K, H, action_dim)``.
+            rng: Source of the model and noise draws (models first, then the noise).
+
+        Returns:
+            States ``(K, H, state_dim)`` in ``planning_dtype``.
+        """
+        state, actions = check_rollout_inputs(state, actions, self.state_dim, self.action_dim)
+        return self._rollout(state, actions, rng)
+
+    def _rollout(
+        self, state: np.ndarray, actions: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
+        k, h, _ = actions.shape
+        dx, dtype = self.state_dim, np.dtype(self.planning_dtype).type
+        features = self.features
+        scale = features.scale
+        # one model per trajectory, with the feature scale folded in: (K, D, dx)
+        models_t = np.ascontiguousarray(
+            (scale * np.swapaxes(self.sample(k, rng), -1, -2)).astype(dtype)
+        )
+        noise = (math.sqrt(self.noise_var) * rng.standard_normal((h, k, dx))).astype(dtype)
+        omega = features.omega.astype(dtype)
+        n_seen = len(self.feature_states)
+        # Ω's state columns spread over all dx components (zero for unseen ones): (dx, D)
+        omega_state_t = np.zeros((dx, features.n_features), dtype=dtype)
+        omega_state_t[list(self.feature_states)] = omega[:, :n_seen].T
+        # the action part of Ωz + b for every step at once: (H, K, D)
+        projected = np.moveaxis(actions.astype(dtype) @ omega[:, n_seen:].T, 1, 0)
+        projected += features.offset.astype(dtype)
+        out = np.empty((k, h, dx), dtype=dtype)
+        x = np.broadcast_to(state.astype(dtype), (k, dx)).copy()
+        for t in range(h):  # a loop over time only: every step is batched over samples
+            phi = x @ omega_state_t
+            phi += projected[t]
+            np.cos(phi, out=phi)
+            x += np.matmul(phi[:, None, :], models_t)[:, 0, :]
+            x += noise[t]
+            for i, j in self.angle_pairs:  # back onto the unit circle
+                norm = np.hypot(x[:, i], x[:, j])
+                norm[norm == 0] = 1
+                x[:, i] /= norm
+                x[:, j] /= norm
+            out[:, t] = x
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"RFFDynamicsModel(state_dim={self.state_dim}, action_dim={self.action_dim}, "
+            f"n_features={self.n_features}, bandwidth={self.features.bandwidth:g}, "
+            f"noise_var={self.noise_var:g})"
+        )
+
+
+# ------------------------------------------------------------------------------ simulator
+_SIMULATORS: dict[tuple[str, int], tuple[Any, list[Any]]] = {}
+
+
+def _simulator(model_path: str, n_threads: int) -> tuple[Any, list[Any]]:
+    """One MjModel and ``n_threads`` MjData per asset, built once per process."""
+    key = (model_path, n_threads)
+    if key not in _SIMULATORS:
+        model = mujoco.MjModel.from_xml_path(model_path)
+        _SIMULATORS[key] = (model, [mujoco.MjData(model) for _ in range(n_threads)])
+    return _SIMULATORS[key]
+
+
+class SimulatorDynamics:
+    """The cart-pole simulator as a dynamics callable, batched with ``mujoco.rollout``.
+
+    States use the observation layout of ``bam_rl/GravityCartPole-v0``
+    ``[x, ẋ, cos θ, sin θ, θ̇]``; a start state sets ``qpos = (x, atan2(sin, cos))`` and
+    ``qvel = (ẋ, θ̇)``. Each action is held for ``frame_skip`` physics steps (clamped to the
+    actuator's range by MuJoCo, as in the environment), with gravity :attr:`gravity`.
+
+    Only the asset path, frame skip and gravity are stored: the MuJoCo model is built once
+    per process and shared (gravity is written into it before every rollout), so the object
+    saves without pickle.
+
+    Args:
+        model_path: Path of the MJCF file (the environment's ``fullpath``).
+        frame_skip: Physics steps per action (the environment's ``frame_skip``).
+        gravity: Gravity magnitude (m/s², > 0).
+        n_threads: ``MjData`` instances, hence threads, used by ``mujoco.rollout``.
+    """
+
+    def __init__(
+        self, model_path: str, frame_skip: int = 2, gravity: float = 9.81, n_threads: int = 1
+    ):
+        if not isinstance(model_path, str):
+            raise ValueError(f"model_path must be a str, got {model_path!r}")
+        self.model_path = model_path
+        self.frame_skip = check_int("frame_skip", frame_skip)
+        self.gravity = float(check_positive("gravity", gravity))
+        self.n_threads = check_int("n_threads", n_threads)
+        model, _ = _simulator(model_path, self.n_threads)
+        if model.nq != 2 or model.nv != 2 or model.nu != 1:
+            raise ValueError("model_path must describe the cart-pole (nq = nv = 2, nu = 1)")
+        self.state_dim, self.action_dim = 5, 1
+
+    def set_gravity(self, gravity: float) -> None:
+        """Sets the gravity of future rollouts."""
+        self.gravity = float(check_positive("gravity", gravity))
+
+    def __call__(
+        self, state: Any, actions: Any, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
+        """Rolls the simulator out from ``state`` under ``actions (K, H, 1)``.
+
+        Returns:
+            Observations ``(K, H, 5)`` after each action (``rng`` is unused: the simulator
+            is deterministic).
+        """
+        state, actions = check_rollout_inputs(state, actions, 5, 1)
+        model, datas = _simulator(self.model_path, self.n_threads)
+        model.opt.gravity[2] = -self.gravity
+        data = datas[0]
+        mujoco.mj_resetData(model, data)
+        data.qpos[:] = (state[0], math.atan2(state[3], state[2]))
+        data.qvel[:] = (state[1], state[4])
+        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+        initial = np.empty(mujoco.mj_stateSize(model, spec))
+        mujoco.mj_getState(model, data, initial, spec)
+        controls = np.repeat(actions, self.frame_skip, axis=1)
+        states, _ = mj_rollout.rollout(model, datas, initial[None], controls)
+        states = states[:, self.frame_skip - 1 :: self.frame_skip]
+        start = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_TIME)
+        qpos = states[..., start : start + 2]
+        qvel = states[..., start + 2 : start + 4]
+        return np.stack(
+            [qpos[..., 0], qvel[..., 0], np.cos(qpos[..., 1]), np.sin(qpos[..., 1]), qvel[..., 1]],
+            axis=-1,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"SimulatorDynamics({self.model_path!r}, frame_skip={self.frame_skip}, "
+            f"gravity={self.gravity:g})"
+        )

@@ -1,0 +1,371 @@
+"""MPPI control with a BAM dynamics model, and ground-truth MPPI (paper §4.2, App. D.1).
+
+:class:`MPPI` is model predictive path integral control (Williams et al., 2017) with the
+conventions of the authors' LyceumAI implementation: it *maximises* the summed reward of
+``n_samples`` perturbed action sequences of length ``horizon`` (no control cost, no
+discount), weighting each sequence by ``exp((R_k − max_k R_k) / temperature)``; sampled
+actions are clamped to the action bounds and the new plan is the weighted average of the
+*clamped* samples; after acting, the plan is shifted by one step and its last action set to
+zero (warm start). Paper values: horizon 50, 32 samples, sampling variance 0.4, temperature
+0.5 (:mod:`bam_rl.hyperparams`).
+
+:class:`MPPIAgent` plans with an :class:`~agents.dynamics.RFFDynamicsModel` whose belief
+over ``M`` comes from a memory rule fed one datum per trial; :class:`GroundTruthMPPI` plans
+with the simulator itself (:class:`~agents.dynamics.SimulatorDynamics`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from agents.base import BaseAgent
+from agents.dynamics import RFFDynamicsModel, SimulatorDynamics, check_rollout_inputs
+from agents.planner import MPPI, AngleCosineReward, StateReward
+from bam_rl import hyperparams
+from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, BeliefRule, RecursiveBayes
+from bam_rl.checks import as_float_array, check_finite_scalar
+from bam_rl.families.base import NaturalParams
+from bam_rl.readout import ReadoutResult
+
+__all__ = [
+    "MEMORY_RULES",
+    "MPPI",
+    "AngleCosineReward",
+    "EpisodicBAM",
+    "GroundTruthMPPI",
+    "MPPIAgent",
+    "StateReward",
+]
+
+#: Memory rules accepted by :class:`MPPIAgent`.
+MEMORY_RULES = ("bam", "bam+bocd", "bocd", "recursive")
+
+
+class EpisodicBAM(BAM):
+    """BAM for announced changes (the paper's episodic setting, §4.2).
+
+    The first datum after :meth:`reset` (an announced change) selects readout weights over
+    the memory (when it holds data); later data of the episode update recursively. Every
+    datum is stored in memory.
+    """
+
+    def _update(self, s: NaturalParams) -> NaturalParams:
+        readout = None
+        if self.t == 0 and len(self.memory) > 0:
+            readout, prior = self.choose_readout(s)
+        else:
+            prior = self.belief
+        belief = prior + s
+        self.memory.add(s, time=self.t)  # the last step that can refuse the datum
+        self._record(readout)
+        return belief
+
+
+def _observation_dim(space: Any, name: str) -> int:
+    if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
+        raise ValueError(f"{name} must be a 1-D gymnasium Box, got {space!r}")
+    return int(space.shape[0])
+
+
+class _TrialRecorder:
+    """The transitions of the current trial: states ``(T+1, dx)`` and actions ``(T, du)``."""
+
+    def __init__(self) -> None:
+        self.states: list[np.ndarray] = []
+        self.actions: list[np.ndarray] = []
+
+
+class MPPIAgent(BaseAgent):
+    """MPPI on a Bayesian random-Fourier-feature dynamics model with a memory rule (§4.2).
+
+    Each trial (one episode of the environment) the agent plans with MPPI, drawing one
+    dynamics model per planning trajectory from the current belief over ``M``. At the end of
+    a trial its transitions become one datum (sufficient statistics) and the memory rule
+    updates the belief:
+
+    * ``"bam"`` — with announced changes (``announced=True``, the episodic setting) the first
+      trial after ``info["context_changed"]`` starts from the base prior and, once done,
+      selects readout weights over all remembered trials (:func:`bam_rl.readout.select`,
+      :class:`EpisodicBAM`); later trials update recursively. Without announcements it
+      selects after every trial (:class:`bam_rl.beliefs.BAM`).
+    * ``"bam+bocd"`` — BOCD over trials (hazard 0.11) signals changes; a signal (or an
+      announced change) triggers a selection, otherwise recursive updates
+      (:class:`bam_rl.beliefs.BAMWithChangepoints`).
+    * ``"bocd"`` — the posterior of the most probable BOCD segment, so a detected change
+      restarts from the base prior (:class:`bam_rl.beliefs.BOCD`, hazard 0.11).
+    * ``"recursive"`` — recursive Bayes, reset to the base prior when told of a change.
+
+    Every rule resets to the base prior at an announced change (the memories of the BAM
+    rules are kept).
+
+    Args:
+        observation_space: A 1-D ``Box`` (the state the model learns; the cart-pole's 5-D
+            observation).
+        action_space: A 1-D ``Box``; its bounds clamp the planner's samples.
+        memory: One of :data:`MEMORY_RULES`.
+        seed: Seed of :attr:`rng` (the random features' seed and all planning draws).
+        announced: Whether changes are announced through ``info["context_changed"]``
+            (the episodic setting); only ``"bam"`` uses it.
+        hazard: BOCD hazard over trials (0.11) for ``"bocd"`` and ``"bam+bocd"``.
+        lam: BAM's complexity penalty (0 in the paper's control experiments).
+        method: BAM's readout selector (``"greedy"``).
+        n_features: Random Fourier features (200).
+        bandwidth: Their bandwidth (6.0).
+        noise_var: Model noise variance ``σ²`` (1e-6).
+        prior_precision: Prior precision of the rows of ``M`` (1e-4).
+        planning_dtype: ``"float64"`` (default) or ``"float32"`` planning rollouts (faster,
+            not equivalent; see :class:`~agents.dynamics.RFFDynamicsModel`).
+        feature_states: State components the random features see (``None``: all).
+        angle_pairs: ``(cos, sin)`` index pairs projected onto the unit circle in planning
+            rollouts; the default ``((2, 3),)`` is the cart-pole's pole angle, as the default
+            reward assumes (``()``: none, the paper's plain rollout). Without it the learned
+            model's predicted ``(cos, sin)`` drift off the circle over the 50-step horizon
+            and the agent learns the swing-up more slowly (``scripts/mppi_acceptance.py``).
+        **planner_options: :class:`MPPI` options (``horizon``, ``n_samples``, ``noise_var``
+            is named ``sampling_var`` here, ``temperature``).
+
+    Attributes:
+        model: The :class:`~agents.dynamics.RFFDynamicsModel`.
+        rule: The memory rule (a :class:`~bam_rl.beliefs.BeliefRule`).
+        planner: The :class:`MPPI` planner.
+        trial_gravities: ``info["gravity"]`` of every finished trial (``nan`` if absent),
+            aligned with the BAM rules' memory.
+    """
+
+    def __init__(
+        self,
+        observation_space: gym.spaces.Space,
+        action_space: gym.spaces.Space,
+        memory: str = "bam",
+        seed: int | None = None,
+        *,
+        announced: bool = False,
+        hazard: float = hyperparams.CARTPOLE_HAZARD,
+        lam: float = 0.0,
+        method: str = "greedy",
+        n_features: int = hyperparams.RFF_FEATURES,
+        bandwidth: float = hyperparams.RFF_BANDWIDTH,
+        noise_var: float = hyperparams.BLR_NOISE_VAR,
+        prior_precision: float = hyperparams.BLR_PRIOR_PRECISION,
+        planning_dtype: str = "float64",
+        feature_states: Any = None,
+        angle_pairs: Any = ((2, 3),),
+        **planner_options: Any,
+    ):
+        super().__init__(seed)
+        if memory not in MEMORY_RULES:
+            raise ValueError(f"memory must be one of {MEMORY_RULES}, got {memory!r}")
+        if not isinstance(announced, (bool, np.bool_)):
+            raise ValueError(f"announced must be a bool, got {announced!r}")
+        self.state_dim = _observation_dim(observation_space, "observation_space")
+        self.action_dim = _observation_dim(action_space, "action_space")
+        self.memory = memory
+        self.announced = bool(announced)
+        feature_seed = int(self.rng.integers(2**31))
+        self.model = RFFDynamicsModel(
+            self.state_dim,
+            self.action_dim,
+            n_features=n_features,
+            bandwidth=bandwidth,
+            noise_var=noise_var,
+            prior_precision=prior_precision,
+            seed=feature_seed,
+            planning_dtype=planning_dtype,
+            feature_states=feature_states,
+            angle_pairs=angle_pairs,
+        )
+        family = self.model.family
+        if memory in ("bocd", "bam+bocd"):
+            hazard = check_finite_scalar("hazard", hazard)
+            if not 0.0 < hazard < 1.0:
+                raise ValueError(f"hazard must lie in (0, 1), got {hazard!r}")
+        if memory == "bam":
+            rule_cls = EpisodicBAM if self.announced else BAM
+            self.rule: BeliefRule = rule_cls(family, lam=lam, method=method)
+        elif memory == "bam+bocd":
+            self.rule = BAMWithChangepoints(family, lam=lam, method=method, hazard=hazard)
+        elif memory == "bocd":
+            self.rule = BOCD(family, hazard=hazard)
+        else:
+            self.rule = RecursiveBayes(family)
+        options = dict(planner_options)
+        unknown = set(options) - {"horizon", "n_samples", "sampling_var", "temperature"}
+        if unknown:
+            raise ValueError(
+                f"unknown planner options {sorted(unknown)}; accepted: horizon, "
+                "n_samples, sampling_var, temperature"
+            )
+        if "sampling_var" in options:
+            options["noise_var"] = options.pop("sampling_var")
+        # the planner gets its dynamics at each call, so the model is held (and saved) once
+        self.planner = MPPI(
+            None,
+            action_dim=self.action_dim,
+            action_low=action_space.low,
+            action_high=action_space.high,
+            **options,
+        )
+        self._trial = _TrialRecorder()
+        self._last_info: dict[str, Any] = {}
+        self.trial_gravities: list[float] = []
+        self.n_trials = 0
+
+    # ----------------------------------------------------------------- protocol
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        """Starts a trial: ends a pending one, resets on an announced change, clears the
+        plan."""
+        state = self._check_state("observation", observation)
+        if len(self._trial.actions):
+            self._end_trial()
+        if bool((info or {}).get("context_changed", False)):
+            self.rule.reset()
+            self.model.set_belief(self.rule.belief)
+        self._trial = _TrialRecorder()
+        self._trial.states.append(state)
+        self._last_info = dict(info or {})
+        self.planner.reset()
+
+    def act(self, observation: Any) -> np.ndarray:
+        """The first action of the MPPI plan from ``observation`` (float32, action shape)."""
+        state = self._check_state("observation", observation)
+        action = self.planner.plan(state, self.rng, dynamics=self.model)
+        return action.astype(np.float32)
+
+    def observe(
+        self,
+        action: Any,
+        reward: float,
+        next_observation: Any,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> None:
+        """Records the transition; at the end of a trial, updates the belief."""
+        action = as_float_array("action", action).reshape(-1)
+        if action.shape != (self.action_dim,):
+            raise ValueError(f"action must have {self.action_dim} entries, got {action.shape}")
+        check_finite_scalar("reward", reward)
+        state = self._check_state("next_observation", next_observation)
+        if not self._trial.states:
+            raise ValueError("observe() called before reset()")
+        self._trial.actions.append(action)
+        self._trial.states.append(state)
+        self._last_info = dict(info or {})
+        if terminated or truncated:
+            self._end_trial()
+            self._trial = _TrialRecorder()
+            self._trial.states.append(state)
+
+    def _check_state(self, name: str, observation: Any) -> np.ndarray:
+        state = as_float_array(name, observation)
+        if state.shape != (self.state_dim,):
+            raise ValueError(f"{name} must have shape ({self.state_dim},), got {state.shape}")
+        return state
+
+    def _end_trial(self) -> None:
+        """The finished trial's datum goes through the memory rule into the model."""
+        s = self.model.stats(np.asarray(self._trial.states), np.asarray(self._trial.actions))
+        self.rule.update(s)
+        self.model.set_belief(self.rule.belief)
+        gravity = self._last_info.get("gravity", math.nan)
+        self.trial_gravities.append(float(gravity) if gravity is not None else math.nan)
+        self.n_trials += 1
+
+    # ------------------------------------------------------------------ readout
+    @property
+    def last_readout(self) -> ReadoutResult | None:
+        """The latest readout selection (BAM rules), else ``None``."""
+        return getattr(self.rule, "last_readout", None)
+
+    @property
+    def readout_labels(self) -> np.ndarray:
+        """Gravity of every remembered trial, aligned with ``last_readout.weights``."""
+        size = 0 if self.last_readout is None else len(self.last_readout.weights)
+        return np.asarray(self.trial_gravities[:size], dtype=np.float64)
+
+    @property
+    def n_selections(self) -> int:
+        """Readout selections made so far (0 for the rules without memory)."""
+        return int(getattr(self.rule, "n_selections", 0))
+
+    def summary(self) -> dict[str, float]:
+        readout = self.last_readout
+        size = 0.0 if readout is None else float(np.count_nonzero(readout.weights))
+        return {
+            "n_trials": float(self.n_trials),
+            "n_selections": float(self.n_selections),
+            "readout_size": size,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"MPPIAgent(memory={self.memory!r}, announced={self.announced}, "
+            f"seed={self.seed!r}, model={self.model!r}, planner={self.planner!r})"
+        )
+
+
+class GroundTruthMPPI(BaseAgent):
+    """MPPI that plans with the true simulator at the current gravity (the paper's GT MPC).
+
+    The gravity is read from ``info["gravity"]`` at every reset and step (the environment's
+    current gravity when ``info`` has none). Planning rollouts are batched through
+    ``mujoco.rollout``; the planner is the same :class:`MPPI` as :class:`MPPIAgent`'s.
+
+    Args:
+        env: The cart-pole environment (``bam_rl/GravityCartPole*-v0``, possibly wrapped).
+        seed: Seed of :attr:`rng` (the planner's action noise).
+        **planner_options: ``horizon``, ``n_samples``, ``sampling_var``, ``temperature``.
+    """
+
+    def __init__(self, env: gym.Env, seed: int | None = None, **planner_options: Any):
+        super().__init__(seed)
+        base = getattr(env, "unwrapped", env)
+        path = getattr(base, "fullpath", None)
+        frame_skip = getattr(base, "frame_skip", None)
+        if path is None or frame_skip is None:
+            raise ValueError(f"env must be a MuJoCo cart-pole environment, got {env!r}")
+        gravity = float(getattr(base, "gravity", 9.81))
+        self.dynamics = SimulatorDynamics(str(path), int(frame_skip), gravity)
+        options = dict(planner_options)
+        unknown = set(options) - {"horizon", "n_samples", "sampling_var", "temperature"}
+        if unknown:
+            raise ValueError(f"unknown planner options {sorted(unknown)}")
+        if "sampling_var" in options:
+            options["noise_var"] = options.pop("sampling_var")
+        space = env.action_space
+        self.planner = MPPI(
+            None, action_dim=1, action_low=space.low, action_high=space.high, **options
+        )
+
+    def _read_gravity(self, info: dict[str, Any] | None) -> None:
+        if info and "gravity" in info:
+            self.dynamics.set_gravity(info["gravity"])
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        """Starts a trial at ``info["gravity"]`` with a cleared plan."""
+        check_rollout_inputs(observation, np.zeros((1, 1, 1)), 5, 1)
+        self._read_gravity(info)
+        self.planner.reset()
+
+    def act(self, observation: Any) -> np.ndarray:
+        action = self.planner.plan(observation, self.rng, dynamics=self.dynamics)
+        return action.astype(np.float32)
+
+    def observe(
+        self,
+        action: Any,
+        reward: float,
+        next_observation: Any,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> None:
+        check_rollout_inputs(next_observation, np.zeros((1, 1, 1)), 5, 1)
+        self._read_gravity(info)
+
+    def __repr__(self) -> str:
+        return f"GroundTruthMPPI(gravity={self.dynamics.gravity:g}, planner={self.planner!r})"

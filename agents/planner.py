@@ -1,0 +1,193 @@
+"""The MPPI planner (Williams et al., 2017) with the LyceumAI conventions, and its rewards.
+
+:class:`MPPI` *maximises* the summed reward of ``n_samples`` perturbed action sequences of
+length ``horizon`` (no control cost, no discount), weighting each sequence by
+``exp((R_k − max_k R_k) / temperature)``; sampled actions are clamped to the action bounds and
+the new plan is the weighted average of the *clamped* samples; after acting, the plan is
+shifted by one step and its last action set to zero (warm start). Every sample is rolled out
+in one call of the dynamics: there is no Python loop over samples.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from bam_rl import hyperparams
+from bam_rl.checks import as_float_array, check_finite_scalar, check_int, check_positive
+
+__all__ = ["MPPI", "AngleCosineReward", "StateReward"]
+
+
+class StateReward:
+    """Reward read from one component of the (predicted) state: ``r = x[index]``.
+
+    The default ``index=2`` is the cart-pole's ``cos(angle)`` (1 = upright), the
+    environment's own reward. Callable on ``states (..., dx)`` and ``actions (..., du)``.
+    """
+
+    def __init__(self, index: int = 2):
+        self.index = check_int("index", index, minimum=0)
+
+    def __call__(self, states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        return states[..., self.index]
+
+    def __repr__(self) -> str:
+        return f"StateReward(index={self.index})"
+
+
+class AngleCosineReward:
+    """``cos`` of the angle a state encodes as ``(cos, sin)`` components: ``c / sqrt(c² + s²)``.
+
+    For a learned model's predicted state, whose ``(c, s)`` need not lie on the unit circle,
+    this is the cosine of the predicted angle ``atan2(s, c)``, so the reward stays in
+    [−1, 1] as the environment's does (a model predicting ``c > 1`` earns no more than an
+    upright pole). On true states it equals the cart-pole's reward ``cos(angle)``.
+
+    Args:
+        cos_index: Index of the cosine component (2 for the cart-pole observation).
+        sin_index: Index of the sine component (3).
+    """
+
+    def __init__(self, cos_index: int = 2, sin_index: int = 3):
+        self.cos_index = check_int("cos_index", cos_index, minimum=0)
+        self.sin_index = check_int("sin_index", sin_index, minimum=0)
+
+    def __call__(self, states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        c = states[..., self.cos_index]
+        s = states[..., self.sin_index]
+        norm = np.hypot(c, s)
+        return np.divide(c, norm, out=np.ones_like(c), where=norm > 0)
+
+    def __repr__(self) -> str:
+        return f"AngleCosineReward(cos_index={self.cos_index}, sin_index={self.sin_index})"
+
+
+class MPPI:
+    """Model predictive path integral control, vectorised over samples (LyceumAI conventions).
+
+    One call of :meth:`plan` draws ``n_samples`` perturbations of the current plan, clamps the
+    perturbed sequences to ``[action_low, action_high]``, rolls all of them out in one call of
+    ``dynamics``, scores them with the summed ``reward``, replaces the plan by the
+    exponentially weighted mean of the clamped sequences, returns its first action and
+    shifts it (last action 0).
+
+    Args:
+        dynamics: ``dynamics(state (dx,), actions (K, H, du), rng) -> states (K, H, dx)``
+            (an :class:`~agents.dynamics.RFFDynamicsModel`, a
+            :class:`~agents.dynamics.SimulatorDynamics`, or any callable).
+        reward: ``reward(states (K, H, dx), actions (K, H, du)) -> (K, H)``; default
+            :class:`AngleCosineReward` (``cos(angle)`` of the cart-pole).
+        action_dim: Dimension of the action.
+        horizon: Planning horizon ``H >= 1`` (50).
+        n_samples: Sampled sequences ``K >= 1`` (32).
+        noise_var: Sampling variance ``> 0`` of every action dimension (0.4), a scalar or
+            one value per dimension.
+        temperature: ``λ > 0`` of the weights ``exp((R_k − max R) / λ)`` (0.5; LyceumAI
+            accepts (0, 1]).
+        action_low: Lower action bound (scalar or per dimension).
+        action_high: Upper action bound.
+        seed: Seed of :attr:`rng`, used when :meth:`plan` gets no generator.
+
+    Attributes:
+        plan_actions: The current plan, shape ``(horizon, action_dim)``.
+        last_returns: Summed rewards of the samples of the latest :meth:`plan`.
+        last_weights: Their normalised weights.
+    """
+
+    def __init__(
+        self,
+        dynamics: Any = None,
+        reward: Any = None,
+        *,
+        action_dim: int = 1,
+        horizon: int = hyperparams.MPPI_HORIZON,
+        n_samples: int = hyperparams.MPPI_SAMPLES,
+        noise_var: Any = hyperparams.MPPI_NOISE_VAR,
+        temperature: float = hyperparams.MPPI_TEMPERATURE,
+        action_low: Any = -1.0,
+        action_high: Any = 1.0,
+        seed: int | None = None,
+    ):
+        if dynamics is not None and not callable(dynamics):
+            raise ValueError(f"dynamics must be callable, got {dynamics!r}")
+        if reward is not None and not callable(reward):
+            raise ValueError(f"reward must be callable or None, got {reward!r}")
+        self.dynamics = dynamics
+        self.reward = AngleCosineReward() if reward is None else reward
+        self.action_dim = check_int("action_dim", action_dim)
+        self.horizon = check_int("horizon", horizon)
+        self.n_samples = check_int("n_samples", n_samples)
+        du = self.action_dim
+        variance = check_positive("noise_var", noise_var)
+        if variance.ndim > 1 or variance.size not in (1, du):
+            raise ValueError(
+                f"noise_var must be a scalar or have shape ({du},), got {variance.shape}"
+            )
+        self.noise_var = np.broadcast_to(variance, (du,)).copy()
+        self.noise_std = np.sqrt(self.noise_var)
+        self.temperature = check_finite_scalar("temperature", temperature)
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature!r}")
+        low = np.broadcast_to(as_float_array("action_low", action_low), (du,)).copy()
+        high = np.broadcast_to(as_float_array("action_high", action_high), (du,)).copy()
+        if np.any(low >= high):
+            raise ValueError(f"action_low must be < action_high, got {low} and {high}")
+        self.action_low, self.action_high = low, high
+        self.rng = np.random.default_rng(seed)
+        self.plan_actions = np.zeros((self.horizon, du))
+        self.last_returns = np.zeros(self.n_samples)
+        self.last_weights = np.full(self.n_samples, 1.0 / self.n_samples)
+
+    def reset(self) -> None:
+        """Clears the plan (all-zero actions), as at the start of a trial."""
+        self.plan_actions[:] = 0.0
+
+    def plan(
+        self, state: Any, rng: np.random.Generator | None = None, dynamics: Any = None
+    ) -> np.ndarray:
+        """One MPPI iteration from ``state``; returns the action to apply, ``(action_dim,)``.
+
+        Args:
+            state: The current state, a finite vector.
+            rng: Generator for the action noise and the dynamics' draws (default
+                :attr:`rng`). The action noise ``(K, H, du)`` is drawn first.
+            dynamics: Overrides :attr:`dynamics` for this call.
+
+        Raises:
+            ValueError: For a non-finite or non-vector state, or no dynamics.
+        """
+        rng = self.rng if rng is None else rng
+        dynamics = self.dynamics if dynamics is None else dynamics
+        if dynamics is None:
+            raise ValueError("dynamics must be given (to MPPI or to plan)")
+        state = as_float_array("state", state)
+        if state.ndim != 1:
+            raise ValueError(f"state must be a vector, got shape {state.shape}")
+        noise = rng.standard_normal((self.n_samples, self.horizon, self.action_dim))
+        samples = self.plan_actions + self.noise_std * noise
+        np.clip(samples, self.action_low, self.action_high, out=samples)
+        states = dynamics(state, samples, rng)
+        returns = np.asarray(self.reward(states, samples), dtype=np.float64).sum(axis=1)
+        if returns.shape != (self.n_samples,) or not np.all(np.isfinite(returns)):
+            # a diverging model can predict non-finite states: such samples get no weight
+            returns = np.where(np.isfinite(returns), returns, -np.inf)
+        best = returns.max()
+        if not np.isfinite(best):
+            weights = np.full(self.n_samples, 1.0 / self.n_samples)
+        else:
+            weights = np.exp((returns - best) / self.temperature)
+            weights /= weights.sum()
+        self.last_returns, self.last_weights = returns, weights
+        self.plan_actions = np.tensordot(weights, samples, axes=1)
+        action = self.plan_actions[0].copy()
+        self.plan_actions[:-1] = self.plan_actions[1:]
+        self.plan_actions[-1] = 0.0
+        return action
+
+    def __repr__(self) -> str:
+        return (
+            f"MPPI(horizon={self.horizon}, n_samples={self.n_samples}, "
+            f"noise_var={self.noise_var.tolist()}, temperature={self.temperature:g})"
+        )

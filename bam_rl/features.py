@@ -1,0 +1,167 @@
+"""Random Fourier features (Rahimi & Recht, 2007) for the BAM dynamics model (App. D.1).
+
+The features approximate a Gaussian (RBF) kernel of length scale ``bandwidth``::
+
+    φ(z) = sqrt(2 / D) · cos(Ω z + b),   Ω_ij ~ N(0, 1 / bandwidth²),   b_i ~ U[−π, π],
+
+so that ``E[φ(z)ᵀ φ(z')] = exp(−‖z − z'‖² / (2 · bandwidth²))``. ``D`` is ``n_features``,
+``Ω`` has shape ``(D, dim_in)``. Inputs ``z`` of shape ``(..., dim_in)`` map to features of
+shape ``(..., D)``: any leading batch shape is evaluated in one vectorised call.
+
+Convention for the random draws: one :class:`numpy.random.Generator` seeded with ``seed``
+draws ``Ω`` first (``standard_normal((D, dim_in)) / bandwidth``), then ``b``
+(``uniform(−π, π, D)``), so the same seed and bandwidth give the same features.
+
+The paper (App. D.1) sets the bandwidth to "the mean pairwise distance of the inputs (states
+and actions)", reported as 6.0; ``bandwidth="mean-pairwise"`` computes that rule
+(:func:`mean_pairwise_distance`) from ``data``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.spatial.distance import pdist
+
+from bam_rl import hyperparams
+from bam_rl.checks import as_float_array, check_int, check_seed
+
+__all__ = ["RandomFourierFeatures", "mean_pairwise_distance"]
+
+_DTYPES = ("float32", "float64")
+
+
+def mean_pairwise_distance(data: Any, max_points: int | None = 2000, seed: int | None = 0) -> float:
+    """Mean Euclidean distance over all pairs of distinct rows of ``data`` (the paper's rule).
+
+    Args:
+        data: Inputs, shape ``(n, dim_in)`` with ``n >= 2``.
+        max_points: When ``n`` exceeds it, the mean is taken over a uniform random subset of
+            this many rows (drawn without replacement with ``seed``), which keeps the cost at
+            ``O(max_points²)``; ``None`` always uses every row.
+        seed: Seed of the subset draw.
+
+    Returns:
+        The mean pairwise distance (a Python float).
+
+    Raises:
+        ValueError: For data that is not a finite ``(n, dim_in)`` array with ``n >= 2``.
+    """
+    data = as_float_array("data", data)
+    if data.ndim != 2 or data.shape[0] < 2:
+        raise ValueError(f"data must have shape (n, dim_in) with n >= 2, got {data.shape}")
+    if max_points is not None:
+        max_points = check_int("max_points", max_points, minimum=2)
+        if data.shape[0] > max_points:
+            rng = np.random.default_rng(check_seed(seed))
+            data = data[rng.choice(data.shape[0], size=max_points, replace=False)]
+    return float(np.mean(pdist(data)))
+
+
+class RandomFourierFeatures:
+    """The random Fourier feature map ``φ(z) = sqrt(2/D) · cos(Ω z + b)``.
+
+    Args:
+        dim_in: Dimension of the inputs ``z``.
+        n_features: Number of features ``D`` (200 in the paper).
+        bandwidth: Kernel length scale ``> 0`` (6.0 in the paper), or ``"mean-pairwise"`` to
+            set it to :func:`mean_pairwise_distance` of ``data``.
+        seed: Seed of the draws of ``Ω`` and ``b`` (see the module docstring).
+        dtype: ``numpy.float64`` (default) or ``numpy.float32``: the dtype of the features
+            returned (inputs are cast to it).
+        data: Inputs ``(n, dim_in)`` for ``bandwidth="mean-pairwise"``.
+
+    Attributes:
+        dtype: ``"float32"`` or ``"float64"``.
+        omega: ``Ω``, shape ``(n_features, dim_in)``, in ``dtype``.
+        offset: ``b``, shape ``(n_features,)``, in ``dtype``.
+        bandwidth: The bandwidth used (a float, also when computed from data).
+
+    Example:
+        >>> rff = RandomFourierFeatures(dim_in=2, n_features=4, bandwidth=1.0, seed=0)
+        >>> rff(np.zeros((3, 2))).shape
+        (3, 4)
+    """
+
+    def __init__(
+        self,
+        dim_in: int,
+        n_features: int = hyperparams.RFF_FEATURES,
+        bandwidth: float | str = hyperparams.RFF_BANDWIDTH,
+        seed: int | None = None,
+        dtype: Any = np.float64,
+        data: Any = None,
+    ):
+        self.dim_in = check_int("dim_in", dim_in)
+        self.n_features = check_int("n_features", n_features)
+        self.seed = check_seed(seed)
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            name = None
+        if name not in _DTYPES:
+            raise ValueError(f"dtype must be numpy.float32 or numpy.float64, got {dtype!r}")
+        #: dtype name of the features (a string, so the map saves without pickle)
+        self.dtype = name
+        if isinstance(bandwidth, str):
+            if bandwidth != "mean-pairwise":
+                raise ValueError(
+                    f"bandwidth must be a number > 0 or 'mean-pairwise', got {bandwidth!r}"
+                )
+            if data is None:
+                raise ValueError("data must be given when bandwidth='mean-pairwise'")
+            data = as_float_array("data", data)
+            if data.ndim != 2 or data.shape[1] != self.dim_in:
+                raise ValueError(
+                    f"data must have shape (n, {self.dim_in}) = (n, dim_in), got {data.shape}"
+                )
+            value = mean_pairwise_distance(data)
+        else:
+            value = as_float_array("bandwidth", bandwidth)
+            value = float(value) if value.ndim == 0 else np.nan
+        if not value > 0:
+            raise ValueError(
+                f"bandwidth must be a finite number > 0 or 'mean-pairwise', got {bandwidth!r}"
+            )
+        self.bandwidth = value
+        rng = np.random.default_rng(self.seed)
+        omega = rng.standard_normal((self.n_features, self.dim_in)) / self.bandwidth
+        offset = rng.uniform(-np.pi, np.pi, self.n_features)
+        self.scale = float(np.sqrt(2.0 / self.n_features))
+        self.omega = omega.astype(self.dtype)
+        self.offset = offset.astype(self.dtype)
+        self._scale_cast = np.dtype(self.dtype).type(self.scale)
+        # Ωᵀ, contiguous, for the (..., dim_in) @ (dim_in, D) product of __call__
+        self._omega_t = np.ascontiguousarray(self.omega.T)
+
+    def __call__(self, z: Any, *, check: bool = True) -> np.ndarray:
+        """Features of ``z``: shape ``(..., dim_in)`` → ``(..., n_features)`` in ``dtype``.
+
+        Args:
+            z: Inputs with trailing dimension ``dim_in``.
+            check: Validate shape and finiteness (the planner's hot loop passes ``False``
+                for inputs it built itself).
+
+        Raises:
+            ValueError: For a wrong trailing dimension or non-finite inputs.
+        """
+        if check:
+            z = as_float_array("z", z)
+            if z.ndim == 0 or z.shape[-1] != self.dim_in:
+                raise ValueError(
+                    f"z must have shape (..., {self.dim_in}) = (..., dim_in), got {z.shape}"
+                )
+        z = np.asarray(z, dtype=self.dtype)
+        out = z @ self._omega_t
+        out += self.offset
+        np.cos(out, out=out)
+        out *= self._scale_cast
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"RandomFourierFeatures(dim_in={self.dim_in}, n_features={self.n_features}, "
+            f"bandwidth={self.bandwidth:g}, seed={self.seed!r}, "
+            f"dtype={self.dtype})"
+        )

@@ -1,0 +1,190 @@
+"""MPPI control-step latency against ``pytorch_mppi``, and one BAM readout over 90 trials.
+
+Both planners run the same work side by side in one process: the RFF dynamics model of
+``MPPIAgent`` (200 features, 5 states, 1 action) fitted to two random-action cart-pole trials,
+horizon 50, 32 samples, sampling variance 0.4, temperature 0.5, and *one model sampled from
+the belief per trajectory at every control step* (the draw of the 32 models is timed in both
+rows; ``pytorch_mppi`` receives them as a tensor and rolls them out in its own loop, with the
+same model noise). ``pytorch_mppi`` (``pip install pytorch_mppi``, the ``bench`` extra) runs
+on the CPU with ``torch.set_num_threads(1)``, as our numpy runs with one BLAS thread.
+
+Rows: (workload, ours, peer, ratio = peer / ours; > 1 means we are faster); latencies are
+medians over ``--steps`` control steps. float64 is the default planning dtype; the
+float32 rows show the faster, non-equivalent option.
+
+Usage: ``python scripts/benchmark_mppi.py [--steps 200]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import time
+
+import gymnasium as gym
+import numpy as np
+
+import bam_rl  # noqa: F401
+from agents.dynamics import RFFDynamicsModel
+from agents.mppi import MPPI
+from bam_rl.memory import Memory
+from bam_rl.readout import select
+
+
+def random_trial(env, rng, **reset):
+    observation, _ = env.reset(**reset)
+    states, actions = [observation], []
+    for _ in range(200):
+        action = rng.uniform(-1, 1, size=1)
+        observation, *_ = env.step(action)
+        states.append(observation)
+        actions.append(action)
+    return np.array(states), np.array(actions)
+
+
+def median_latency(step, n_steps: int) -> float:
+    times = []
+    for _ in range(n_steps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def torch_planner(model: RFFDynamicsModel, rng: np.random.Generator, dtype):
+    """``pytorch_mppi.MPPI`` on the same model; returns a step function."""
+    import torch
+    from pytorch_mppi import MPPI as TorchMPPI
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    feats = model.features
+    dx = model.state_dim
+    omega_t = torch.tensor(feats.omega.T, dtype=dtype)  # (dx + du, D)
+    offset = torch.tensor(feats.offset, dtype=dtype)
+    sigma = float(np.sqrt(model.noise_var))
+    held: dict[str, torch.Tensor] = {}
+
+    def dynamics(state, action):
+        z = torch.cat([state, action], dim=1)
+        phi = torch.cos(z @ omega_t + offset)  # (K, D)
+        delta = torch.bmm(phi.unsqueeze(1), held["models"]).squeeze(1)
+        return state + delta + sigma * torch.randn_like(state)
+
+    def running_cost(state, action):
+        c, s = state[:, 2], state[:, 3]
+        return -(c / torch.sqrt(c * c + s * s))
+
+    planner = TorchMPPI(
+        dynamics,
+        running_cost,
+        dx,
+        torch.tensor([[0.4]], dtype=dtype),
+        num_samples=32,
+        horizon=50,
+        lambda_=0.5,
+        u_min=torch.tensor([-1.0], dtype=dtype),
+        u_max=torch.tensor([1.0], dtype=dtype),
+    )
+
+    def step(state):
+        models = model.sample(32, rng) * feats.scale  # one model per trajectory
+        held["models"] = torch.from_numpy(
+            np.swapaxes(models, 1, 2).astype(np.float32 if dtype == torch.float32 else np.float64)
+        )
+        return planner.command(torch.tensor(state, dtype=dtype))
+
+    return step
+
+
+def control_step(args: argparse.Namespace) -> None:
+    import torch
+
+    env = gym.make("bam_rl/GravityCartPole-v0")
+    rng = np.random.default_rng(0)
+    trials = [random_trial(env, rng, seed=i) for i in range(2)]
+    state = trials[0][0][50]
+    print(f"{'workload':58s} {'ours':>10s} {'peer':>10s} {'ratio':>7s}")
+    for ours_dtype, torch_dtype, label in (
+        ("float32", torch.float32, "float32"),
+        ("float64", torch.float64, "float64"),
+        ("float32", torch.float64, "ours f32 / peer f64"),
+    ):
+        model = RFFDynamicsModel(5, 1, seed=0, planning_dtype=ours_dtype)
+        model.set_belief(model.family.prior + model.stats(*trials[0]) + model.stats(*trials[1]))
+        planner = MPPI(model, horizon=50, n_samples=32, noise_var=0.4, temperature=0.5)
+        plan_rng = np.random.default_rng(1)
+        peer = torch_planner(model, np.random.default_rng(2), torch_dtype)
+        for _ in range(10):  # warm-up
+            planner.plan(state, plan_rng)
+            peer(state)
+        ours = median_latency(lambda p=planner, g=plan_rng: p.plan(state, g), args.steps)
+        theirs = median_latency(lambda f=peer: f(state), args.steps)
+        print(
+            f"{'MPPI control step 32x50, 200 RFF, model/trajectory (' + label + ')':58s} "
+            f"{ours * 1e3:8.3f}ms {theirs * 1e3:8.3f}ms {theirs / ours:7.2f}"
+        )
+    # float32 vs float64 planning: same draws, how often the chosen action differs
+    plans = {}
+    for dtype in ("float32", "float64"):
+        model = RFFDynamicsModel(5, 1, seed=0, planning_dtype=dtype)
+        model.set_belief(model.family.prior + model.stats(*trials[0]) + model.stats(*trials[1]))
+        planner = MPPI(model, horizon=50, n_samples=32)
+        gen = np.random.default_rng(3)
+        plans[dtype] = np.array([planner.plan(s, gen) for s in trials[1][0][:100]])
+    diff = np.abs(plans["float32"] - plans["float64"])
+    print(
+        f"float32 vs float64 planning on 100 states (same draws): median |Δaction| "
+        f"{np.median(diff):.2e}, max {diff.max():.2e}"
+    )
+
+
+def readout(args: argparse.Namespace) -> None:
+    env = gym.make("bam_rl/GravityCartPole-v0")
+    rng = np.random.default_rng(0)
+    model = RFFDynamicsModel(5, 1, seed=0)
+    memory = Memory()
+    gravities = (9.81, 11.15, 3.72)
+    start = time.perf_counter()
+    for i in range(90):
+        g = gravities[(i // 15) % 3]
+        memory.add(
+            model.stats(*random_trial(env, rng, seed=i, options={"gravity": g})), label=g, time=i
+        )
+    s_t = model.stats(*random_trial(env, rng, seed=1000, options={"gravity": 3.72}))
+    print(f"(built 90 trial statistics in {time.perf_counter() - start:.1f} s)")
+    times = []
+    for _ in range(args.readout_repeats):
+        start = time.perf_counter()
+        result = select(model.family, memory, s_t, lam=0.0, method="greedy")
+        times.append(time.perf_counter() - start)
+    labels = np.array(
+        [
+            memory.labels[i] if hasattr(memory, "labels") else gravities[(i // 15) % 3]
+            for i in range(90)
+        ]
+    )
+    chosen = labels[result.weights > 0]
+    print(
+        f"{'BAM greedy readout, 90 trials x 200 transitions, 200 features':58s} "
+        f"{np.median(times):8.3f} s  ({int(result.weights.sum())} selected, "
+        f"{np.mean(np.isclose(chosen, 3.72)) if chosen.size else 0:.2f} of them at 3.72; "
+        f"{len(result.scores)} greedy rounds)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--readout-repeats", type=int, default=3)
+    args = parser.parse_args()
+    control_step(args)
+    readout(args)
+
+
+if __name__ == "__main__":
+    main()
