@@ -160,7 +160,7 @@ class ChangepointDetector:
             name: np.broadcast_to(prior.fields[name], tuple(event)).astype(np.float64)
             for name, event in model.field_shapes.items()}
         self._prior_log_h = float(prior.log_h)
-        self._prior_log_partition = float(model._log_partition(self._prior_fields))
+        self._prior_log_partition = float(model.log_partition_fields(self._prior_fields))
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -225,7 +225,7 @@ class ChangepointDetector:
 
         # predictive of every live run length: one batched log-partition evaluation
         post = {name: self._fields[name] + s.fields[name] for name in self._names}
-        post_log_partition = np.asarray(model._log_partition(post), dtype=np.float64)
+        post_log_partition = np.asarray(model.log_partition_fields(post), dtype=np.float64)
         log_pred = post_log_partition - self._log_partition + s_log_h
         joint = self._log_post + log_pred           # log P(r_{t-1} = r, D_t | D_<t)
         log_h, log_1mh = self._hazard_logs(self._run_lengths)

@@ -19,11 +19,15 @@ with the KL clamped at 0 before the square root. Methods:
 * ``"continuous"`` — weights in ``[0, 1]`` by L-BFGS-B from an initial readout (the greedy
   answer by default); the result is never worse than its start.
 
-Every candidate scored in a round is evaluated in one batched family call.
+Every candidate scored in a round is evaluated in one batched family call. Greedy selection
+first tries the structure-exploiting paths of :mod:`bam_rl.fast_readout` (one-point Gaussian
+records, repeated records, Bayesian linear regression), which return the same readout;
+``fast=False`` forces the generic loop.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +36,7 @@ from scipy.optimize import minimize
 
 from bam_rl.checks import as_float_array
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
+from bam_rl.fast_readout import FactorCache, fast_greedy, overrides_log_partition
 from bam_rl.memory import Memory
 
 METHODS = ("greedy", "parallel", "exhaustive", "continuous")
@@ -50,17 +55,22 @@ class ReadoutResult:
             candidate (``-inf`` for already selected items); for ``parallel`` one array of
             single-item objectives; for ``exhaustive`` the objective of every subset, indexed
             by the subset's bit pattern (item ``j`` is bit ``j``); for ``continuous`` the
-            objective at the start and at the end.
+            objective at the start and at the end. The fast greedy paths for scalar families
+            compute the per-round arrays from the picks when first read (a lazy sequence).
         method: The method used.
-        n_evaluations: How many objective values were computed.
+        n_evaluations: How many objective values the selection determined (base score plus
+            every audit-trail entry); fast paths determine repeated or dominated candidates
+            without computing each one.
+        path: ``"generic"`` or the fast greedy path used (see :mod:`bam_rl.fast_readout`).
     """
 
     weights: np.ndarray
     objective: float
     base_objective: float
-    scores: list[np.ndarray] = field(default_factory=list)
+    scores: Sequence[np.ndarray] = field(default_factory=list)
     method: str = "greedy"
     n_evaluations: int = 0
+    path: str = "generic"
 
     @property
     def selected(self) -> np.ndarray:
@@ -77,11 +87,18 @@ class _Objective:
         self.lam = lam
         self.prior = model.prior
         self.evaluations = 0
+        # a family's own (possibly better-conditioned) evidence, unless A was replaced
+        self.plain = overrides_log_partition(model)
+        self.datum = None if self.plain else model.prepare_datum(s_t)
 
     def __call__(self, candidates: Fields) -> np.ndarray:
         model = self.model
-        posterior = {k: candidates[k] + self.s_t.fields[k] for k in candidates}
-        value = model._log_partition(posterior) - model._log_partition(candidates) + self.s_t.log_h
+        if self.plain:
+            posterior = {k: candidates[k] + self.s_t.fields[k] for k in candidates}
+            value = (model.log_partition_fields(posterior) - model.log_partition_fields(candidates)
+                     + self.s_t.log_h)
+        else:
+            value = model.log_marginal_fields(candidates, self.datum)
         if self.lam > 0:
             value = value - self.lam * np.sqrt(2.0 * np.maximum(self.kl_to_prior(candidates), 0))
         value = np.asarray(value, dtype=np.float64)
@@ -104,7 +121,8 @@ def objective(model: ConjugateFamily, memory: Memory, s_t: NaturalParams, weight
 
 def select(model: ConjugateFamily, memory: Memory, s_t: NaturalParams, lam: float = 0.0,
            method: str = "greedy", *, q: float = 0.5, initial: Any = None,
-           max_iter: int = 200) -> ReadoutResult:
+           max_iter: int = 200, fast: bool = True,
+           cache: FactorCache | None = None) -> ReadoutResult:
     """Chooses readout weights for the new datum ``s_t`` over the records in ``memory``.
 
     Args:
@@ -117,6 +135,11 @@ def select(model: ConjugateFamily, memory: Memory, s_t: NaturalParams, lam: floa
             cut-off (the paper gives no value; 0.5 keeps the better half).
         initial: Starting weights for ``continuous`` (default: the greedy readout).
         max_iter: Iteration cap for ``continuous``.
+        fast: Let ``greedy`` use a structure-exploiting path of :mod:`bam_rl.fast_readout`
+            when one applies (same readout); ``False`` always runs the generic loop.
+        cache: A :class:`~bam_rl.fast_readout.FactorCache` that keeps the Cholesky factors of
+            candidate precisions between calls (Bayesian linear regression greedy only):
+            repeated selections over one memory then skip most factorisations.
 
     Returns:
         A :class:`ReadoutResult`.
@@ -129,7 +152,14 @@ def select(model: ConjugateFamily, memory: Memory, s_t: NaturalParams, lam: floa
     _check_inputs(model, memory, s_t)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if not isinstance(fast, (bool, np.bool_)):
+        raise ValueError(f"fast must be a bool, got {fast!r}")
     score = _Objective(model, s_t, lam)
+    found = (fast_greedy(model, memory, s_t, lam, score, cache)
+             if method == "greedy" and fast else None)
+    if found is not None:
+        return ReadoutResult(found.weights, found.objective, found.base_objective, found.scores,
+                             method, found.n_evaluations, found.path)
     if method == "greedy":
         result = _greedy(model, memory, score)
     elif method == "parallel":
@@ -253,8 +283,8 @@ def _continuous(model: ConjugateFamily, memory: Memory, score: _Objective, initi
         belief = model.prior + stats.weighted_sum(weights)
         value = float(score(belief.fields))
         posterior = belief + score.s_t
-        gradient = stats.inner(_difference(model._grad_log_partition(posterior.fields),
-                                           model._grad_log_partition(belief.fields)))
+        gradient = stats.inner(_difference(model.grad_log_partition_fields(posterior.fields),
+                                           model.grad_log_partition_fields(belief.fields)))
         if score.lam > 0:
             kl = float(score.kl_to_prior(belief.fields))
             if kl > 1e-300:
@@ -285,6 +315,6 @@ def _kl_gradient(model: ConjugateFamily, belief: NaturalParams, step: float = 1e
     direction = {k: belief.fields[k] - prior[k] for k in prior}
     upper = {k: belief.fields[k] + step * direction[k] for k in prior}
     lower = {k: belief.fields[k] - step * direction[k] for k in prior}
-    grad_upper = model._grad_log_partition(upper)
-    grad_lower = model._grad_log_partition(lower)
+    grad_upper = model.grad_log_partition_fields(upper)
+    grad_lower = model.grad_log_partition_fields(lower)
     return {k: (grad_upper[k] - grad_lower[k]) / (2.0 * step) for k in prior}

@@ -12,13 +12,24 @@ Rows: (workload, ours, peer, ratio = peer time / our time; > 1 means we are fast
 * Environment steps: see ``scripts/benchmark_envs.py``; agents and harness:
   ``scripts/benchmark_agents.py`` and ``scripts/benchmark_harness.py``.
 
-Usage: ``python scripts/benchmark.py [--quick]``.
+* Fast readout (issue 13): greedy over one-point Normal records (fast path vs the generic
+  loop, ``select(..., fast=False)``), its time against memory size with the fitted growth
+  exponent, ``thompson-bam`` on the switching bandit, and Bayesian-linear-regression greedy
+  (the MPPI model and the rotated-MNIST model) against Algorithm 1 loop by loop with the
+  family's plain ``A(η + s) − A(η)`` evidence. Rows print (workload, ours, peer, ratio, bar,
+  met).
+
+Usage: ``python scripts/benchmark.py [--quick] [--only readout|fast|bocd]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
+import subprocess
+import sys
+import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -26,22 +37,31 @@ import numpy as np
 from _bench import best_time
 
 from bam_rl.bocd import ChangepointDetector
-from bam_rl.families import BayesianLinearRegression, BetaBinomial, NormalGamma
+from bam_rl.families import (
+    BayesianLinearRegression,
+    BetaBinomial,
+    NormalGamma,
+    NormalKnownVariance,
+)
+from bam_rl.families.base import ConjugateFamily
+from bam_rl.fast_readout import FactorCache
 from bam_rl.memory import Memory
 from bam_rl.readout import select
 
 
 def literal_greedy(model, memory, s_t):
-    """Algorithm 1 as written (with the unselected-item fix): one call per candidate."""
+    """Algorithm 1 as written (with the unselected-item fix): one call per candidate, each
+    the plain ``A(η + s) − A(η) + log h`` of the family (the straightforward evidence)."""
+    evidence = lambda belief: ConjugateFamily.log_marginal(model, belief, s_t)  # noqa: E731
     items = list(memory)
     chosen = np.zeros(len(items))
     belief = model.prior
-    best = model.log_marginal(belief, s_t)
+    best = evidence(belief)
     while not chosen.all():
         scores = np.full(len(items), -np.inf)
         for i, s in enumerate(items):
             if not chosen[i]:
-                scores[i] = model.log_marginal(belief + s, s_t)
+                scores[i] = evidence(belief + s)
         pick = int(np.argmax(scores))
         if not scores[pick] > best:
             break
@@ -74,6 +94,176 @@ def readout_rows(quick: bool) -> list[tuple[str, float, float]]:
     rows.append((f"greedy readout, BLR 200x4, m={len(memory)}",
                  best_time(lambda: select(blr, memory, s_t), 1),
                  best_time(lambda: literal_greedy(blr, memory, s_t), 1)))
+    return rows
+
+
+Row = tuple  # (workload, ours, peer, bar, met): bar and met may be None
+
+
+def median_time(run, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def normal_memory(size: int, rng: np.random.Generator, spread: float = 0.25):
+    model = NormalKnownVariance(0.5, 0.25, 0.0625)
+    memory = Memory()
+    for y in rng.normal(0.5, spread, size):
+        memory.add(model.stats([y]))
+    return model, memory
+
+
+def fast_readout_rows(quick: bool) -> list[Row]:
+    rows: list[Row] = []
+    rng = np.random.default_rng(2)
+    # 1,000 one-point Normal records; a datum far from them (few kept) and one among them
+    for label, v in (("few kept", 3.0), ("hundreds kept", 0.5)):
+        model, memory = normal_memory(1000, rng)
+        s_t = model.stats([v])
+        fast = select(model, memory, s_t)
+        slow = select(model, memory, s_t, fast=False)
+        assert np.array_equal(fast.weights, slow.weights) and fast.path == "gaussian"
+        ours = median_time(lambda m=memory, s=s_t, mo=model: select(mo, m, s), 21)
+        peer = median_time(lambda m=memory, s=s_t, mo=model: select(mo, m, s, fast=False), 1 if
+                           quick else 3)
+        rows.append((f"greedy, 1000 one-point Normal records, {label} "
+                     f"({int(fast.weights.sum())})", ours, peer, 5e-3, ours <= 5e-3))
+    # time against memory size, fitted exponent
+    sizes = (10, 100, 1000) if quick else (10, 100, 1000, 10000)
+    times = []
+    for size in sizes:
+        model, memory = normal_memory(size, rng)
+        s_t = model.stats([0.5])
+        times.append(median_time(lambda m=memory, s=s_t, mo=model: select(mo, m, s), 7))
+        kept = int(select(model, memory, s_t).weights.sum())
+        print(f"  one-point Normal greedy: m={size:>6}  kept={kept:>5}  median {times[-1]:.2e} s")
+    slope = np.polyfit(np.log(sizes), np.log(times), 1)[0]
+    print(f"  fitted growth exponent (time ~ m^k): k = {slope:.2f}")
+    rows.append((f"greedy vs memory size {sizes[0]}..{sizes[-1]}: exponent {slope:.2f}",
+                 times[-1], float("nan"), None, None))
+    rows += thompson_rows(quick)
+    rows += regression_rows(quick)
+    return rows
+
+
+def thompson_rows(quick: bool) -> list[Row]:
+    steps = 2000 if quick else 10000
+    command = ["bam-rl", "run", "--env", "bam_rl/SwitchingBandit-v0", "--agent", "thompson-bam",
+               "--steps", str(steps), "--seeds", "1"]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        print(done.stderr[-2000:], file=sys.stderr)
+        return [(f"thompson-bam {steps} steps: FAILED", float("nan"), float("nan"), None, None)]
+    bar = 10.0 if not quick else None
+    return [(f"`bam-rl run` thompson-bam, SwitchingBandit, {steps} steps (peer: issue's 470 s)",
+             seconds, 470.0 * steps / 10000, bar, None if bar is None else seconds <= bar)]
+
+
+def regression_case(rng, dim_in, dim_out, n_records, rows, new_rows, prior_precision, noise_var,
+                    features):
+    model = BayesianLinearRegression(dim_in, dim_out, prior_precision=prior_precision,
+                                     noise_var=noise_var)
+    truths = [rng.normal(size=(dim_out, dim_in)) * 0.3 for _ in range(3)]
+
+    def datum(j, n):
+        x = features(n)
+        y = x @ truths[j % 3].T + np.sqrt(noise_var) * rng.normal(size=(n, dim_out))
+        return model.stats(x, y)
+
+    memory = Memory()
+    for j in range(n_records):
+        memory.add(datum(j, rows))
+    return model, memory, datum(0, new_rows)
+
+
+def rff_features(rng, dim_in, state_dim=5, bandwidth=6.0):
+    """Random Fourier features of states along a short trajectory (the MPPI model)."""
+    omega = rng.normal(size=(state_dim, dim_in)) / bandwidth
+    phase = rng.uniform(0, 2 * np.pi, dim_in)
+
+    def features(n):
+        states = np.cumsum(rng.normal(0, 0.3, size=(n, state_dim)), axis=0)
+        return np.sqrt(2.0 / dim_in) * np.cos(states @ omega + phase)
+
+    return features
+
+
+def pixel_features(rng, dim_in):
+    """MNIST-like inputs: 784 'pixels' in [0, 1] with dead borders, plus a bias column."""
+    side = round(float(np.sqrt(dim_in - 1)))
+    alive = np.zeros((side, side), dtype=bool)
+    alive[4:-4, 4:-4] = True
+
+    def features(n):
+        x = np.zeros((n, side * side))
+        x[:, alive.ravel()] = np.clip(rng.normal(0.2, 0.35, size=(n, int(alive.sum()))), 0, 1)
+        return np.hstack([x, np.ones((n, 1))])
+
+    return features
+
+
+def regression_rows(quick: bool) -> list[Row]:
+    rows: list[Row] = []
+    rng = np.random.default_rng(3)
+    # the MPPI dynamics model: 200 RFF features, 4 outputs, σ² = 1e-6, Λ0 = 1e-4 I
+    sizes = (10, 30) if quick else (10, 30, 90, 300)
+    features = rff_features(rng, 200)
+    for n_records in sizes:
+        model, memory, s_t = regression_case(rng, 200, 4, n_records, 200, 200, 1e-4, 1e-6,
+                                             features)
+        start = time.perf_counter()
+        fast = select(model, memory, s_t)
+        ours = time.perf_counter() - start
+        line = (f"  BLR 200x4 greedy (MPPI model): m={n_records:>4}  {ours:.2f} s  "
+                f"rounds={len(fast.scores)} kept={int(fast.weights.sum())} path={fast.path}")
+        if n_records == 90 or (quick and n_records == sizes[-1]):
+            start = time.perf_counter()
+            literal = literal_greedy(model, memory, s_t)
+            peer = time.perf_counter() - start
+            same = np.array_equal(literal, fast.weights)
+            rows.append((f"greedy BLR 200x4, m={n_records} x 200 rows (MPPI model, "
+                         f"same readout: {same})", ours, peer, 1.0,
+                         ours <= 1.0 and peer / ours >= 3.0))
+            line += f"  literal Alg. 1 {peer:.2f} s"
+        print(line)
+    # rotated MNIST: d_in 785, d_out 10, Λ0 = 0.1 I, 32 records of 1,875 rows, D_t of 10 rows
+    features = pixel_features(rng, 785)
+    for noise_var in (1e-4, 1e-2, 1.0) if not quick else (1e-2,):
+        n_records = 8 if quick else 32
+        model, memory, s_t = regression_case(rng, 785, 10, n_records, 1875, 10, 0.1,
+                                             noise_var, features)
+        start = time.perf_counter()
+        fast = select(model, memory, s_t)
+        ours = time.perf_counter() - start
+        peer = float("nan")
+        if noise_var == 1e-2 or quick:
+            start = time.perf_counter()
+            literal = literal_greedy(model, memory, s_t)
+            peer = time.perf_counter() - start
+            print(f"  MNIST literal Alg. 1 (plain evidence) same readout: "
+                  f"{np.array_equal(literal, fast.weights)}")
+        rows.append((f"greedy BLR 785x10, m={n_records} x 1875 rows, D_t 10 rows, "
+                     f"σ²={noise_var:g} (rounds {len(fast.scores)})", ours, peer, 1.0,
+                     ours <= 1.0))
+        # many selections over one memory (the experiment's inner loop) with a FactorCache
+        cache = FactorCache()
+        times = []
+        for trial in range(2 if quick else 6):
+            _, _, other = regression_case(np.random.default_rng(100 + trial), 785, 10, 0, 1875,
+                                          10, 0.1, noise_var, features)
+            start = time.perf_counter()
+            cached = select(model, memory, other, cache=cache)
+            times.append(time.perf_counter() - start)
+        assert np.array_equal(cached.weights, select(model, memory, other).weights)
+        later = statistics.median(times[1:])
+        rows.append((f"  same, new D_t each call, FactorCache (median of calls 2..; first "
+                     f"{times[0]:.2f} s, hits {cache.hits})", later, ours, 1.0, later <= 1.0))
     return rows
 
 
@@ -113,12 +303,22 @@ def bocd_rows(quick: bool) -> list[tuple[str, float, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller workloads")
+    parser.add_argument("--only", choices=("readout", "fast", "bocd"), default=None,
+                        help="run one group of rows")
     args = parser.parse_args()
-    rows = readout_rows(args.quick) + bocd_rows(args.quick)
-    width = max(len(name) for name, _, _ in rows)
-    print(f"{'workload':<{width}}  {'ours (s)':>10}  {'peer (s)':>10}  {'ratio':>7}")
-    for name, ours, peer in rows:
-        print(f"{name:<{width}}  {ours:>10.2e}  {peer:>10.2e}  {peer / ours:>7.1f}")
+    groups = {"readout": readout_rows, "fast": fast_readout_rows, "bocd": bocd_rows}
+    rows = []
+    for name, build in groups.items():
+        if args.only in (None, name):
+            rows += [(*row, None, None) if len(row) == 3 else row for row in build(args.quick)]
+    width = max(len(name) for name, *_ in rows)
+    print(f"{'workload':<{width}}  {'ours (s)':>10}  {'peer (s)':>10}  {'ratio':>7}  "
+          f"{'bar (s)':>8}  met")
+    for name, ours, peer, bar, met in rows:
+        bar_text = "" if bar is None else f"{bar:.3g}"
+        met_text = "" if met is None else ("yes" if met else "NO")
+        print(f"{name:<{width}}  {ours:>10.2e}  {peer:>10.2e}  {peer / ours:>7.1f}  "
+              f"{bar_text:>8}  {met_text}")
 
 
 if __name__ == "__main__":

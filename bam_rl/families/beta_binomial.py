@@ -73,10 +73,10 @@ class BetaBinomial(ConjugateFamily):
         if np.any(fields["alpha"] <= 0) or np.any(fields["beta"] <= 0):
             raise ValueError("belief alpha and beta must be > 0")
 
-    def _log_partition(self, fields: Fields) -> np.ndarray:
+    def log_partition_fields(self, fields: Fields) -> np.ndarray:
         return betaln(fields["alpha"], fields["beta"])
 
-    def _grad_log_partition(self, fields: Fields) -> Fields:
+    def grad_log_partition_fields(self, fields: Fields) -> Fields:
         a, b = fields["alpha"], fields["beta"]
         total = digamma(a + b)
         return {"alpha": digamma(a) - total, "beta": digamma(b) - total}

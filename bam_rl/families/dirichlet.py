@@ -126,11 +126,11 @@ class DirichletCategorical(ConjugateFamily):
         if np.any(~(fields["alpha"] > 0)):
             raise ValueError("belief alpha must be > 0 in every category")
 
-    def _log_partition(self, fields: Fields) -> np.ndarray:
+    def log_partition_fields(self, fields: Fields) -> np.ndarray:
         a = fields["alpha"]
         return gammaln(a).sum(axis=-1) - gammaln(a.sum(axis=-1))
 
-    def _grad_log_partition(self, fields: Fields) -> Fields:
+    def grad_log_partition_fields(self, fields: Fields) -> Fields:
         a = fields["alpha"]
         # E[log θ_k]
         return {"alpha": digamma(a) - digamma(a.sum(axis=-1, keepdims=True))}

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy.linalg import solve_triangular
+from scipy.linalg import lapack, solve_triangular
 from scipy.special import digamma, gammaln
 
 from bam_rl.checks import as_float_array, check_int, check_positive
@@ -98,6 +98,109 @@ def _size_tuple(size: int | tuple[int, ...] | None) -> tuple[int, ...]:
     if isinstance(size, (int, np.integer)):
         return (int(size),)
     return tuple(int(s) for s in size)
+
+
+class Datum(NamedTuple):
+    """A datum's statistics prepared for stable evidence evaluations (see :meth:`prepare`).
+
+    With the datum's precision statistic ``S`` (``XᵀX/σ²``, or ``XᵀX`` for the NIG) and its
+    ``B`` statistic ``XᵀY/σ²`` (``XᵀY``), a pivoted Cholesky factorisation gives ``U``
+    (``dim_in × r``, ``r`` the numerical rank of ``S``) with ``U Uᵀ = S`` and ``c``
+    (``r × dim_out``) with ``U c = B``: the datum reduced to ``r`` rows.
+    """
+
+    stats: NaturalParams               # the datum's statistics
+    factor: np.ndarray                 # U, (dim_in, r)
+    coef: np.ndarray                   # c, (r, dim_out)
+    rank: int                          # r
+    coef_sq: float                     # ‖c‖²
+
+
+def _pivoted_factor(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Rank-revealing Cholesky ``matrix = U Uᵀ``: returns ``U`` (``d × r``), the pivot order
+    and ``r``. Trailing pivots below LAPACK's default tolerance (``d·ε·max diag``) are
+    dropped, a perturbation of the size of the rounding already in ``matrix``."""
+    d = matrix.shape[-1]
+    if not np.any(matrix):
+        return np.zeros((d, 0)), np.arange(d), 0
+    factor, piv, rank, info = lapack.dpstrf(np.array(matrix, order="F"), lower=1, tol=-1.0)
+    if info < 0:  # pragma: no cover - LAPACK argument error
+        raise ValueError("pivoted Cholesky failed")
+    order = piv[:d] - 1
+    lower = np.tril(factor[:, :rank])
+    u = np.empty((d, rank))
+    u[order] = lower
+    return u, order, int(rank)
+
+
+def _prepare_datum(s: NaturalParams) -> Datum:
+    """:class:`Datum` of one unbatched statistic (both regression families)."""
+    u, order, rank = _pivoted_factor(s.fields["precision"])
+    B = s.fields["B"]
+    if rank == 0:
+        coef = np.zeros((0, B.shape[-1]))
+    else:
+        lower = u[order[:rank]]                       # the r × r lower-triangular block
+        coef = solve_triangular(lower, B[order[:rank]], lower=True, check_finite=False)
+    return Datum(s, u, coef, rank, float(np.sum(coef * coef)))
+
+
+def _low_rank_route(dim_in: int, rank: int) -> bool:
+    """True when ``K = I + UᵀΛ⁻¹U`` (one factorisation of ``Λ`` per belief) is cheaper than
+    factoring ``Λ + UUᵀ`` as well (``d²r + dr² + r³/3 < d³/3``)."""
+    d, r = dim_in, rank
+    return 3 * r * d * (d + r) + r**3 < d**3
+
+
+class EvidenceTerms(NamedTuple):
+    """Per-belief pieces of a datum's evidence (shapes: the belief batch)."""
+
+    logdet_ratio: np.ndarray           # log|Λ + UUᵀ| − log|Λ| = log|K|
+    residual: np.ndarray               # tr(Eᵀ K⁻¹ E), E = c − Uᵀ Λ⁻¹ B  (≥ 0)
+    quad: np.ndarray                   # tr(Bᵀ Λ⁻¹ B) of the belief
+
+
+def evidence_terms(precision: np.ndarray, B: np.ndarray, datum: Datum) -> EvidenceTerms:
+    """Stable evidence pieces of ``datum`` under beliefs ``(Λ, B)`` (batched, unchecked).
+
+    ``E = c − UᵀM̄`` (``M̄ = Λ⁻¹B``) is the prior residual of the reduced datum in units of
+    the noise, so nothing of the size of ``tr(YᵀY)/σ²`` is ever subtracted. Low-rank data use
+    ``K = I + WᵀW`` (``W = L⁻¹U``, the matrix-determinant lemma and Woodbury: one Cholesky
+    factorisation of ``Λ`` per belief); high-rank data factor ``Λ + S`` as well and use
+    ``tr(EᵀK⁻¹E) = Σ E ∘ E'`` with ``E' = c − Uᵀ(Λ + S)⁻¹(B + B_s) = K⁻¹E``.
+    """
+    u, coef, rank = datum.factor, datum.coef, datum.rank
+    batch = np.broadcast_shapes(precision.shape[:-2], B.shape[:-2])
+    factor = _cholesky(precision)
+    if rank == 0:
+        whitened = _solve_lower(factor, B)
+        zeros = np.zeros(batch)
+        return EvidenceTerms(zeros, zeros.copy(), np.broadcast_to(_frobenius_sq(whitened),
+                                                                  batch).copy())
+    d = precision.shape[-1]
+    if _low_rank_route(d, rank):
+        rhs = np.concatenate([np.broadcast_to(u, (*batch, d, rank)),
+                              np.broadcast_to(B, (*batch, *B.shape[-2:]))], axis=-1)
+        solved = _solve_lower(factor, rhs)
+        w, z = solved[..., :rank], solved[..., rank:]
+        wt = np.swapaxes(w, -1, -2)
+        gram = wt @ w
+        gram = 0.5 * (gram + np.swapaxes(gram, -1, -2))
+        gram[..., np.arange(rank), np.arange(rank)] += 1.0
+        k_factor = _cholesky(gram, "evidence matrix")
+        residual = _solve_lower(k_factor, coef - wt @ z)
+        return EvidenceTerms(_logdet(k_factor), _frobenius_sq(residual), _frobenius_sq(z))
+    stats = datum.stats.fields
+    post_factor = _cholesky(precision + stats["precision"])
+    whitened = _solve_lower(factor, B)
+    prior_mean = _solve_lower(factor, whitened, transpose=True)
+    post_mean = _cho_solve(post_factor, B + stats["B"])
+    ut = u.T
+    prior_res = coef - ut @ prior_mean
+    post_res = coef - ut @ post_mean
+    residual = np.maximum(np.einsum("...ij,...ij->...", prior_res, post_res), 0.0)
+    return EvidenceTerms(_logdet(post_factor) - _logdet(factor), residual,
+                         _frobenius_sq(whitened))
 
 
 class _Solved(NamedTuple):
@@ -241,6 +344,56 @@ class _LinearRegressionFamily(ConjugateFamily):
         whitened = _solve_lower(factor, np.swapaxes(X, -1, -2))
         return np.einsum("...ij,...ij->...j", whitened, whitened)
 
+    # ---------------------------------------------------------------- evidence
+    def prepare_datum(self, s: NaturalParams) -> Datum:
+        """Reduces one datum's statistics to ``r`` rows (:class:`Datum`), once per datum.
+
+        Raises:
+            ValueError: If ``s`` is batched or from another family.
+        """
+        if isinstance(s, Datum):
+            return s
+        self.check_params(s, "s")
+        if s.batch_shape != ():
+            raise ValueError(f"s must be a single datum (batch shape ()), got {s.batch_shape}")
+        return _prepare_datum(s)
+
+    def log_marginal_fields(self, fields: Fields, datum: Any) -> np.ndarray:
+        """``log p(D | η)`` for raw belief fields (batched, unchecked) in a stable form.
+
+        ``datum`` is a :class:`Datum` from :meth:`prepare_datum` or unbatched statistics.
+        Instead of ``A(η + s) − A(η)``, which subtracts two numbers of the size of
+        ``tr(YᵀY)/σ²`` and loses every digit for small noise and ill-conditioned ``Λ``, the
+        evidence is assembled from :func:`evidence_terms` (the datum's ``r × r`` predictive
+        covariance and its residuals under the belief).
+        """
+        datum = self.prepare_datum(datum)
+        terms = evidence_terms(fields["precision"], fields["B"], datum)
+        return self._evidence(fields, datum, terms)
+
+    def log_marginal(self, belief: NaturalParams, s: NaturalParams) -> np.ndarray:
+        """``log p(D | belief)``; broadcasts over batches (see :meth:`log_marginal_fields`).
+
+        Returns a float for unbatched inputs, else an array of the broadcast batch shape.
+        """
+        self.check_params(belief)
+        self.check_params(s, "s")
+        self._check_belief(belief.fields)
+        if s.batch_shape == ():
+            value = self.log_marginal_fields(belief.fields, s)
+        else:
+            batch = np.broadcast_shapes(belief.batch_shape, s.batch_shape)
+            beliefs, data = belief.broadcast_to(batch), s.broadcast_to(batch)
+            value = np.empty(batch)
+            for index in np.ndindex(*batch):
+                value[index] = self.log_marginal_fields(beliefs[index].fields,
+                                                        data[index].copy())
+        value = np.asarray(value, dtype=np.float64)
+        return value if value.ndim else float(value)
+
+    def _evidence(self, fields: Fields, datum: Datum, terms: EvidenceTerms) -> np.ndarray:
+        raise NotImplementedError
+
     def _check_inputs(self, X: Any) -> np.ndarray:
         X = as_float_array("X", X)
         if X.ndim < 2 or X.shape[-1] != self.dim_in:
@@ -323,16 +476,22 @@ class BayesianLinearRegression(_LinearRegressionFamily):
     def _check_belief(self, fields: Fields) -> None:
         self._check_matrices(fields)
 
-    def _log_partition(self, fields: Fields) -> np.ndarray:
+    def log_partition_fields(self, fields: Fields) -> np.ndarray:
         solved = self._solve(fields)
         p, d = self.dim_out, self.dim_in
         return 0.5 * solved.quad - 0.5 * p * solved.logdet + 0.5 * p * d * _LOG_2PI
 
-    def _grad_log_partition(self, fields: Fields) -> Fields:
+    def grad_log_partition_fields(self, fields: Fields) -> Fields:
         solved = self._solve(fields, mean=True)
         cov = _covariance(solved.factor)
         outer = solved.mean @ np.swapaxes(solved.mean, -1, -2)   # Λ⁻¹ B Bᵀ Λ⁻¹
         return {"precision": -0.5 * (self.dim_out * cov + outer), "B": solved.mean}
+
+    def _evidence(self, fields: Fields, datum: Datum, terms: EvidenceTerms) -> np.ndarray:
+        # log h + ½‖c‖² − (p/2) log|K| − ½ tr(EᵀK⁻¹E): log h + ½‖c‖² cancels only the part of
+        # tr(YᵀY)/σ² outside the datum's row space, once per datum
+        return (datum.stats.log_h + 0.5 * datum.coef_sq - 0.5 * self.dim_out * terms.logdet_ratio
+                - 0.5 * terms.residual)
 
     def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray:
         """``KL(p ‖ q)`` in closed form, ``Σ_i KL(N(m_i, Λp⁻¹) ‖ N(m0_i, Λq⁻¹))``; batched.
@@ -475,13 +634,13 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         scale, a = np.broadcast_arrays(scale, fields["a"])
         return solved, scale, a
 
-    def _log_partition(self, fields: Fields) -> np.ndarray:
+    def log_partition_fields(self, fields: Fields) -> np.ndarray:
         solved, scale, a = self._with_scale(fields)
         p, d = self.dim_out, self.dim_in
         return (0.5 * p * d * _LOG_2PI - 0.5 * p * solved.logdet + gammaln(a)
                 - a * np.log(scale))
 
-    def _grad_log_partition(self, fields: Fields) -> Fields:
+    def grad_log_partition_fields(self, fields: Fields) -> Fields:
         solved, scale, a = self._with_scale(fields, mean=True)
         mean = solved.mean
         ratio = a / scale                                          # E[1/σ²]
@@ -492,6 +651,20 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
                 "B": r * mean,
                 "c": -0.5 * ratio,
                 "a": digamma(a) - np.log(scale)}
+
+    def _evidence(self, fields: Fields, datum: Datum, terms: EvidenceTerms) -> np.ndarray:
+        # b_n' = b_n + ½[(tr(YᵀY) − ‖c‖²) + tr(EᵀK⁻¹E)]: both increments are >= 0 and small
+        stats = datum.stats.fields
+        scale = 0.5 * (fields["c"] - terms.quad)
+        if np.any(scale <= 0):
+            raise ValueError("belief c must exceed tr(Bᵀ Λ⁻¹ B) (non-positive noise scale)")
+        outside = max(float(stats["c"]) - datum.coef_sq, 0.0)
+        post_scale = scale + 0.5 * (outside + terms.residual)
+        a = fields["a"]
+        post_a = a + stats["a"]
+        return (datum.stats.log_h - 0.5 * self.dim_out * terms.logdet_ratio
+                + gammaln(post_a) - gammaln(a) + a * np.log(scale)
+                - post_a * np.log(post_scale))
 
     def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray:
         """``KL(p ‖ q)`` in closed form over ``(M, σ²)``; batched.

@@ -82,11 +82,11 @@ class NormalKnownVariance(ConjugateFamily):
         if np.any(~(fields["precision"] > 0)):
             raise ValueError("belief precision must be > 0")
 
-    def _log_partition(self, fields: Fields) -> np.ndarray:
+    def log_partition_fields(self, fields: Fields) -> np.ndarray:
         h1, h2 = fields["precision_mean"], fields["precision"]
         return 0.5 * h1 * h1 / h2 - 0.5 * np.log(h2) + 0.5 * _LOG_2PI
 
-    def _grad_log_partition(self, fields: Fields) -> Fields:
+    def grad_log_partition_fields(self, fields: Fields) -> Fields:
         h1, h2 = fields["precision_mean"], fields["precision"]
         m = h1 / h2
         # E[θ] and E[−θ²/2]
@@ -214,11 +214,11 @@ class NormalGamma(ConjugateFamily):
         if np.any(~(beta > 0)):
             raise ValueError("belief beta (beta_shifted − kappa_mean² / (2 kappa)) must be > 0")
 
-    def _log_partition(self, fields: Fields) -> np.ndarray:
+    def log_partition_fields(self, fields: Fields) -> np.ndarray:
         _, kappa, alpha, beta = self.standard_params(fields)
         return gammaln(alpha) - alpha * np.log(beta) + 0.5 * _LOG_2PI - 0.5 * np.log(kappa)
 
-    def _grad_log_partition(self, fields: Fields) -> Fields:
+    def grad_log_partition_fields(self, fields: Fields) -> Fields:
         m, kappa, alpha, beta = self.standard_params(fields)
         e_tau = alpha / beta
         return {

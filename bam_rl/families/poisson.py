@@ -60,11 +60,11 @@ class GammaPoisson(ConjugateFamily):
         if np.any(~(fields["alpha"] > 0)) or np.any(~(fields["beta"] > 0)):
             raise ValueError("belief alpha and beta must be > 0")
 
-    def _log_partition(self, fields: Fields) -> np.ndarray:
+    def log_partition_fields(self, fields: Fields) -> np.ndarray:
         a, b = fields["alpha"], fields["beta"]
         return gammaln(a) - a * np.log(b)
 
-    def _grad_log_partition(self, fields: Fields) -> Fields:
+    def grad_log_partition_fields(self, fields: Fields) -> Fields:
         a, b = fields["alpha"], fields["beta"]
         # E[log λ] and E[−λ]
         return {"alpha": digamma(a) - np.log(b), "beta": -a / b}

@@ -12,8 +12,8 @@ from agents_testutils import gaussian_model
 
 import bam_rl  # noqa: F401
 from agents import UCBAM
-from agents.ucbam import gaussian_greedy_readout
 from bam_rl.families import BetaBinomial, NormalKnownVariance
+from bam_rl.fast_readout import gaussian_greedy_readout
 from bam_rl.memory import Memory
 from bam_rl.readout import select
 

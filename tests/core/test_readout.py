@@ -262,13 +262,13 @@ def test_greedy_is_batched_for_bayesian_linear_regression():
     s_t = model.stats(x, x @ weights_true[0].T + rng.normal(0, 0.3, (200, 4)))
 
     calls = []
-    original = model._log_partition
+    original = model.log_partition_fields
 
     def counting(fields):
         calls.append(fields["precision"].shape[:-2])
         return original(fields)
 
-    model._log_partition = counting
+    model.log_partition_fields = counting
     result = select(model, memory, s_t, method="greedy")
     rounds = len(result.scores)
     assert len(calls) == 2 * (rounds + 1)  # base score, then 2 per round

@@ -1,0 +1,762 @@
+"""Structure-exploiting greedy readout (Algorithm 1), chosen by :func:`bam_rl.readout.select`.
+
+Every path here returns the readout of the generic greedy (each round scores every unselected
+record added to the current set, adds the best while ``J`` strictly improves, ties to the
+lowest index); it only avoids work the generic loop repeats:
+
+* **One-point Gaussian records** (:class:`NormalKnownVariance`, every record and the new datum
+  with the same number of observations ``n``): all candidates of a round share the prior
+  precision, and ``J`` is concave in the candidate's observation, so the best unselected
+  record is a neighbour of the peak in sorted order — O(log m) per round
+  (:func:`gaussian_greedy_readout`) instead of O(m).
+* **Repeated records** (any family with scalar statistics, e.g. Beta-Binomial successes of a
+  fixed number of trials, Gamma-Poisson counts, rounded Gaussian rewards): identical records
+  give identical candidate scores, so a round scores one representative (its lowest unselected
+  index) per distinct record. The values are computed by the same family call as the generic
+  greedy, so the result is bit-identical. (The sorted argument also holds for Beta-Binomial
+  with fixed trials and Gamma-Poisson at ``λ = 0`` — ``J`` is concave in the count because
+  the trigamma function decreases — but such records take few distinct values and grouping
+  them is exact in floating point as well.)
+* **Bayesian linear regression** (known or unknown noise): the new datum is reduced once per
+  selection to ``r`` rows (pivoted Cholesky of its precision statistic); each candidate then
+  costs one Cholesky factorisation of its ``d × d`` precision plus an ``r × r`` one when
+  ``r`` is small (matrix-determinant lemma and Woodbury), or two when ``r`` is large, with
+  the evidence assembled from residuals (:func:`bam_rl.families.linear_regression.
+  evidence_terms`) instead of the difference of two huge log-normalisers. Candidates are
+  factored one by one, in place, so memory stays at one ``d × d`` matrix.
+
+The audit trail of the first two paths (``ReadoutResult.scores``) is computed on first
+access, by the generic family call, from the recorded picks.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import math
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from scipy.linalg import lapack
+
+from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
+from bam_rl.families.linear_regression import (
+    BayesianLinearRegression,
+    BayesianLinearRegressionNIG,
+    Datum,
+    EvidenceTerms,
+    _low_rank_route,
+)
+from bam_rl.families.normal import NormalKnownVariance
+from bam_rl.memory import Memory
+
+__all__ = ["FactorCache", "FastGreedy", "LazyRounds", "fast_greedy", "gaussian_greedy_readout"]
+
+#: Records whose fields hold at most this many numbers are grouped when duplicates exist.
+_MAX_GROUPED_FIELD_SIZE = 16
+
+Score = Callable[[Fields], np.ndarray]
+
+
+class FastGreedy(NamedTuple):
+    """What a fast path found: the greedy readout and its audit trail."""
+
+    weights: np.ndarray
+    objective: float
+    base_objective: float
+    scores: Sequence[np.ndarray]
+    n_evaluations: int
+    path: str
+
+
+# ------------------------------------------------------------------------------ dispatch
+def overrides_log_partition(model: ConjugateFamily) -> bool:
+    """True when an instance replaces its log-normaliser (closed forms derived from the
+    class's ``A`` then no longer apply, so the selectors use ``A`` itself)."""
+    return any(
+        name in vars(model)
+        for name in ("log_partition_fields", "log_marginal_fields", "prepare_datum")
+    )
+
+
+def fast_greedy(
+    model: ConjugateFamily,
+    memory: Memory,
+    s_t: NaturalParams,
+    lam: float,
+    score: Score,
+    cache: FactorCache | None = None,
+) -> FastGreedy | None:
+    """Runs the fast greedy path that applies to ``(model, memory, s_t)``, if any.
+
+    Args:
+        model: The conjugate family.
+        memory: Non-empty memory of records.
+        s_t: Statistics of the new datum (unbatched, checked).
+        lam: Complexity penalty ``λ >= 0``.
+        score: The generic objective on raw candidate fields (used for the base score, the
+            final objective and the lazily computed audit trail).
+        cache: Optional :class:`FactorCache` (regression families only).
+
+    Returns:
+        The readout, or ``None`` when no fast path applies (the caller runs the generic one).
+    """
+    if len(memory) == 0 or overrides_log_partition(model):
+        return None
+    if isinstance(model, (BayesianLinearRegression, BayesianLinearRegressionNIG)):
+        return _regression_greedy(model, memory, s_t, lam, cache)
+    fields = memory.stats.fields
+    if isinstance(model, NormalKnownVariance):
+        precision = fields["precision"]
+        if np.all(precision == precision[0]) and s_t.fields["precision"] == precision[0]:
+            return _gaussian_greedy(model, memory, s_t, lam, score)
+    if (
+        sum(int(np.prod(shape, dtype=np.int64)) for shape in model.field_shapes.values())
+        <= _MAX_GROUPED_FIELD_SIZE
+    ):
+        return _grouped_greedy(model, memory, s_t, score)
+    return None
+
+
+# ----------------------------------------------------------------------- lazy audit trail
+class LazyRounds(Sequence):
+    """The greedy audit trail (one array of candidate objectives per round), computed from
+    the recorded picks by the generic objective when first read."""
+
+    def __init__(self, score: Score, prior: Fields, stats: Fields, picks: list[int], n_rounds: int):
+        self._score = score
+        self._prior = prior
+        self._stats = stats
+        self._picks = list(picks)
+        self._n_rounds = n_rounds
+        self._rounds: list[np.ndarray] | None = None
+
+    def _materialise(self) -> list[np.ndarray]:
+        if self._rounds is None:
+            size = next(iter(self._stats.values())).shape[0]
+            unselected = np.ones(size, dtype=bool)
+            current = {k: np.array(v, dtype=np.float64) for k, v in self._prior.items()}
+            rounds = []
+            for round_index in range(self._n_rounds):
+                index = np.flatnonzero(unselected)
+                candidates = {k: current[k] + self._stats[k][index] for k in current}
+                values = np.full(size, -np.inf)
+                values[index] = self._score(candidates)
+                rounds.append(values)
+                if round_index < len(self._picks):
+                    pick = self._picks[round_index]
+                    unselected[pick] = False
+                    current = {k: current[k] + self._stats[k][pick] for k in current}
+            self._rounds = rounds
+        return self._rounds
+
+    def __len__(self) -> int:
+        return self._n_rounds
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._materialise()[index]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter(self._materialise())
+
+    def __repr__(self) -> str:
+        return f"LazyRounds(n_rounds={self._n_rounds})"
+
+
+def _snapshot(memory: Memory) -> Fields:
+    return {k: v.copy() for k, v in memory.stats.fields.items()}
+
+
+def _n_rounds(size: int, n_picks: int) -> int:
+    """Rounds the generic greedy runs: one per pick, plus the rejected one unless all picked."""
+    return n_picks if n_picks == size else n_picks + 1
+
+
+def _finish(
+    model: ConjugateFamily, memory: Memory, score: Score, picks: list[int], path: str
+) -> FastGreedy:
+    """Weights, base and final objectives (generic arithmetic) and the lazy audit trail."""
+    size = len(memory)
+    prior = {k: np.array(v) for k, v in model.prior.fields.items()}
+    base = float(score(prior))
+    weights = np.zeros(size)
+    weights[picks] = 1.0
+    if picks:
+        stats = memory.stats.fields
+        # a sequential running sum: the same order of additions as the generic loop
+        current = {
+            k: np.cumsum(np.concatenate([prior[k][None], stats[k][picks]]), axis=0)[-1]
+            for k in prior
+        }
+        best = float(score(current))
+    else:
+        best = base
+    n_rounds = _n_rounds(size, len(picks))
+    evaluations = 1 + n_rounds * size - n_rounds * (n_rounds - 1) // 2
+    rounds = LazyRounds(score, prior, _snapshot(memory), picks, n_rounds)
+    return FastGreedy(weights, best, base, rounds, evaluations, path)
+
+
+# ----------------------------------------------------------- repeated records (grouping)
+def _grouped_greedy(
+    model: ConjugateFamily, memory: Memory, s_t: NaturalParams, score: Score
+) -> FastGreedy | None:
+    size = len(memory)
+    stats = memory.stats.fields
+    flat = np.concatenate([v.reshape(size, -1) for v in stats.values()], axis=1)
+    _, first, inverse = np.unique(flat, axis=0, return_index=True, return_inverse=True)
+    n_groups = first.size
+    if n_groups == size:
+        return None
+    inverse = inverse.reshape(-1)
+    # members of each group in memory order; a pointer to the lowest unselected one
+    order = np.argsort(inverse, kind="stable")
+    starts = np.searchsorted(inverse[order], np.arange(n_groups))
+    ends = np.append(starts[1:], size)
+    pointer = starts.copy()
+    prior = {k: np.array(v) for k, v in model.prior.fields.items()}
+    current = prior
+    best = float(score(current))
+    picks: list[int] = []
+    group_stats = {k: v[order[starts]] for k, v in stats.items()}  # one record per group
+    available = np.arange(n_groups)
+    while available.size:
+        reps = order[pointer[available]]  # lowest unselected index of each group
+        by_index = np.argsort(reps, kind="stable")
+        groups = available[by_index]
+        candidates = {k: current[k] + group_stats[k][groups] for k in current}
+        values = score(candidates)
+        top = int(np.argmax(values))  # first maximum: the lowest memory index
+        if not values[top] > best:
+            break
+        best = float(values[top])
+        group = int(groups[top])
+        pick = int(order[pointer[group]])
+        picks.append(pick)
+        current = {k: current[k] + stats[k][pick] for k in current}
+        pointer[group] += 1
+        if pointer[group] == ends[group]:
+            available = available[available != group]
+    result = _finish(model, memory, score, picks, "grouped")
+    return result._replace(objective=best if picks else result.base_objective)
+
+
+# -------------------------------------------------------------- one-point Gaussian records
+def _gaussian_greedy(
+    model: NormalKnownVariance, memory: Memory, s_t: NaturalParams, lam: float, score: Score
+) -> FastGreedy:
+    stats = memory.stats.fields
+    per_record = float(stats["precision"][0])  # n / σ² of every record and of D_t
+    values = stats["precision_mean"] / per_record  # the records' sample means
+    sorted_values, order = _sorted_records(memory, values)
+    v = float(s_t.fields["precision_mean"]) / per_record
+    _, picks = _greedy_sorted(
+        sorted_values, order, v, 1.0 / per_record, 1.0 / model.prior_var, model.prior_mean, lam
+    )
+    return _finish(model, memory, score, picks, "gaussian")
+
+
+class _SortedRecords(NamedTuple):
+    n_merges: int
+    values: np.ndarray  # record values in memory order
+    sorted_values: list[float]  # ascending, ties in memory order
+    order: list[int]  # memory index of each sorted value
+
+
+#: Per memory: its record values kept sorted between calls (memories only append between
+#: merges, so a call inserts the new values instead of sorting everything again).
+_SORTED: weakref.WeakKeyDictionary[Memory, _SortedRecords] = weakref.WeakKeyDictionary()
+
+
+def _sorted_records(memory: Memory, values: np.ndarray) -> tuple[list[float], list[int]]:
+    """``values`` sorted ascending (ties in memory order) and their memory indices."""
+    cached = _SORTED.get(memory)
+    old = 0 if cached is None else cached.values.size
+    if (
+        cached is not None
+        and cached.n_merges == memory.n_merges
+        and values.size >= old
+        and np.array_equal(values[:old], cached.values)
+    ):
+        sorted_values, order = cached.sorted_values, cached.order
+        for index in range(old, values.size):
+            y = float(values[index])
+            position = bisect.bisect_right(sorted_values, y)
+            sorted_values.insert(position, y)
+            order.insert(position, index)
+    else:
+        indices = np.argsort(values, kind="stable")
+        sorted_values, order = values[indices].tolist(), indices.tolist()
+    _SORTED[memory] = _SortedRecords(memory.n_merges, values.copy(), sorted_values, order)
+    return sorted_values, order
+
+
+def _find(parent: list[int], x: int) -> int:
+    """Union-find root of ``x`` with path compression (iterative)."""
+    root = x
+    while parent[root] != root:
+        root = parent[root]
+    while parent[x] != root:
+        parent[x], x = root, parent[x]
+    return root
+
+
+def _greedy_parabola(
+    values: list[float],
+    order: list[int],
+    v: float,
+    r: float,
+    h0: float,
+    s2: float,
+    right: list[int],
+    left: list[int],
+) -> list[int]:
+    """The λ = 0 loop of :func:`gaussian_greedy_readout`.
+
+    With ``λ = 0``, ``J(k, r) = c_k − g_k r²`` is a parabola in the added observation peaked at
+    ``v + r``, so the best candidate is the unselected neighbour nearest to ``v + r``; the
+    per-round constants ``c_k``, ``g_k`` are tabulated once.
+    """
+    m = len(values)
+    k_all = np.arange(m + 1, dtype=np.float64)
+    x = h0 + k_all / s2
+    a = s2 + 1.0 / x
+    c = (-0.5 * np.log(2.0 * np.pi * a)).tolist()
+    g = (1.0 / (2.0 * s2 * s2 * x * x * a)).tolist()
+    best = c[0] - g[0] * r * r
+    bisect_left = bisect.bisect_left
+    # (lo, hi): last unselected position with value < target, first with value >= target;
+    # everything between them is selected. Targets move little between rounds, so the
+    # bracket of the previous round is usually still valid and no search is needed.
+    lo, hi = -2, m
+    chosen: list[int] = []
+    k = 0
+    while k < m:
+        target = v + r
+        if lo == -2 or not ((lo < 0 or values[lo] < target) and (hi == m or target <= values[hi])):
+            p = bisect_left(values, target)
+            hi = right[p]
+            if right[hi] != hi:
+                hi = _find(right, hi)
+            lo = left[p]
+            if left[lo] != lo:
+                lo = _find(left, lo)
+            lo -= 1  # previous unselected position <= p - 1 (-1: none)
+        if hi == m:
+            pick = lo
+        elif lo < 0:
+            pick = hi
+        else:
+            d_lo = target - values[lo]
+            d_hi = values[hi] - target
+            if d_lo < d_hi:
+                pick = lo
+            elif d_hi < d_lo:
+                pick = hi
+            else:  # equal J: the lower memory index (lo's lowest unselected duplicate)
+                first = lo
+                while True:
+                    prev = _find(left, first) - 1
+                    if prev < 0 or values[prev] != values[lo]:
+                        break
+                    first = prev
+                pick = first if order[first] < order[hi] else hi
+        if pick == lo:  # lowest memory index among unselected duplicates of the pick
+            while True:
+                prev = _find(left, pick) - 1
+                if prev < 0 or values[prev] != values[pick]:
+                    break
+                pick = prev
+        rr = target - values[pick]
+        k += 1
+        value = c[k] - g[k] * rr * rr
+        if not value > best:
+            break
+        best = value
+        r = rr
+        chosen.append(pick)
+        right[pick] = pick + 1
+        left[pick + 1] = pick
+        if pick == hi:  # the next unselected position to the right
+            hi += 1
+            if hi < m and right[hi] != hi:
+                hi = _find(right, hi)
+        elif pick == lo:  # the previous unselected position to the left
+            if left[lo] != lo:
+                lo = _find(left, lo)
+            lo -= 1
+    return [order[position] for position in chosen]
+
+
+def _greedy_sorted(
+    values: list[float], order: list[int], v: float, s2: float, h0: float, m0: float, lam: float
+) -> tuple[np.ndarray, list[int]]:
+    """The closed-form greedy over sorted one-point records (see :func:`gaussian_greedy_readout`)
+    with record noise ``s2``, prior precision ``h0`` and prior mean ``m0``; returns the weights
+    and the memory indices in the order the greedy added them."""
+    m = len(values)
+    weights = np.zeros(m)
+    if m == 0:
+        return weights, []
+    inv_s2 = 1.0 / s2
+    dv = v - m0
+    two_pi = 2.0 * math.pi
+    log = math.log
+
+    def objective(k: int, r: float) -> float:
+        x = h0 + k * inv_s2
+        a = s2 + 1.0 / x
+        value = -0.5 * log(two_pi * a) - r * r / (2.0 * s2 * s2 * x * x * a)
+        if lam:
+            q = h0 / x
+            e = dv - r / (s2 * x)
+            value -= lam * math.sqrt(max(q - 1.0 - log(q) + h0 * e * e, 0.0))
+        return value
+
+    right = list(range(m + 1))  # right[p]: next unselected position >= p (m: none)
+    left = list(range(m + 1))  # left[p + 1]: previous unselected position <= p, shifted by 1
+    r = s2 * h0 * dv
+    if lam == 0.0:
+        picks = _greedy_parabola(values, order, v, r, h0, s2, right, left)
+        weights[picks] = 1.0
+        return weights, picks
+    picks = []
+    best = objective(0, r)
+    k = 0
+    while k < m:
+        target = v + r
+        p = bisect.bisect_left(values, target)
+        hi = _find(right, p)
+        lo = _find(left, p) - 1  # previous unselected position <= p - 1
+        j_lo = objective(k + 1, target - values[lo]) if lo >= 0 else -math.inf
+        j_hi = objective(k + 1, target - values[hi]) if hi < m else -math.inf
+        if j_lo > j_hi or (j_lo == j_hi and order[lo] < order[hi]):
+            pick, value, step = lo, j_lo, -1
+        else:
+            pick, value, step = hi, j_hi, 1
+        if j_lo != j_hi:  # climb while J strictly increases (J is concave in y)
+            while True:
+                nxt = pick
+                while True:  # the next unselected position with a different value
+                    nxt = _find(left, nxt) - 1 if step < 0 else _find(right, nxt + 1)
+                    if nxt < 0 or nxt >= m or values[nxt] != values[pick]:
+                        break
+                if nxt < 0 or nxt >= m:
+                    break
+                j_next = objective(k + 1, target - values[nxt])
+                if not j_next > value:
+                    break
+                pick, value = nxt, j_next
+        while True:  # lowest memory index among unselected duplicates of the pick
+            prev = _find(left, pick) - 1
+            if prev < 0 or values[prev] != values[pick]:
+                break
+            pick = prev
+        if not value > best:
+            break
+        best = value
+        r = target - values[pick]
+        k += 1
+        weights[order[pick]] = 1.0
+        picks.append(order[pick])
+        right[pick] = pick + 1
+        left[pick + 1] = pick
+    return weights, picks
+
+
+def gaussian_greedy_readout(
+    values: list[float], order: list[int], v: float, model: NormalKnownVariance, lam: float = 0.0
+) -> np.ndarray:
+    """Algorithm 1 (greedy readout) in closed form for memories of single Gaussian observations.
+
+    Computes the same readout as ``select(model, memory, model.stats(v), lam, "greedy")`` for
+    a memory whose records are single observations ``y_j`` of a :class:`NormalKnownVariance`
+    model, in O(log m) per greedy round instead of O(m). With ``k`` records selected whose
+    deviations ``y_j − v`` sum to ``D``, the candidate prior is N(m_k, 1/x_k) with
+    ``x_k = h0 + k/σ²`` and ``v − m_k = r/(σ² x_k)``, ``r = σ² h0 (v − m0) − D``, so
+
+    ``J = −½ log(2π A_k) − r² / (2 σ⁴ x_k² A_k) − λ sqrt(2 KL)``, ``A_k = σ² + 1/x_k``,
+    ``2 KL = q − 1 − log q + h0 (v − m0 − r/(σ² x_k))²``, ``q = h0 / x_k``.
+
+    Every candidate of a round shares ``k + 1``, and ``J`` is concave in the added ``y`` (for
+    ``λ = 0`` a parabola with its peak at ``y = v + r``), so the best unselected record is
+    found from the two unselected neighbours of ``v + r`` in sorted order (climbing further
+    while ``J`` strictly increases when ``λ > 0``). Ties go to the lowest memory index, and a
+    round is accepted only if ``J`` strictly improves, as in :func:`bam_rl.readout.select`.
+    The objective is evaluated in this well-conditioned form rather than as the difference
+    of log-normalisers, so decisions can differ from the generic loop only where two values
+    of ``J`` agree to rounding error. :func:`bam_rl.readout.select` uses it automatically
+    (records of ``n`` observations each are means with noise ``σ²/n``).
+
+    Args:
+        values: The observations ``y_j`` sorted ascending (ties in memory-index order).
+        order: Memory index of each entry of ``values``.
+        v: The new observation ``D_t``.
+        model: The Gaussian model with known noise variance (its prior is the base prior).
+        lam: Complexity penalty ``λ >= 0``.
+
+    Returns:
+        Readout weights (0/1) indexed by memory record.
+    """
+    return _greedy_sorted(
+        list(values),
+        list(order),
+        float(v),
+        model.noise_var,
+        1.0 / model.prior_var,
+        model.prior_mean,
+        float(lam),
+    )[0]
+
+
+# ------------------------------------------------------------ Bayesian linear regression
+class FactorCache:
+    """Cholesky factors of candidate precisions ``Λ0 + Σ_{j∈S} S_j``, reused across calls.
+
+    A greedy round factors every candidate's precision; the factor depends on the candidate
+    *set* of records, not on the new datum, so repeated selections over the same memory (new
+    data, other rounds picking the same records) reuse it. Sets are keyed by fingerprints of
+    the records' statistics (their ``B``, the diagonal and a fixed random projection of their
+    precision, their ``log h``) and of the family's prior precision, so a changed memory or
+    family never hits stale entries. Least-recently-used factors are evicted beyond
+    ``max_bytes``. A cached factor may have been summed in another order: values agree to
+    rounding with an uncached run.
+
+    Args:
+        max_bytes: Memory budget for stored factors (default 1 GiB).
+
+    Example:
+        >>> cache = FactorCache(max_bytes=2**28)
+        >>> # select(model, memory, s_t, cache=cache) for many s_t over one memory
+    """
+
+    def __init__(self, max_bytes: int = 2**30):
+        if int(max_bytes) != max_bytes or max_bytes < 0:
+            raise ValueError(f"max_bytes must be an integer >= 0, got {max_bytes!r}")
+        self.max_bytes = int(max_bytes)
+        self._factors: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._bytes = 0
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._factors)
+
+    def get(self, key: tuple) -> np.ndarray | None:
+        factor = self._factors.get(key)
+        if factor is None:
+            self.misses += 1
+            return None
+        self._factors.move_to_end(key)
+        self.hits += 1
+        return factor
+
+    def put(self, key: tuple, factor: np.ndarray) -> None:
+        if factor.nbytes > self.max_bytes or key in self._factors:
+            return
+        self._factors[key] = factor
+        self._bytes += factor.nbytes
+        while self._bytes > self.max_bytes:
+            _, old = self._factors.popitem(last=False)
+            self._bytes -= old.nbytes
+
+    def clear(self) -> None:
+        self._factors.clear()
+        self._bytes = 0
+
+
+def _digest(*arrays: np.ndarray) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    for array in arrays:
+        h.update(np.ascontiguousarray(array, dtype=np.float64).tobytes())
+    return h.digest()
+
+
+def _record_fingerprints(model: ConjugateFamily, stats: Fields) -> tuple[bytes, list[bytes]]:
+    """Fingerprints of the family (prior precision) and of every record's statistics."""
+    precision = stats["precision"]
+    probe = np.random.default_rng(0).standard_normal(precision.shape[-1])
+    projected = precision @ probe
+    diagonal = np.diagonal(precision, axis1=-2, axis2=-1)
+    extra = [stats[k] for k in stats if k not in ("precision", "B")]
+    family = _digest(
+        model.prior.fields["precision"],
+        np.frombuffer(repr(model.signature()).encode(), dtype=np.uint8).astype(np.float64),
+    )
+    records = [
+        _digest(projected[j], diagonal[j], stats["B"][j], *(e[j] for e in extra))
+        for j in range(precision.shape[0])
+    ]
+    return family, records
+
+
+class _Candidates:
+    """Scores candidate beliefs ``current + record_j`` of a regression family one by one."""
+
+    def __init__(
+        self,
+        model: BayesianLinearRegression | BayesianLinearRegressionNIG,
+        datum: Datum,
+        lam: float,
+    ):
+        self.model = model
+        self.datum = datum
+        self.lam = lam
+        self.low_rank = _low_rank_route(model.dim_in, datum.rank)
+        stats = datum.stats.fields
+        self.rhs = np.asfortranarray(
+            np.concatenate([datum.factor, np.zeros_like(stats["B"])], axis=1)
+        )
+        self.evaluations = 0
+
+    def needs_precision(self) -> bool:
+        """Whether :meth:`evidence` needs the precision even with a known factor."""
+        return bool(not self.low_rank and self.datum.rank) or self.lam > 0
+
+    def factorise(self, precision: np.ndarray) -> np.ndarray:
+        """Lower Cholesky factor (Fortran order) of ``precision``, computed in place."""
+        # Λ is symmetric: its transpose is the Fortran-ordered copy LAPACK factors in place
+        factor, info = lapack.dpotrf(precision.T, lower=1, clean=0, overwrite_a=1)
+        if info != 0:
+            raise ValueError("belief precision must be symmetric positive definite")
+        return factor
+
+    def evidence(
+        self,
+        precision: np.ndarray | None,
+        B: np.ndarray,
+        extra: Fields,
+        factor: np.ndarray | None = None,
+    ) -> float:
+        """Evidence of the datum under one belief ``(precision, B, extra fields)``; with a
+        known ``factor`` of the precision, ``precision`` is only read by the full-rank route."""
+        model, datum = self.model, self.datum
+        rank = datum.rank
+        if not self.low_rank and rank:
+            self.post_precision = precision + datum.stats.fields["precision"]
+        if factor is None:
+            factor = self.factorise(precision)
+        if rank == 0:
+            z, _ = lapack.dtrtrs(factor, B, lower=1)
+            terms = EvidenceTerms(np.zeros(()), np.zeros(()), np.asarray(np.sum(z * z)))
+        elif self.low_rank:
+            rhs = self.rhs
+            rhs[:, rank:] = B
+            solved, _ = lapack.dtrtrs(factor, rhs, lower=1)
+            w, z = solved[:, :rank], solved[:, rank:]
+            gram = w.T @ w
+            gram[np.diag_indices(rank)] += 1.0
+            k_factor, info = lapack.dpotrf(gram, lower=1, clean=1)
+            if info != 0:  # pragma: no cover - I + WᵀW is positive definite
+                raise ValueError("evidence matrix is not positive definite")
+            residual, _ = lapack.dtrtrs(k_factor, datum.coef - w.T @ z, lower=1)
+            terms = EvidenceTerms(
+                2.0 * np.log(np.diagonal(k_factor)).sum(),
+                np.asarray(np.sum(residual * residual)),
+                np.asarray(np.sum(z * z)),
+            )
+        else:
+            stats = datum.stats.fields
+            post = self.post_precision
+            post_factor, info = lapack.dpotrf(post.T, lower=1, clean=0, overwrite_a=1)
+            if info != 0:
+                raise ValueError("belief precision must be symmetric positive definite")
+            z, _ = lapack.dtrtrs(factor, B, lower=1)
+            prior_mean, _ = lapack.dtrtrs(factor, z, lower=1, trans=1)
+            post_mean, _ = lapack.dpotrs(post_factor, B + stats["B"], lower=1)
+            ut = datum.factor.T
+            prior_res = datum.coef - ut @ prior_mean
+            post_res = datum.coef - ut @ post_mean
+            logdet = 2.0 * (
+                np.log(np.diagonal(post_factor)).sum() - np.log(np.diagonal(factor)).sum()
+            )
+            terms = EvidenceTerms(
+                np.asarray(logdet),
+                np.asarray(max(float(np.sum(prior_res * post_res)), 0.0)),
+                np.asarray(np.sum(z * z)),
+            )
+        self.evaluations += 1
+        return float(model._evidence(extra, datum, terms))
+
+
+def _regression_greedy(
+    model: BayesianLinearRegression | BayesianLinearRegressionNIG,
+    memory: Memory,
+    s_t: NaturalParams,
+    lam: float,
+    cache: FactorCache | None = None,
+) -> FastGreedy:
+    datum = model.prepare_datum(s_t)
+    scorer = _Candidates(model, datum, lam)
+    stats = memory.stats.fields
+    size = len(memory)
+    scalars = [k for k in model.field_shapes if k not in ("precision", "B")]
+    prior = {k: np.array(v) for k, v in model.prior.fields.items()}
+    if cache is not None:
+        family_key, records = _record_fingerprints(model, stats)
+
+    def objective(
+        fields: Fields, key: tuple | None, fresh: bool = True, factor: np.ndarray | None = None
+    ) -> float:
+        """``J`` of one belief; ``fresh``: its precision may be overwritten; ``factor``: its
+        known Cholesky factor (from the cache)."""
+        penalty = 0.0
+        if lam > 0:  # before the evidence, which factors the precision in place
+            kl = float(model.kl(NaturalParams(model, fields), model.prior))
+            penalty = lam * math.sqrt(2.0 * max(kl, 0.0))
+        extra = {k: fields[k] for k in scalars}
+        precision = fields["precision"] if fresh else fields["precision"].copy()
+        if factor is None and cache is not None and key is not None:
+            factor = cache.get(key)
+            if factor is None:
+                keep = precision.copy() if scorer.needs_precision() else None
+                factor = scorer.factorise(precision)
+                cache.put(key, factor)
+                precision = keep
+        return scorer.evidence(precision, fields["B"], extra, factor) - penalty
+
+    def key_of(selected: list[int]) -> tuple | None:
+        if cache is None:
+            return None
+        return (family_key, tuple(sorted(records[j] for j in selected)))
+
+    base = objective(prior, key_of([]), fresh=False)
+    best = base
+    current = prior
+    chosen: list[int] = []
+    weights = np.zeros(size)
+    unselected = np.ones(size, dtype=bool)
+    rounds: list[np.ndarray] = []
+    while unselected.any():
+        round_scores = np.full(size, -np.inf)
+        for j in np.flatnonzero(unselected):
+            key = key_of([*chosen, int(j)])
+            factor = None if key is None else cache.get(key)
+            if factor is not None and not scorer.needs_precision():
+                # a cached factor: the candidate's d × d precision is never formed
+                extra = {k: current[k] + stats[k][j] for k in scalars}
+                round_scores[j] = scorer.evidence(None, current["B"] + stats["B"][j], extra, factor)
+                continue
+            candidate = {k: current[k] + stats[k][j] for k in current}
+            # the candidate's precision is new (may be factored in place)
+            round_scores[j] = objective(candidate, key, factor=factor)
+        rounds.append(round_scores)
+        pick = int(np.argmax(round_scores))  # first maximum: ties go to the lowest index
+        if not round_scores[pick] > best:
+            break
+        best = float(round_scores[pick])
+        weights[pick] = 1.0
+        chosen.append(pick)
+        unselected[pick] = False
+        current = {k: current[k] + stats[k][pick] for k in current}
+    return FastGreedy(
+        weights,
+        best,
+        base,
+        rounds,
+        scorer.evaluations,
+        "regression-low-rank" if scorer.low_rank else "regression",
+    )
