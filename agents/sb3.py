@@ -7,6 +7,8 @@ them.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import inspect
 import os
 from pathlib import Path
@@ -17,7 +19,6 @@ import numpy as np
 from agents.base import BaseAgent
 from bam_rl.checks import as_float_array, check_seed
 from bam_rl.serialization import (
-    import_class,
     qualified_name,
     read_archive,
     restore_generator,
@@ -27,8 +28,37 @@ from bam_rl.serialization import (
 __all__ = ["SB3Agent"]
 
 FORMAT = "bam-rl-sb3/1"
-_ALLOWED_MODULES = ("stable_baselines3.", "sb3_contrib.")
-_ALLOWED_CLASS_MODULES = ("torch.nn.", "torch.optim.", *_ALLOWED_MODULES)
+# The exact classes a file may name (by attribute of the module that exports them); nothing
+# else is ever imported or constructed by ``load``.
+_ALGORITHMS: dict[str, tuple[str, ...]] = {
+    "stable_baselines3": ("A2C", "DDPG", "DQN", "PPO", "SAC", "TD3"),
+    "sb3_contrib": ("ARS", "CrossQ", "MaskablePPO", "QRDQN", "RecurrentPPO", "TQC", "TRPO"),
+}
+_CLASSES: dict[str, dict[str, tuple[str, ...]]] = {
+    "activation_fn": {"torch.nn": (
+        "CELU", "ELU", "GELU", "Hardsigmoid", "Hardswish", "Hardtanh", "Identity", "LeakyReLU",
+        "LogSigmoid", "Mish", "PReLU", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softplus",
+        "Softsign", "Tanh", "Tanhshrink")},
+    "optimizer_class": {
+        "torch.optim": ("Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "RAdam",
+                        "RMSprop", "SGD"),
+        "stable_baselines3.common.sb2_compat.rmsprop_tf_like": ("RMSpropTFLike",)},
+    "features_extractor_class": {"stable_baselines3.common.torch_layers": (
+        "CombinedExtractor", "FlattenExtractor", "NatureCNN")},
+}
+# The keys save() writes; load() accepts no others.
+_DOCUMENT_KEYS = frozenset({
+    "format", "algorithm", "policy", "hyperparameters", "approximated_schedules",
+    "policy_kwargs", "parameters", "variables", "spaces", "agent"})
+_AGENT_KEYS = frozenset({
+    "deterministic", "learn_online", "seed", "total_timesteps", "num_timesteps", "rng",
+    "bit_generator"})
+_SPACE_KEYS = {"Box": frozenset({"type", "dtype"}),
+               "Discrete": frozenset({"type", "n", "start"})}
+# Policy constructor arguments that the algorithm supplies itself.
+_BOX_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+               "uint16", "uint32", "uint64")
+_POLICY_SUPPLIED = frozenset({"self", "observation_space", "action_space", "lr_schedule"})
 # Constructor arguments that describe the environment, the machine or objects we do not save.
 _EXCLUDED = frozenset({
     "self", "policy", "env", "device", "verbose", "seed", "tensorboard_log",
@@ -67,20 +97,96 @@ def _encode(value: Any, where: str) -> Any:
     raise KeyError(where)
 
 
-def _decode(value: Any) -> Any:
+@functools.cache
+def _exported(modules: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, type]:
+    """``qualified name -> class`` for the named classes of the importable modules."""
+    classes: dict[str, type] = {}
+    for module_name, names in modules:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # e.g. sb3_contrib not installed
+            continue
+        for name in names:
+            cls = getattr(module, name, None)
+            if isinstance(cls, type):
+                classes[qualified_name(cls)] = cls
+    return classes
+
+
+def _allowed(role: str) -> dict[str, type]:
+    """The allow-listed classes for ``role`` (``"algorithm"`` or a key of ``_CLASSES``)."""
+    table: dict[str, tuple[str, ...]] = (_ALGORITHMS if role == "algorithm"
+                                         else _CLASSES[role])
+    return _exported(tuple((module, tuple(names)) for module, names in table.items()))
+
+
+def _allowed_class(role: str, name: Any) -> type:
+    """The allow-listed class ``name`` for ``role``, or ``ValueError`` listing the accepted."""
+    classes = _allowed(role) if role == "algorithm" or role in _CLASSES else {}
+    if not isinstance(name, str) or name not in classes:
+        accepted = ", ".join(sorted(cls.__name__ for cls in classes.values())) or "none"
+        raise ValueError(f"refusing to construct {name!r} as {role}: not an allow-listed "
+                         f"class (accepted: {accepted})")
+    return classes[name]
+
+
+def _check_keys(where: str, mapping: Any, accepted: frozenset[str] | set[str],
+                required: bool = False) -> dict[str, Any]:
+    if not isinstance(mapping, dict):
+        raise ValueError(f"{where} must be a JSON object, got {type(mapping).__name__}")
+    unknown = set(mapping) - set(accepted)
+    if unknown:
+        raise ValueError(f"{where} holds unknown keys {sorted(unknown)}; "
+                         f"accepted: {sorted(accepted)}")
+    missing = set(accepted) - set(mapping) if required else set()
+    if missing:
+        raise ValueError(f"{where} lacks the keys {sorted(missing)}")
+    return mapping
+
+
+def _decode(value: Any, key: str | None = None) -> Any:
+    """Inverse of :func:`_encode`; a class only under an allow-listed key, from its list."""
     if isinstance(value, list):
-        return [_decode(v) for v in value]
+        return [_decode(v, key) for v in value]
     if not isinstance(value, dict):
         return value
     if "__float__" in value:
         return float(value["__float__"])
     if "__class__" in value:
-        return import_class(value["__class__"], _ALLOWED_CLASS_MODULES)
+        return _allowed_class(key or "a hyperparameter", value["__class__"])
     if "__tuple__" in value:
-        return tuple(_decode(v) for v in value["__tuple__"])
+        return tuple(_decode(v, key) for v in value["__tuple__"])
     if "__dict__" in value:
-        return {k: _decode(v) for k, v in value["__dict__"].items()}
+        return {k: _decode(v, k) for k, v in value["__dict__"].items()}
     raise ValueError(f"malformed hyperparameter entry with keys {sorted(value)}")
+
+
+def _check_saved_classes(value: Any, key: str | None = None) -> None:
+    """Refuses (at save time) a class that :meth:`SB3Agent.load` would refuse."""
+    if isinstance(value, type):
+        name = qualified_name(value)
+        _allowed_class(key or "a hyperparameter", name)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_saved_classes(v, k)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _check_saved_classes(v, key)
+
+
+def _parameters(cls: type) -> set[str]:
+    """Named constructor arguments of ``cls`` and of the classes its ``__init__`` defers to."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        parameters = inspect.signature(init).parameters.values()
+        names |= {p.name for p in parameters
+                  if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            break
+    return names
 
 
 def _describe_space(space: Any, name: str, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -98,10 +204,18 @@ def _describe_space(space: Any, name: str, arrays: dict[str, np.ndarray]) -> dic
 def _rebuild_space(description: dict[str, Any], name: str, arrays: dict[str, np.ndarray]) -> Any:
     from gymnasium import spaces
 
+    if not isinstance(description, dict):
+        raise ValueError(f"the {name} space must be a JSON object")
     kind = description.get("type")
+    if kind in _SPACE_KEYS:
+        _check_keys(f"the {name} space", description, _SPACE_KEYS[kind], required=True)
     if kind == "Box":
         low, high = arrays[f"space:{name}:low"], arrays[f"space:{name}:high"]
-        return spaces.Box(low, high, shape=low.shape, dtype=np.dtype(description["dtype"]))
+        dtype = description["dtype"]
+        if (not isinstance(dtype, str) or dtype not in _BOX_DTYPES):
+            raise ValueError(f"the {name} space's dtype must be one of {_BOX_DTYPES}, "
+                             f"got {dtype!r}")
+        return spaces.Box(low, high, shape=low.shape, dtype=np.dtype(dtype))
     if kind == "Discrete":
         return spaces.Discrete(int(description["n"]), start=int(description["start"]))
     raise ValueError(f"cannot rebuild a {kind} {name} space without env=; pass the environment")
@@ -392,6 +506,15 @@ class SB3Agent(BaseAgent):
         except KeyError as error:
             raise ValueError(f"cannot save policy_kwargs entry {error.args[0]!r} as JSON"
                              ) from error
+        try:  # a file that load() would refuse is not written
+            _allowed_class("algorithm", qualified_name(type(algorithm)))
+            if type(algorithm.policy) not in type(algorithm).policy_aliases.values():
+                raise ValueError(f"refusing to save the custom policy class "
+                                 f"{qualified_name(type(algorithm.policy))}: load() rebuilds only "
+                                 f"the algorithm's own policies")
+            _check_saved_classes(dict(algorithm.policy_kwargs))
+        except ValueError as error:
+            raise ValueError(f"cannot save this SB3Agent: {error}") from error
         document = {
             "format": FORMAT,
             "algorithm": qualified_name(type(algorithm)),
@@ -430,31 +553,51 @@ class SB3Agent(BaseAgent):
             device: Torch device of the rebuilt algorithm.
 
         Raises:
-            ValueError: If the file is missing, corrupted, not an SB3Agent file, names classes
-                outside Stable-Baselines3/torch, or its weights do not fit the algorithm.
-                Nothing is ever unpickled.
+            ValueError: If the file is missing, corrupted, not an SB3Agent file, holds keys
+                that :meth:`save` does not write, names a class outside the allow-lists, or
+                its weights do not fit the algorithm. Nothing is ever unpickled, and no class
+                is constructed before the whole document is checked: only the algorithms of
+                Stable-Baselines3 (and sb3-contrib) with their own policies, torch activation
+                functions and optimisers, and SB3's feature extractors.
         """
         _sb3()
         import torch
-        from stable_baselines3.common.base_class import BaseAlgorithm
-        from stable_baselines3.common.policies import BasePolicy
 
         path = Path(path)
         document, arrays = read_archive(path, FORMAT, "SB3Agent")
         try:
-            algorithm_cls: Any = import_class(document["algorithm"], _ALLOWED_MODULES,
-                                          BaseAlgorithm)
-            policy_cls = import_class(document["policy"], _ALLOWED_MODULES, BasePolicy)
+            _check_keys("the file", document, _DOCUMENT_KEYS, required=True)
+            algorithm_cls: Any = _allowed_class("algorithm", document["algorithm"])
+            policies = {qualified_name(value): value
+                        for value in algorithm_cls.policy_aliases.values()}
+            if document["policy"] not in policies:
+                raise ValueError(f"refusing to construct {document['policy']!r} as the policy "
+                                 f"of {algorithm_cls.__name__}: accepted: {sorted(policies)}")
+            policy_cls = policies[document["policy"]]
             policy: Any = next((alias for alias, value in algorithm_cls.policy_aliases.items()
                                 if value is policy_cls), policy_cls)
-            hyperparameters = {k: _decode(v) for k, v in document["hyperparameters"].items()}
+            accepted = _parameters(algorithm_cls) - _EXCLUDED
+            saved = _check_keys("hyperparameters", document["hyperparameters"], accepted)
+            hyperparameters = {k: _decode(v, k) for k, v in saved.items()}
+            _check_keys("policy_kwargs", document["policy_kwargs"], {"__dict__"}, required=True)
+            _check_keys("policy_kwargs", document["policy_kwargs"]["__dict__"],
+                        _parameters(policy_cls) - _POLICY_SUPPLIED)
             policy_kwargs = _decode(document["policy_kwargs"])
+            meta = _check_keys("agent", document["agent"], _AGENT_KEYS, required=True)
+            for key in ("parameters", "variables", "approximated_schedules"):
+                names_ = document[key]
+                if not isinstance(names_, list) or not all(isinstance(n, str) for n in names_):
+                    raise ValueError(f"{key} must be a list of names")
+            spaces_ = _check_keys("spaces", document["spaces"], {"observation", "action"},
+                                  required=True)
             if env is None:
-                spaces_ = document["spaces"]
                 env = _space_env(_rebuild_space(spaces_["observation"], "observation", arrays),
                                  _rebuild_space(spaces_["action"], "action", arrays))
             algorithm = algorithm_cls(policy, env, policy_kwargs=policy_kwargs, device=device,
                                       **hyperparameters)
+            unknown = set(document["variables"]) - set(algorithm._get_torch_save_params()[1])
+            if unknown:
+                raise ValueError(f"variables holds unknown names {sorted(unknown)}")
             state = algorithm.policy.state_dict()
             names = list(document["parameters"])
             if sorted(names) != sorted(state):
@@ -471,7 +614,6 @@ class SB3Agent(BaseAgent):
                 for name in document["variables"]:
                     variable = getattr(algorithm, name)
                     variable.copy_(torch.from_numpy(np.array(arrays[f"var:{name}"])))
-            meta = document["agent"]
             agent = cls(algorithm, deterministic=bool(meta["deterministic"]),
                         learn_online=bool(meta["learn_online"]), seed=meta["seed"],
                         total_timesteps=meta["total_timesteps"])
@@ -479,7 +621,7 @@ class SB3Agent(BaseAgent):
             agent.rng = restore_generator(meta["bit_generator"], meta["rng"])
         except ValueError as error:
             raise ValueError(f"{str(path)!r}: {error}") from error
-        except (KeyError, TypeError, AttributeError, RuntimeError, AssertionError) as error:
+        except Exception as error:  # whatever SB3 or torch raise on bad data
             raise ValueError(f"{str(path)!r} holds a malformed SB3Agent state: {error!r}"
                              ) from error
         return agent

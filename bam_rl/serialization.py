@@ -9,6 +9,16 @@ generators numpy bit generators, so a foreign or tampered file cannot run code; 
 ``ValueError``. Files are written atomically (temporary file, then
 ``os.replace``), so an interrupted save never leaves a half-written checkpoint.
 
+Limits (every breach is a ``ValueError``): the archive is read by this module's own zip/npy
+walk, which refuses entries that are compressed more than :data:`MAX_EXPANSION` times (a
+1 MB file cannot become a 1 GiB array), arrays whose header claims more bytes than the entry
+holds, more than ``max_bytes`` (:data:`MAX_BYTES`) of data in all, and JSON nested deeper
+than :data:`MAX_DEPTH`. Nested objects are type-checked: an attribute that the class's
+source declares (``self.memory = Memory(...)``, ``self.belief: NaturalParams``) or
+annotates at class level must hold an object of that class, so a ``Memory`` swapped for
+another project object does not load; objects of the run layer (``bam_rl.harness``) are never
+state.
+
 Encoded types: ``None``, ``bool``, ``int``, ``float``, ``str``, numpy arrays (not of object
 dtype) and scalars, lists, tuples, dicts with string keys, ``numpy.random.Generator``,
 conjugate families (by their constructor arguments), :class:`NaturalParams`, and objects of
@@ -17,12 +27,18 @@ this project's classes (by ``__dict__``/``__slots__``). Callables cannot be save
 
 from __future__ import annotations
 
+import ast
+import builtins
+import functools
 import importlib
 import inspect
 import io
 import json
 import os
+import sys
+import textwrap
 import types
+import typing
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -33,6 +49,17 @@ from bam_rl._io import atomic_path
 
 FORMAT = "bam-rl-state/1"
 ALLOWED_PREFIXES = ("bam_rl.", "agents.", "envs.")
+#: Modules whose classes are never state (the run layer: sweeps, specs, the CLI).
+REFUSED_PREFIXES = ("bam_rl.harness.",)
+#: Default bound on the bytes of all entries of an archive once read (1 GiB).
+MAX_BYTES = 1 << 30
+#: Largest accepted ratio of an entry's size to its compressed size (``np.savez`` stores
+#: entries uncompressed, ratio 1; ``np.savez_compressed`` of real data stays far below).
+MAX_EXPANSION = 32
+#: Deepest accepted nesting of the JSON document.
+MAX_DEPTH = 100
+#: The bit generators a saved ``numpy.random.Generator`` may name.
+BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
 
 
 class _Encoder:
@@ -96,13 +123,17 @@ def restore_generator(bit_generator: Any, state: Any) -> np.random.Generator:
     subclass named ``bit_generator``) is set to the saved ``state``.
 
     Raises:
-        ValueError: If ``bit_generator`` names no ``BitGenerator`` subclass of ``numpy.random``.
+        ValueError: If ``bit_generator`` is not one of :data:`BIT_GENERATORS` or ``state`` is
+            not a valid state of it.
     """
-    cls = getattr(np.random, str(bit_generator), None)
-    if not (isinstance(cls, type) and issubclass(cls, np.random.BitGenerator)):
-        raise ValueError(f"unknown bit generator {bit_generator!r}")
+    if not isinstance(bit_generator, str) or bit_generator not in BIT_GENERATORS:
+        raise ValueError(f"unknown bit generator {bit_generator!r}; accepted: {BIT_GENERATORS}")
+    cls = getattr(np.random, bit_generator)
     generator = np.random.Generator(cls())
-    generator.bit_generator.state = state
+    try:
+        generator.bit_generator.state = state
+    except (TypeError, ValueError, KeyError, OverflowError) as error:
+        raise ValueError(f"invalid {bit_generator} state: {error!r}") from error
     return generator
 
 
@@ -152,6 +183,170 @@ def import_class(name: Any, prefixes: tuple[str, ...] = ALLOWED_PREFIXES,
     return obj
 
 
+# ---------------------------------------------------------------- nested type checks
+# An expected type is a class, or ``(container, element classes)`` for ``list[X]``.
+_Expected = tuple[Any, ...]
+
+
+def _is_project_class(cls: Any) -> bool:
+    return isinstance(cls, type) and f"{cls.__module__}.".startswith(ALLOWED_PREFIXES)
+
+
+def _lookup(node: ast.expr, namespace: dict[str, Any]) -> Any:
+    """The object a ``Name``/``Attribute`` chain names in ``namespace`` (no evaluation)."""
+    if isinstance(node, ast.Name):
+        if node.id in namespace:
+            return namespace[node.id]
+        return getattr(builtins, node.id, None)
+    if isinstance(node, ast.Attribute):
+        base = _lookup(node.value, namespace)
+        return None if base is None else getattr(base, node.attr, None)
+    return None
+
+
+def _annotation(node: ast.expr | None, namespace: dict[str, Any]) -> _Expected | None:
+    """The types an annotation allows, or ``None`` when it cannot be read (then unchecked)."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant):
+        if node.value is None:
+            return (type(None),)
+        if isinstance(node.value, str):  # a forward reference
+            try:
+                return _annotation(ast.parse(node.value, mode="eval").body, namespace)
+            except SyntaxError:
+                return None
+        return None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        left, right = _annotation(node.left, namespace), _annotation(node.right, namespace)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.Subscript):
+        origin = _lookup(node.value, namespace)
+        arguments = (list(node.slice.elts) if isinstance(node.slice, ast.Tuple)
+                     else [node.slice])
+        if origin is typing.Optional:
+            inner = _annotation(arguments[0], namespace)
+            return None if inner is None else (*inner, type(None))
+        if origin is typing.Union:
+            union: _Expected = ()
+            for argument in arguments:
+                part = _annotation(argument, namespace)
+                if part is None:
+                    return None
+                union += part
+            return union
+        if origin in (list, typing.List):  # noqa: UP006 - reads old annotations too
+            inner = _annotation(arguments[0], namespace)
+            return ((list, inner),) if inner is not None else (list,)
+        origin = typing.get_origin(origin) or origin
+        return (origin,) if isinstance(origin, type) else None
+    found = _lookup(node, namespace)
+    if found is Any or found is typing.Any:
+        return None
+    return (found,) if isinstance(found, type) else None
+
+
+def _assigned(node: ast.expr, namespace: dict[str, Any]) -> _Expected | None:
+    """The type of a value assigned in source: ``None`` or a project-class constructor call."""
+    if isinstance(node, ast.Constant) and node.value is None:
+        return (type(None),)
+    if isinstance(node, ast.Call):
+        cls = _lookup(node.func, namespace)
+        if _is_project_class(cls):
+            return (cls,)
+    return None
+
+
+@functools.cache
+def _attribute_types(cls: type) -> dict[str, _Expected]:
+    """What each attribute of ``cls`` may hold, read from the source of its project classes.
+
+    The rules mypy applies to the same source: an annotated attribute (``self.x: T = ...`` in
+    a method, ``x: T`` in the class body) holds what ``T`` allows; an unannotated one holds
+    the type of its first assignment in ``__init__`` when that is a project-class constructor
+    call (``self.memory = Memory(...)``). A subclass's declarations override its bases'.
+    Other attributes, and annotations that cannot be read, are not checked.
+    """
+    declared: dict[str, _Expected | None] = {}
+    for klass in reversed(cls.__mro__):
+        if not _is_project_class(klass):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        if not tree.body or not isinstance(tree.body[0], ast.ClassDef):
+            continue
+        namespace = dict(vars(sys.modules[klass.__module__]))
+        body = tree.body[0].body
+        inferred: dict[str, _Expected | None] = {}
+        annotated: dict[str, _Expected | None] = {}
+        for statement in body:
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                annotated[statement.target.id] = _annotation(statement.annotation, namespace)
+        for function in body:
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                target = getattr(node, "target", None)
+                targets = (node.targets if isinstance(node, ast.Assign)
+                           else [target] if target is not None else [])
+                for leaf in targets:
+                    if not (isinstance(leaf, ast.Attribute) and isinstance(leaf.value, ast.Name)
+                            and leaf.value.id == "self"):
+                        continue
+                    if isinstance(node, ast.AnnAssign):
+                        annotated[leaf.attr] = _annotation(node.annotation, namespace)
+                    elif (function.name == "__init__" and isinstance(node, ast.Assign)
+                          and leaf.attr not in inferred):
+                        inferred[leaf.attr] = _assigned(node.value, namespace)
+        for name, kind in inferred.items():
+            if name not in annotated:
+                declared[name] = kind
+        declared.update(annotated)
+    return {name: kind for name, kind in declared.items()
+            if kind is not None and kind != (type(None),)}
+
+
+def _flatten(expected: _Expected) -> list[Any]:
+    out: list[Any] = []
+    for item in expected:
+        if isinstance(item, tuple):
+            out.append(item[0])
+            out.extend(_flatten(item[1]))
+        else:
+            out.append(item)
+    return out
+
+
+def _fits(value: Any, expected: _Expected) -> bool:
+    for item in expected:
+        if isinstance(item, tuple):
+            container, inner = item
+            if isinstance(value, container) and all(_fits(v, inner) for v in value):
+                return True
+        elif isinstance(item, type):
+            if isinstance(value, item):
+                return True
+            if item is float and isinstance(value, int):  # the numeric tower
+                return True
+    return False
+
+
+def _check_attribute(cls: type, name: str, value: Any) -> None:
+    """Refuses an attribute whose value is of a type that ``cls`` never puts there."""
+    expected = _attribute_types(cls).get(name)
+    if expected is None:
+        return
+    checks_project = any(_is_project_class(k) for k in _flatten(expected))
+    if not (checks_project or _is_project_class(type(value))):
+        return  # plain data under a plain annotation: not checked (numbers, arrays, ...)
+    if not _fits(value, expected):
+        names = ", ".join(sorted({getattr(k, "__name__", str(k)) for k in _flatten(expected)}))
+        raise ValueError(f"{cls.__name__}.{name} must hold {names}, the file holds a "
+                         f"{type(value).__name__}")
+
+
 class _Decoder:
     def __init__(self, arrays: dict[str, np.ndarray]):
         self.arrays = arrays
@@ -178,19 +373,95 @@ class _Decoder:
             from bam_rl.families.base import ConjugateFamily
 
             cls = import_class(value["__family__"], base=ConjugateFamily)
-            return cls(**self.decode(value["kwargs"]))
+            kwargs = self.decode(value["kwargs"])
+            if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+                raise ValueError(f"malformed arguments of the family {cls.__name__}")
+            return cls(**kwargs)
         if "__natural__" in value:
-            from bam_rl.families.base import NaturalParams
+            from bam_rl.families.base import ConjugateFamily, NaturalParams
 
             family = self.decode(value["__natural__"])
+            if not isinstance(family, ConjugateFamily):
+                raise ValueError(f"natural parameters of a {type(family).__name__}, "
+                                 "not of a conjugate family")
             return NaturalParams(family, self.decode(value["fields"]), self.decode(value["log_h"]))
         if "__object__" in value:
             cls = import_class(value["__object__"])
+            if f"{cls.__module__}.".startswith(REFUSED_PREFIXES):
+                raise ValueError(f"refusing to load a {qualified_name(cls)}: objects of the run "
+                                 "layer are not saved state")
+            state = value["state"]
+            if not isinstance(state, dict):
+                raise ValueError(f"malformed state of a {cls.__name__}")
             obj: Any = object.__new__(cls)
-            for key, item in value["state"].items():
-                object.__setattr__(obj, key, self.decode(item))
+            for key, item in state.items():
+                decoded = self.decode(item)
+                _check_attribute(cls, key, decoded)
+                object.__setattr__(obj, key, decoded)
             return obj
         raise ValueError(f"malformed state entry with keys {sorted(value)}")
+
+
+def _check_depth(document: Any, limit: int = MAX_DEPTH) -> None:
+    """Raises ``ValueError`` if ``document`` (parsed JSON) nests deeper than ``limit``."""
+    stack = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > limit:
+                raise ValueError(f"the JSON document nests deeper than {limit} levels")
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+
+
+def _read_npz(data: bytes, max_bytes: int) -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz`` archive, read entry by entry within the limits.
+
+    Each entry's npy header is read first: its array must fit in the bytes the entry holds,
+    the entry must not expand more than :data:`MAX_EXPANSION` times its compressed size, the
+    total must stay within ``max_bytes``, and object arrays are refused (no pickle).
+    """
+    arrays: dict[str, np.ndarray] = {}
+    total = 0
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for info in archive.infolist():
+            if not info.filename.endswith(".npy"):
+                raise ValueError(f"unexpected entry {info.filename!r} (not an .npy array)")
+            key = info.filename[:-4]
+            if key in arrays:
+                raise ValueError(f"duplicate entry {info.filename!r}")
+            compressed = max(info.compress_size, 1)
+            if info.file_size > MAX_EXPANSION * compressed + 4096:
+                raise ValueError(f"entry {key!r} expands {info.file_size} bytes from "
+                                 f"{info.compress_size} (more than {MAX_EXPANSION}x)")
+            total += info.file_size
+            if total > max_bytes:
+                raise ValueError(f"the archive holds more than max_bytes={max_bytes} bytes")
+            with archive.open(info) as stream:
+                version = np.lib.format.read_magic(stream)
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
+                elif version == (2, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
+                else:
+                    raise ValueError(f"unsupported npy version {version} in entry {key!r}")
+                if dtype.hasobject:
+                    raise ValueError(f"entry {key!r} is an object array (refused: no pickle)")
+                size = dtype.itemsize
+                for dimension in shape:
+                    size *= int(dimension)
+                if size > info.file_size:
+                    raise ValueError(f"entry {key!r} claims a {shape} array of {size} bytes "
+                                     f"but holds {info.file_size}")
+                array = np.frombuffer(stream.read(size), dtype=dtype, count=-1)
+                if array.nbytes != size:
+                    raise ValueError(f"entry {key!r} is truncated")
+                if fortran and len(shape) > 1:
+                    array = array.reshape(shape[::-1]).transpose()
+                else:
+                    array = array.reshape(shape)
+                arrays[key] = array.copy()  # writable, owns its memory
+    return arrays
 
 
 def write_archive(path: str | os.PathLike[str], document: dict[str, Any],
@@ -205,32 +476,39 @@ def write_archive(path: str | os.PathLike[str], document: dict[str, Any],
     return path
 
 
-def read_archive(path: str | os.PathLike[str], fmt: str, kind: str
-                 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def read_archive(path: str | os.PathLike[str], fmt: str, kind: str,
+                 max_bytes: int = MAX_BYTES) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Reads an archive written by :func:`write_archive` without unpickling anything.
 
     Args:
         path: The archive.
         fmt: The ``format`` entry its JSON document must carry.
         kind: What the file is, for messages (``"bam-rl state"``, ``"SB3Agent"``).
+        max_bytes: Bound on the bytes of all entries once read (default :data:`MAX_BYTES`).
 
     Returns:
         The JSON document and the arrays (``__json__`` removed).
 
     Raises:
         ValueError: If the file is missing, unreadable, not an ``.npz`` with a JSON document,
-            or of another format.
+            of another format, or beyond the limits (size, expansion, JSON depth).
     """
     path = Path(path)
     try:
-        with np.load(io.BytesIO(path.read_bytes()), allow_pickle=False) as archive:
-            arrays = {key: archive[key] for key in archive.files}
-        document = json.loads(arrays.pop("__json__").tobytes().decode())
+        data = path.read_bytes()
     except FileNotFoundError as error:
         raise ValueError(f"path {str(path)!r} does not exist") from error
-    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile, UnicodeDecodeError
-            ) as error:
+    except OSError as error:
         raise ValueError(f"{str(path)!r} is not a readable {kind} file: {error}") from error
+    try:
+        arrays = _read_npz(data, max_bytes)
+        if "__json__" not in arrays:
+            raise ValueError("no JSON document (entry __json__)")
+        document = json.loads(arrays.pop("__json__").tobytes().decode())
+        _check_depth(document)
+    except Exception as error:  # untrusted bytes: every failure is a ValueError
+        raise ValueError(f"{str(path)!r} is not a readable {kind} file: "
+                         f"{type(error).__name__}: {error}") from error
     if not isinstance(document, dict) or document.get("format") != fmt:
         raise ValueError(f"{str(path)!r} is not a {kind} file (format {fmt} expected)")
     return document, arrays
@@ -243,23 +521,29 @@ def save_object(obj: Any, path: str | os.PathLike[str]) -> Path:
     return write_archive(path, document, encoder.arrays)
 
 
-def load_object(path: str | os.PathLike[str], expected: type | None = None) -> Any:
+def load_object(path: str | os.PathLike[str], expected: type | None = None,
+                max_bytes: int = MAX_BYTES) -> Any:
     """Reads an object written by :func:`save_object`.
 
     Args:
         path: The archive.
         expected: If given, the loaded object must be an instance of this class.
+        max_bytes: Bound on the bytes of all entries once read (default :data:`MAX_BYTES`).
 
     Raises:
-        ValueError: If the file is missing, corrupted, not a bam-rl state file, names a class
-            outside this project, or holds an object of another class than ``expected``.
+        ValueError: If the file is missing, corrupted, beyond the limits, not a bam-rl state
+            file, names a class outside this project, holds an object of another class than
+            ``expected``, or a nested object of a type its owner never holds. Nothing else
+            escapes: any failure while rebuilding the objects is reported as ``ValueError``.
     """
     path = Path(path)
-    document, arrays = read_archive(path, FORMAT, "bam-rl state")
+    document, arrays = read_archive(path, FORMAT, "bam-rl state", max_bytes)
     try:
         obj = _Decoder(arrays).decode(document["root"])
-    except (KeyError, TypeError, AttributeError) as error:
-        raise ValueError(f"{str(path)!r} holds a malformed state: {error}") from error
+    except ValueError as error:
+        raise ValueError(f"{str(path)!r}: {error}") from error
+    except Exception as error:  # e.g. a family refusing its saved arguments
+        raise ValueError(f"{str(path)!r} holds a malformed state: {error!r}") from error
     if expected is not None and not isinstance(obj, expected):
         raise ValueError(
             f"{str(path)!r} holds a {type(obj).__name__}, expected {expected.__name__}")

@@ -15,6 +15,34 @@ def positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
+def int_in_range(name: str, value: Any, low: int, high: int) -> int:
+    """Return ``value`` as an int in ``[low, high]`` or raise ``ValueError`` naming ``name``."""
+    if (isinstance(value, bool) or not isinstance(value, int | np.integer)
+            or not low <= value <= high):
+        raise ValueError(f"{name} must be an int in [{low}, {high}], got {value!r}")
+    return int(value)
+
+
+def float_in_range(name: str, value: Any, low: float, high: float, unit: str = "") -> float:
+    """Return ``value`` as a float in ``[low, high]`` or raise ``ValueError`` naming ``name``.
+
+    The message reads ``"<name> must be a finite number > 0 in [low, high] <unit>"`` when
+    ``low > 0`` (so callers that promised "> 0" keep their wording).
+    """
+    sign = "> 0 " if low > 0 else ""
+    suffix = f" {unit}" if unit else ""
+    message = f"{name} must be a finite number {sign}in [{low:g}, {high:g}]{suffix}"
+    if isinstance(value, str | bytes | bool):
+        raise ValueError(f"{message}, got {value!r}")
+    try:
+        out = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{message}, got {value!r}") from exc
+    if not low <= out <= high:  # also rejects NaN
+        raise ValueError(f"{message}, got {value!r}")
+    return out
+
+
 def finite_float(name: str, value: Any) -> float:
     """Return ``value`` as a finite float or raise ``ValueError`` naming ``name``."""
     if isinstance(value, str | bytes | bool):

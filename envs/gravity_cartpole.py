@@ -13,9 +13,9 @@ from gymnasium import utils
 from gymnasium.envs.mujoco import MujocoEnv
 from gymnasium.spaces import Box
 
-from envs._checks import scalar_action
+from envs._checks import float_in_range, int_in_range, scalar_action
 
-__all__ = ["GravityCartPoleEnv", "analytic_hanging_period"]
+__all__ = ["GRAVITY_RANGE", "MAX_FRAME_SIDE", "GravityCartPoleEnv", "analytic_hanging_period"]
 
 #: Absolute path of the MuJoCo model (package data).
 ASSET_PATH = os.path.join(
@@ -32,6 +32,13 @@ DEFAULT_CAMERA_CONFIG: dict[str, Any] = {
     "elevation": 0.0,
     "lookat": np.array([0.0, 0.0, 0.0]),
 }
+
+#: Accepted gravities (m/s²): from small moons (Ceres 0.28, Pluto 0.62) to about the Sun's
+#: surface (274). Within it the 0.01 s RK4 step resolves the pole's motion; far beyond it
+#: (g >= 1e5) MuJoCo's integrator diverges and resets the state.
+GRAVITY_RANGE = (0.1, 300.0)
+#: Largest accepted frame width or height in pixels.
+MAX_FRAME_SIDE = 8192
 
 _MODES = ("cycle", "hold")
 _ACTUATIONS = ("continuous", "bang_bang")
@@ -107,13 +114,18 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
 
     | Parameter           | Type            | Default        | Description                        |
     |---------------------|-----------------|----------------|------------------------------------|
-    | `gravity_schedule`  | sequence[float] | `(9.81,)`      | gravity (> 0, m/s²) of trials 0, 1…|
+    | `gravity_schedule`  | sequence[float] | `(9.81,)`      | gravity (m/s²) of trials 0, 1…     |
     | `schedule_mode`     | str             | `"cycle"`      | past the end: `"cycle"`, `"hold"`  |
     | `announce_changes`  | bool            | `False`        | report `context_changed`           |
     | `actuation`         | str             | `"continuous"` | or `"bang_bang"`                   |
     | `max_steps`         | int             | 200            | steps per trial (>= 1)             |
     | `reset_noise_scale` | float           | 0.05           | half-width of initial noise (>= 0) |
     | `render_mode`       | str or None     | None           | `"rgb_array"` or `"human"`         |
+    | `width`, `height`   | int             | 480            | frame size in pixels, [1, 8192]    |
+
+    Gravities (schedule, `reset` option, `set_gravity`) must lie in `GRAVITY_RANGE`, 0.1 to
+    300 m/s² (small moons to about the Sun's surface gravity); outside it the integration is
+    not physical.
 
     `reset(options=...)` accepts `{"gravity": g}` (this trial's gravity instead of the
     schedule's) and `{"trial": k}` (jump to trial `k` of the schedule). `info` (after `reset`
@@ -130,6 +142,12 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
     11.15, 3.72, 11.15, 3.72, 9.81, 15 trials each, then held; announced) and
     `GravityCartPoleContinual-v0` (9.81, 3.72, 9.81, 11.15, 15 trials each: 60 trials, 3
     changes, then held; unannounced).
+
+    ## Simulation warnings
+    After every step the env reads MuJoCo's warning counters (`data.warning`): a warning
+    (e.g. `mjWARN_BADQACC`, an unstable simulation that MuJoCo answers by resetting the
+    state) raises `RuntimeError` naming it, the trial and the gravity, instead of returning a
+    transition that did not happen; `reset()` starts a clean trial.
 
     ## Version History
     * v0: Initial version.
@@ -153,15 +171,16 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
         """Create the cart-pole.
 
         Args:
-            gravity_schedule: Non-empty sequence of finite gravities > 0, one per trial.
+            gravity_schedule: Non-empty sequence of gravities in ``GRAVITY_RANGE`` (0.1 to
+                300 m/s²), one per trial.
             schedule_mode: ``"cycle"`` (repeat the schedule) or ``"hold"`` (keep the last).
             announce_changes: Whether ``info["context_changed"]`` reports gravity changes.
             actuation: ``"continuous"`` or ``"bang_bang"`` (full force with the action's sign).
             max_steps: Steps per trial before truncation, a positive int.
             reset_noise_scale: Half-width (>= 0) of the uniform initial-state noise.
             render_mode: ``None``, ``"rgb_array"`` or ``"human"`` (needs a display).
-            width: Width of rendered frames in pixels.
-            height: Height of rendered frames in pixels.
+            width: Width of rendered frames in pixels, an int in [1, 8192].
+            height: Height of rendered frames in pixels, an int in [1, 8192].
             default_camera_config: Free-camera settings (default: side view tracking the cart).
 
         Raises:
@@ -179,6 +198,8 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
         if max_steps < 1:
             raise ValueError(f"max_steps must be a positive int (>= 1), got {max_steps!r}")
         noise = _positive_float("reset_noise_scale", reset_noise_scale, allow_zero=True)
+        width = int_in_range("width", width, 1, MAX_FRAME_SIDE)
+        height = int_in_range("height", height, 1, MAX_FRAME_SIDE)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}, "
@@ -243,9 +264,9 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
         """Change gravity immediately, mid-trial (the schedule applies again at next reset).
 
         Raises:
-            ValueError: If ``gravity`` is not a finite number > 0.
+            ValueError: If ``gravity`` is not a number in ``GRAVITY_RANGE``.
         """
-        self._gravity = _positive_float("gravity", gravity)
+        self._gravity = _gravity("gravity", gravity)
         self._set_model_gravity(self._gravity)
 
     def _set_model_gravity(self, gravity: float) -> None:
@@ -259,14 +280,15 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
 
         Args:
             seed: Seed for ``self.np_random``; a non-``None`` seed also restarts the schedule.
-            options: Optional ``{"gravity": g}`` (g > 0) overriding this trial's gravity and
-                ``{"trial": k}`` (int >= 0) selecting the trial index.
+            options: Optional ``{"gravity": g}`` (g in ``GRAVITY_RANGE``) overriding this
+                trial's gravity and ``{"trial": k}`` (int >= 0) selecting the trial index.
 
         Returns:
             The initial observation and ``info`` with ``gravity``, ``trial``, ``context_changed``.
 
         Raises:
-            ValueError: On unknown option keys, a non-positive gravity or a negative trial.
+            ValueError: On unknown option keys, a gravity outside ``GRAVITY_RANGE`` or a
+                negative trial.
         """
         options = {} if options is None else options
         if not isinstance(options, dict):
@@ -282,7 +304,7 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
         else:
             trial = 0 if seed is not None or self._trial < 0 else self._trial + 1
         if "gravity" in options:
-            gravity = _positive_float("options['gravity']", options["gravity"])
+            gravity = _gravity("options['gravity']", options["gravity"])
         else:
             gravity = self.scheduled_gravity(trial)
         previous = self._gravity if self._trial >= 0 and trial > 0 else None
@@ -332,7 +354,8 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
 
         Raises:
             ValueError: If the action is not a single number in [-1, 1].
-            RuntimeError: If called after truncation without ``reset`` (or before any reset).
+            RuntimeError: If called after truncation without ``reset`` (or before any reset),
+                or if MuJoCo reports a warning during the step (an unstable simulation).
         """
         u = scalar_action(action, -1.0, 1.0, "force")
         if self._bang_bang:
@@ -342,10 +365,28 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
         self.data.ctrl[0] = u
         mujoco.mj_step(self.model, self.data, nstep=self.frame_skip)
         self._steps += 1
+        if self.data.warning.number.any():
+            self._raise_simulation_warning()
         if self.render_mode == "human":
             self.render()
         obs = self._get_obs()
         return obs, float(obs[2]), False, self._steps == self.max_steps, self._info()
+
+
+    def _raise_simulation_warning(self) -> None:
+        counts = self.data.warning.number
+        names = [mujoco.mjtWarning(int(i)).name for i in np.flatnonzero(counts)]
+        step = self._steps
+        self._steps = self.max_steps  # the trial is over: step() now asks for reset()
+        raise RuntimeError(
+            f"MuJoCo warned {', '.join(names)} at step {step} of trial {self._trial} (gravity "
+            f"{self._gravity:g} m/s²): the simulation became unstable and MuJoCo reset its "
+            "state, so this transition is not physical; call reset() to start a new trial"
+        )
+
+
+def _gravity(name: str, value: Any) -> float:
+    return float_in_range(name, value, *GRAVITY_RANGE, unit="m/s²")
 
 
 def _positive_float(name: str, value: Any, allow_zero: bool = False) -> float:
@@ -362,7 +403,8 @@ def _positive_float(name: str, value: Any, allow_zero: bool = False) -> float:
 
 
 def _schedule(schedule: Any) -> tuple[float, ...]:
-    message = "gravity_schedule must be a non-empty sequence of finite gravities > 0"
+    message = (f"gravity_schedule must be a non-empty sequence of gravities in "
+               f"[{GRAVITY_RANGE[0]:g}, {GRAVITY_RANGE[1]:g}] m/s²")
     if isinstance(schedule, str | bytes | dict):
         raise ValueError(f"{message}, got {schedule!r}")
     try:
@@ -371,4 +413,4 @@ def _schedule(schedule: Any) -> tuple[float, ...]:
         raise ValueError(f"{message}, got {schedule!r}") from exc
     if not items:
         raise ValueError(f"{message}, got an empty schedule")
-    return tuple(_positive_float("gravity_schedule entries", g) for g in items)
+    return tuple(_gravity("gravity_schedule entries", g) for g in items)

@@ -8,15 +8,21 @@ Subcommands::
     bam-rl list                                          # environment ids and agent names
     bam-rl reproduce {tracking,all} [--quick] [--seeds N] [--out DIR]   # paper figures
 
-Usage errors (an unknown agent or environment, bad numbers) print a message naming the
-offending value and the accepted ones to stderr and exit with status 2.
+Usage errors (an unknown agent or environment, bad numbers, an ``--out`` that is a file or
+cannot be written) print a message naming the offending value and the accepted ones to
+stderr and exit with status 2. Budgets are bounded (``--steps`` <= 10,000,000 per run,
+``--episodes`` <= 1,000,000, ``--seeds`` <= 100,000) because a run's rows are held in
+memory (about 100 bytes a step) before they are written; longer studies split into runs.
+``python -m bam_rl`` is the same command.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +30,12 @@ from typing import Any
 __all__ = ["build_parser", "main"]
 
 _TRUNCATE = 60
+#: Bounds of the budget options (rows are held in memory until a run is written).
+MAX_STEPS = 10_000_000
+MAX_EPISODES = 1_000_000
+MAX_SEEDS = 100_000
+#: Largest seed (seeds are stored in int64 columns).
+MAX_SEED = 2**63 - 1
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -35,6 +47,56 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def _bounded_int(maximum: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer in ``[1, maximum]``, with ``what`` explaining the bound."""
+
+    def parse(text: str) -> int:
+        value = _positive_int(text)
+        if value > maximum:
+            raise argparse.ArgumentTypeError(
+                f"expected a positive integer <= {maximum:,}, got {text!r} ({what})")
+        return value
+
+    parse.__name__ = "bounded int"  # argparse names the type in some messages
+    return parse
+
+
+_steps = _bounded_int(MAX_STEPS, "a run's rows are held in memory, about 100 bytes a step; "
+                                 "split longer studies into several runs")
+_episodes = _bounded_int(MAX_EPISODES, "a run's rows are held in memory")
+_seeds = _bounded_int(MAX_SEEDS, "one run per seed")
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(
+            f"expected a seed in [0, 2**63 - 1], got {text!r}")
+    return value
+
+
+def _output_directory(parser: argparse.ArgumentParser, out: str | None) -> Path | None:
+    """Creates ``--out`` if needed; a usage error (exit 2) if it is a file or not writable."""
+    if out is None:
+        return None
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        parser.error(f"--out {out!r} is an existing file; give a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        reason = error.strerror or str(error)
+        parser.error(f"--out {out!r} is not a writable directory ({reason})")
+    if not os.access(path, os.W_OK | os.X_OK):  # pragma: no cover - caught above on POSIX
+        parser.error(f"--out {out!r} is not a writable directory")
+    return path
 
 
 def _nonzero_int(text: str) -> int:
@@ -107,6 +169,7 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except ValueError as error:
         parser.error(str(error))
 
+    _output_directory(parser, args.out)
     env_kwargs = args.env_kwargs or {}
     agent_kwargs = args.agent_kwargs or {}
     configs = {env_id: (env_id, env_kwargs) for env_id in env_ids}
@@ -162,6 +225,7 @@ def _cmd_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     from bam_rl.harness import make_agent, rollout
 
+    out = _output_directory(parser, args.out)
     start = time.perf_counter()
     env_id = "bam_rl/BinomialStream-v0"
     methods = {"tracker-recursive": "recursive Bayes", "tracker-bam": "BAM (λ=0)"}
@@ -195,11 +259,11 @@ def _cmd_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             mean_text = f"{remembered.mean():.1f}"
             end_text = f"{remembered.iloc[-1]:.0f} of {len(run) - 1}"
         print(f"{label:<16} {mse:>19.5f} {mean_text:>18} {end_text:>17}")
-    if args.out is not None:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
+    if out is not None:
+        from bam_rl.harness.files import write_frame
+
         path = out / "demo_tracking.csv"
-        frame.to_csv(path, index=False)
+        write_frame(frame, path, "csv")
         print(f"\nper-step records: {path.resolve()}")
     print(f"\n({time.perf_counter() - start:.1f} s)")
     return 0
@@ -213,11 +277,23 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     from bam_rl.harness.experiments import REPRODUCTIONS, get_reproduction
 
     names = REPRODUCTIONS if args.experiment == "all" else (args.experiment,)
+    if "mnist" in names and not args.download:  # a missing data file is a usage error
+        from bam_rl.datasets import MNIST_FILES, find_mnist_file, mnist_directory
+
+        try:
+            for role in MNIST_FILES:
+                find_mnist_file(mnist_directory(args.data), role)
+        except (FileNotFoundError, ValueError) as error:
+            parser.error(str(error))
+    _output_directory(parser, args.out)
     for name in names:
         start = time.perf_counter()
         out = Path(args.out) / name
+        extra = ({"data": args.data, "side": args.side, "download": args.download}
+                 if name == "mnist" else {})
         summary = get_reproduction(name)(out, seeds=args.seeds, quick=args.quick,
-                                         n_jobs=args.jobs, progress=not args.no_progress)
+                                         n_jobs=args.jobs, progress=not args.no_progress,
+                                         **extra)
         with pd.option_context("display.width", 120, "display.max_columns", 20):
             print(f"== {name} ({time.perf_counter() - start:.1f} s) -> {out.resolve()}")
             print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
@@ -242,8 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Tracks the sinusoidal BinomialStream with recursive Bayes and BAM and "
                     "prints the posterior-mean MSE and how many past data BAM remembers. "
                     "Writes nothing unless --out is given.")
-    demo.add_argument("--steps", type=_positive_int, default=300, help="stream length (300)")
-    demo.add_argument("--seed", type=int, default=0, help="stream seed (0)")
+    demo.add_argument("--steps", type=_steps, default=300,
+                      help=f"stream length (300; at most {MAX_STEPS:,})")
+    demo.add_argument("--seed", type=_seed, default=0, help="stream seed (0; >= 0)")
     demo.add_argument("--out", default=None, help="directory for the per-step CSV")
     demo.set_defaults(handler=_cmd_demo, parser=demo)
 
@@ -257,9 +334,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--agent", action="append", metavar="NAME",
                      help="agent name (repeat or comma-separate; see `bam-rl list`)")
     budget = run.add_mutually_exclusive_group(required=True)
-    budget.add_argument("--steps", type=_positive_int, help="steps per run")
-    budget.add_argument("--episodes", type=_positive_int, help="episodes per run")
-    run.add_argument("--seeds", type=_positive_int, default=1, help="seeds per run (1)")
+    budget.add_argument("--steps", type=_steps, help=f"steps per run (at most {MAX_STEPS:,})")
+    budget.add_argument("--episodes", type=_episodes,
+                        help=f"episodes per run (at most {MAX_EPISODES:,})")
+    run.add_argument("--seeds", type=_seeds, default=1,
+                     help=f"seeds per run (1; at most {MAX_SEEDS:,})")
     run.add_argument("--out", default=None, metavar="DIR",
                      help="directory of the per-run files (none: keep results in memory)")
     run.add_argument("--jobs", type=_nonzero_int, default=1, help="parallel workers (1)")
@@ -267,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="execution backend (loky)")
     run.add_argument("--format", choices=("parquet", "csv"), default="parquet",
                      help="per-run file format (parquet)")
-    run.add_argument("--root-seed", type=int, default=0, help="root of all seeds (0)")
+    run.add_argument("--root-seed", type=_seed, default=0, help="root of all seeds (0; >= 0)")
     run.add_argument("--env-kwargs", type=_json_object, default=None, metavar="JSON",
                      help='environment keyword arguments, e.g. \'{"config_seed": 3}\'')
     run.add_argument("--agent-kwargs", type=_json_object, default=None, metavar="JSON",
@@ -287,12 +366,19 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("experiment", choices=(*REPRODUCTIONS, "all"),
                            help="which experiment ('all': every one)")
     reproduce.add_argument("--quick", action="store_true", help="short smoke-test runs")
-    reproduce.add_argument("--seeds", type=_positive_int, default=None,
+    reproduce.add_argument("--seeds", type=_seeds, default=None,
                            help="number of seeds (default: the paper's)")
     reproduce.add_argument("--out", default="results", metavar="DIR",
                            help="output directory (results)")
     reproduce.add_argument("--jobs", type=_nonzero_int, default=1, help="parallel workers (1)")
     reproduce.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    reproduce.add_argument("--data", default=None, metavar="DIR",
+                           help="mnist: directory of the four MNIST files, gzipped or not "
+                                "(default: $BAM_RL_MNIST)")
+    reproduce.add_argument("--side", type=_positive_int, default=None, choices=(28, 14),
+                           help="mnist: image side, 28 (785 features) or 14 (197; faster)")
+    reproduce.add_argument("--download", action="store_true",
+                           help="mnist: download missing MNIST files into --data first")
     reproduce.set_defaults(handler=_cmd_reproduce, parser=reproduce)
 
     return parser

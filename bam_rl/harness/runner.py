@@ -29,9 +29,10 @@ import numpy as np
 import pandas as pd
 
 from agents.base import Agent
+from agents.random_agent import RandomAgent
 from bam_rl.checks import check_int
 
-__all__ = ["INFO_FIELDS", "rollout"]
+__all__ = ["INFO_FIELDS", "check_fit", "rollout"]
 
 #: Scalar ``info`` entries copied into the rollout frame (when the environment provides them).
 INFO_FIELDS: tuple[str, ...] = (
@@ -52,6 +53,46 @@ def check_budget(n_steps: Any, n_episodes: Any) -> tuple[int | None, int | None]
     if n_steps is not None:
         return check_int("n_steps", n_steps), None
     return None, check_int("n_episodes", n_episodes)
+
+
+def _space_text(space: Any) -> str:
+    return repr(space) if space is not None else "none"
+
+
+def check_fit(env: gym.Env, agent: Any) -> None:
+    """Raises ``ValueError`` if ``agent`` is built for other actions than ``env`` takes.
+
+    Checked when the agent says what it acts on: ``n_arms`` (the bandit agents) must equal
+    the size of a ``Discrete`` action space; the action space of an agent that has one
+    (:class:`~agents.RandomAgent`, :class:`~agents.SB3Agent`, ``agent.action_space``) must
+    be of the same kind and shape (and size, for ``Discrete``) as the environment's. Agents
+    that say neither are not checked. ``UCB(3)`` in a 10-armed bandit would otherwise run and
+    never try 7 arms.
+    """
+    space = getattr(env, "action_space", None)
+    name = type(agent).__name__
+    n_arms = getattr(agent, "n_arms", None)
+    if isinstance(n_arms, (int, np.integer)) and not isinstance(n_arms, (bool, np.bool_)):
+        if not isinstance(space, gym.spaces.Discrete):
+            raise ValueError(f"agent {name} chooses among {n_arms} arms, but the environment's "
+                             f"action space is {_space_text(space)}, not Discrete")
+        if int(space.n) != int(n_arms) or int(space.start) != 0:
+            raise ValueError(f"agent {name} chooses among {n_arms} arms (0..{n_arms - 1}), but "
+                             f"the environment's action space is {space!r}: build the agent "
+                             f"for this environment (e.g. make_agent(name, env))")
+    agent_space = getattr(agent, "action_space", None)
+    if isinstance(agent, RandomAgent):  # keeps its space as plain data (n/start, low/high)
+        agent_space = (gym.spaces.Discrete(agent.n, start=agent.start) if agent.kind == "discrete"
+                       else gym.spaces.Box(agent.low, agent.high, dtype=np.dtype(agent.dtype)))
+    if isinstance(agent_space, gym.spaces.Space) and isinstance(space, gym.spaces.Space):
+        same = type(agent_space) is type(space) and agent_space.shape == space.shape
+        if (same and isinstance(space, gym.spaces.Discrete)
+                and isinstance(agent_space, gym.spaces.Discrete)):
+            same = (int(agent_space.n), int(agent_space.start)) == (int(space.n),
+                                                                    int(space.start))
+        if not same:
+            raise ValueError(f"agent {name} acts in {agent_space!r}, but the environment's "
+                             f"action space is {space!r}")
 
 
 def _is_scalar(value: Any) -> bool:
@@ -146,7 +187,8 @@ def rollout(
         The rollout as a :class:`pandas.DataFrame`, one row per step.
 
     Raises:
-        ValueError: Unless exactly one of ``n_steps``/``n_episodes`` is a positive int.
+        ValueError: Unless exactly one of ``n_steps``/``n_episodes`` is a positive int, or if
+            the agent's actions do not fit the environment (see :func:`check_fit`).
     """
     n_steps, n_episodes = check_budget(n_steps, n_episodes)
     if seed is not None:
@@ -159,6 +201,7 @@ def rollout(
     owns_env = isinstance(env, str)
     environment = gym.make(env) if isinstance(env, str) else env
     try:
+        check_fit(environment, agent)
         columns = _rollout_columns(environment, agent, n_steps, n_episodes, seed, progress)
     finally:
         if owns_env:

@@ -17,10 +17,20 @@ Seeds (common random numbers): the run with seed index ``i`` of config ``c`` und
 *label* (hashed with CRC-32, which, unlike Python's ``hash``, is the same in every process)
 and not on the method, so every method faces exactly the same environment randomness — and
 its agent starts from the same seed — for a given (config, seed index).
+
+Files and resuming: each finished run is ``out_dir/<key>.<fmt>`` plus its record
+``out_dir/<key>.<fmt>.json`` (:data:`RECORD_FORMAT`: the run's row count, the file's size and
+SHA-256), written after the data file, each atomically. A resumed sweep trusts a run file
+only if its record exists and the file matches it (size, checksum, and once read, row
+count and labels); any other run — no file, no record, a truncated or edited file, a
+Parquet file that no longer parses — is recomputed (with a warning naming it). Stale
+temporary files of the grid's runs (``.<key>.<fmt>.<random>.tmp``, left by a kill
+mid-write) are removed on resume. Two sweeps must not write into one directory at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -30,13 +40,13 @@ import warnings
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from bam_rl.harness.files import write_frame
+from bam_rl._io import atomic_path
 from bam_rl.checks import check_int
 from bam_rl.harness.registry import check_agent_name, check_env_id, make_agent
 from bam_rl.harness.runner import check_budget, rollout
@@ -56,6 +66,10 @@ BACKENDS: tuple[str, ...] = ("serial", "loky", "ray")
 
 #: Sort order of the frame :func:`run_many` returns.
 SORT_COLUMNS: tuple[str, ...] = ("method", "config", "seed", "step")
+
+#: ``format`` entry of the record written beside each finished run file.
+RECORD_FORMAT = "bam-rl-run-record/1"
+_FORMATS = ("parquet", "csv")
 
 
 # ---------------------------------------------------------------------------- sweeps
@@ -164,24 +178,57 @@ def make_grid(
 
     Returns:
         A list of :class:`RunSpec`.
+
+    Raises:
+        ValueError: For a bad ``seeds`` or budget, a ``methods`` entry that is not a pair
+            (agent name, kwargs), a ``configs`` entry that is neither an environment id nor a
+            pair (env_id, env_kwargs), or an unknown agent or environment.
     """
     seeds = check_int("seeds", seeds)
     check_budget(n_steps, n_episodes)
     if isinstance(methods, str):
         methods = [methods]
+    agents: dict[str, tuple[str, dict[str, Any]]] = {}
     if isinstance(methods, Mapping):
-        agents = {label: (name, dict(kw)) for label, (name, kw) in methods.items()}
+        for label, value in methods.items():
+            if not _is_pair(value):
+                raise ValueError(f"methods[{label!r}] must be a pair (agent name, agent kwargs "
+                                 f"dict), got {value!r}")
+            agents[label] = (value[0], dict(value[1]))
+    elif isinstance(methods, Iterable):
+        extra = {} if agent_kwargs is None else agent_kwargs
+        if not isinstance(extra, Mapping):
+            raise ValueError(f"agent_kwargs must be a mapping method -> kwargs dict, got "
+                             f"{agent_kwargs!r}")
+        for name in methods:
+            kwargs = extra.get(name, {}) if isinstance(name, str) else {}
+            if not isinstance(kwargs, Mapping):
+                raise ValueError(f"agent_kwargs[{name!r}] must be a dict of keyword arguments, "
+                                 f"got {kwargs!r}")
+            agents[name] = (name, dict(kwargs))
     else:
-        extra = agent_kwargs or {}
-        agents = {name: (name, dict(extra.get(name, {}))) for name in methods}
+        raise ValueError(f"methods must be agent names or a mapping label -> (agent name, "
+                         f"agent kwargs), got {methods!r}")
     if not agents:
         raise ValueError("methods must name at least one agent")
+    if not isinstance(configs, Mapping):
+        raise ValueError(f"configs must be a mapping label -> env_id or (env_id, env_kwargs), "
+                         f"got {configs!r}")
     if not configs:
         raise ValueError("configs must hold at least one environment configuration")
+    environments: dict[str, tuple[str, dict[str, Any]]] = {}
+    for config, entry in configs.items():
+        value = cast(Any, entry)
+        if isinstance(value, str):
+            environments[str(config)] = (value, {})
+        elif _is_pair(value):
+            environments[str(config)] = (value[0], dict(value[1]))
+        else:
+            raise ValueError(f"configs[{config!r}] must be an environment id or a pair "
+                             f"(env_id, env_kwargs dict), got {value!r}")
     grid = []
     for label, (agent_name, kwargs) in agents.items():
-        for config, value in configs.items():
-            env_id, env_kwargs = (value, {}) if isinstance(value, str) else value
+        for config, (env_id, env_kwargs) in environments.items():
             for index in range(seeds):
                 grid.append(RunSpec(
                     method=label, env_id=env_id, env_kwargs=dict(env_kwargs),
@@ -190,6 +237,12 @@ def make_grid(
                     agent=None if agent_name == label else agent_name,
                 ))
     return grid
+
+
+def _is_pair(value: Any) -> bool:
+    """Whether ``value`` is ``(name, kwargs)``: a 2-sequence of a string and a mapping."""
+    return (isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[0], str)
+            and isinstance(value[1], Mapping))
 
 
 def execute_run(spec: RunSpec) -> pd.DataFrame:
@@ -239,12 +292,100 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
     return frame
 
 
-def _existing(out_dir: Path, key: str) -> Path | None:
-    for suffix in (".parquet", ".csv"):
-        path = out_dir / f"{key}{suffix}"
-        if path.is_file():
-            return path
-    return None
+def _existing(out_dir: Path, key: str) -> list[Path]:
+    """The run files of ``key`` in ``out_dir`` (Parquet first)."""
+    return [path for path in (out_dir / f"{key}.{fmt}" for fmt in _FORMATS) if path.is_file()]
+
+
+def _record_path(path: Path) -> Path:
+    """The record of a run file: ``<key>.<fmt>.json`` beside it."""
+    return path.with_name(f"{path.name}.json")
+
+
+def _digest(path: Path) -> tuple[int, str]:
+    """``(size in bytes, SHA-256 hex digest)`` of a file."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return size, digest.hexdigest()
+
+
+def _write_run(frame: pd.DataFrame, path: Path, fmt: str, spec: RunSpec) -> None:
+    """Writes a run file and its record, so that the file never exists without its record.
+
+    The frame goes to a temporary file; its record (rows, size, checksum) is written next;
+    only then is the temporary file renamed to ``path``. A kill at any point leaves either
+    no file (recomputed), or a file with the record that matches it.
+    """
+    with atomic_path(path) as temporary:
+        if fmt == "parquet":
+            frame.to_parquet(temporary, index=False)
+        else:
+            frame.to_csv(temporary, index=False)
+        size, digest = _digest(temporary)
+        record = {"format": RECORD_FORMAT, "key": spec.key, "file": path.name,
+                  "rows": len(frame), "bytes": size, "sha256": digest}
+        with atomic_path(_record_path(path)) as record_temporary:
+            record_temporary.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+
+def _verify(path: Path, spec: RunSpec) -> tuple[pd.DataFrame | None, str]:
+    """The run file's frame if it matches its record and ``spec``, else ``(None, reason)``."""
+    try:
+        record = json.loads(_record_path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, "has no record (written by an interrupted or older sweep)"
+    except (OSError, ValueError) as error:
+        return None, f"has an unreadable record ({error})"
+    if not (isinstance(record, dict) and record.get("format") == RECORD_FORMAT
+            and record.get("key") == spec.key and record.get("file") == path.name
+            and isinstance(record.get("rows"), int) and isinstance(record.get("bytes"), int)
+            and isinstance(record.get("sha256"), str)):
+        return None, "has a record that does not describe it"
+    size, digest = _digest(path)
+    if size != record["bytes"] or digest != record["sha256"]:
+        return None, (f"does not match its record ({size} bytes, expected {record['bytes']}; "
+                      "SHA-256 differs)" if size != record["bytes"] else
+                      "does not match its record (SHA-256 differs)")
+    try:
+        frame = read_run(path)
+    except Exception as error:  # any unreadable file is recomputed
+        return None, f"cannot be read ({type(error).__name__}: {error})"
+    expected_rows = spec.n_steps if spec.n_steps is not None else record["rows"]
+    if len(frame) != record["rows"] or len(frame) != expected_rows:
+        return None, f"holds {len(frame)} rows, expected {expected_rows}"
+    labels = {"method": spec.method, "config": spec.config, "seed_index": spec.seed_index}
+    for column, value in labels.items():
+        if column not in frame.columns or not (frame[column] == value).all():
+            return None, f"holds rows of another run (column {column!r})"
+    return frame, ""
+
+
+_TEMPORARY = re.compile(r"^\.(?P<key>.*__[0-9a-f]{12})\.(?:parquet|csv)(?:\.json)?\..*\.tmp$")
+
+
+def _remove_stale_temporaries(directory: Path, keys: set[str]) -> int:
+    """Removes the temporary files (``.<key>.<fmt>.<random>.tmp``) that a killed sweep of
+    these ``keys`` left behind; returns how many."""
+    removed = 0
+    for path in directory.iterdir():
+        match = _TEMPORARY.match(path.name)
+        if match and match.group("key") in keys and path.is_file():
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed += 1
+    return removed
+
+
+def _discard(paths: Iterable[Path]) -> None:
+    """Removes run files (and their records) that failed verification or were superseded."""
+    for path in paths:
+        for stale in (_record_path(path), path):
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
 
 
 def _finish(frames: Iterable[pd.DataFrame]) -> pd.DataFrame:
@@ -284,11 +425,15 @@ def run_many(
     """Executes a grid of runs and returns all their rows, sorted by method, config, seed, step.
 
     With ``out_dir``, each finished run is written to ``out_dir/<RunSpec.key>.<fmt>``
-    atomically (a hidden temporary file renamed into place), so a killed sweep leaves only
-    whole files; rerunning the same grid skips (and loads) the runs whose files exist and
-    computes the rest. The returned frame is always read back from those files, so a resumed
+    atomically (a hidden temporary file renamed into place), with its record
+    ``<key>.<fmt>.json`` (rows, size, SHA-256) written before the rename, so a killed sweep
+    leaves only whole, recorded files; rerunning the same grid loads the runs whose files
+    match their records and computes the rest — including runs whose file was truncated,
+    edited or has no record (a warning names each) — and removes the temporary files that a
+    kill left behind. The returned frame is always read back from those files, so a resumed
     sweep returns exactly what an uninterrupted one does. Files are written by this process
     (so Ray workers need no shared file system); other files in ``out_dir`` are ignored.
+    Two sweeps must not write into the same directory at once.
 
     Args:
         grid: :class:`RunSpec` objects, e.g. from :func:`make_grid`.
@@ -322,19 +467,27 @@ def run_many(
     paths: list[Path | None] = [None] * len(specs)
     results: list[pd.DataFrame | None] = [None] * len(specs)
     todo: list[int] = []
+    if directory is not None:
+        _remove_stale_temporaries(directory, {spec.key for spec in specs})
     for index, spec in enumerate(specs):
-        found = None if directory is None else _existing(directory, spec.key)
-        if found is None:
+        found = [] if directory is None else _existing(directory, spec.key)
+        for path in found:
+            frame, reason = _verify(path, spec)
+            if frame is not None:
+                paths[index], results[index] = path, frame
+                break
+            warnings.warn(f"recomputing run {spec.key}: {path.name} {reason}", stacklevel=2)
+        if paths[index] is None:
             todo.append(index)
-        else:
-            paths[index] = found
 
     def finished(index: int, frame: pd.DataFrame) -> None:
         if directory is None:
             results[index] = frame
         else:
             path = directory / f"{specs[index].key}.{fmt}"
-            write_frame(frame, path, fmt)
+            _discard([_record_path(path)])  # a stale record never vouches for the new file
+            _write_run(frame, path, fmt, specs[index])
+            _discard(p for p in _existing(directory, specs[index].key) if p != path)
             paths[index] = path
 
     with tqdm(total=len(specs), initial=len(specs) - len(todo), desc="runs",
@@ -346,7 +499,12 @@ def run_many(
 
     if directory is None:
         return _finish(f for f in results if f is not None)
-    return _finish(read_run(path) for path in paths if path is not None)
+    # runs computed now are read back from their files, so a resumed sweep returns exactly
+    # what an uninterrupted one does
+    computed = set(todo)
+    return _finish(frame if frame is not None and index not in computed else read_run(path)
+                   for index, (frame, path) in enumerate(zip(results, paths, strict=True))
+                   if path is not None)
 
 
 def _execute(backend: str, n_jobs: int, jobs: list[tuple[int, RunSpec]]
