@@ -6,7 +6,7 @@ Subcommands::
     bam-rl run --env ID --agent NAME[,NAME...] --steps N --seeds S [--out DIR]
                [--jobs J] [--backend serial|loky|ray]      # a sweep over run_many
     bam-rl list                                          # environment ids and agent names
-    bam-rl reproduce {tracking,all} [--quick] [--seeds N] [--out DIR]   # paper figures
+    bam-rl reproduce EXPERIMENT [--quick] [--seeds N] [--jobs J] [--out DIR]  # paper figures
 
 Usage errors (an unknown agent or environment, bad numbers, an ``--out`` that is a file or
 cannot be written) print a message naming the offending value and the accepted ones to
@@ -289,8 +289,11 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     for name in names:
         start = time.perf_counter()
         out = Path(args.out) / name
-        extra = ({"data": args.data, "side": args.side, "download": args.download}
-                 if name == "mnist" else {})
+        extra: dict[str, Any] = {}
+        if name == "mnist":
+            extra = {"data": args.data, "side": args.side, "download": args.download}
+        elif name.startswith("cartpole"):
+            extra = {"backend": args.backend}
         summary = get_reproduction(name)(out, seeds=args.seeds, quick=args.quick,
                                          n_jobs=args.jobs, progress=not args.no_progress,
                                          **extra)
@@ -361,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     reproduce = commands.add_parser(
         "reproduce", help="run a paper experiment and write its figure and CSVs",
-        description="Runs a paper experiment and writes its figure (medians with 10-90 %% "
+        description="Runs a paper experiment and writes its figure (medians with quantile "
                     "bands), per-step CSV and summary CSV to --out.")
     reproduce.add_argument("experiment", choices=(*REPRODUCTIONS, "all"),
                            help="which experiment ('all': every one)")
@@ -371,6 +374,9 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--out", default="results", metavar="DIR",
                            help="output directory (results)")
     reproduce.add_argument("--jobs", type=_nonzero_int, default=1, help="parallel workers (1)")
+    reproduce.add_argument("--backend", choices=("serial", "loky", "ray"), default=None,
+                           help="cartpole: where the runs execute (default: serial for one "
+                                "job, else loky)")
     reproduce.add_argument("--no-progress", action="store_true", help="hide progress bars")
     reproduce.add_argument("--data", default=None, metavar="DIR",
                            help="mnist: directory of the four MNIST files, gzipped or not "
