@@ -12,7 +12,9 @@ without pickle.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import weakref
 from typing import Any
 
 import mujoco
@@ -23,11 +25,12 @@ from scipy.linalg import cho_solve, solve_triangular
 from bam_rl import hyperparams
 from bam_rl.checks import as_float_array, check_int, check_positive
 from bam_rl.families import BayesianLinearRegression, NaturalParams
-from bam_rl.features import RandomFourierFeatures
+from bam_rl.features import CosineTable, RandomFourierFeatures
 
 __all__ = ["RFFDynamicsModel", "SimulatorDynamics", "check_rollout_inputs"]
 
 _HOT_DTYPES = ("float32", "float64")
+_TINY = 5e-324  # the smallest subnormal: max(norm, _TINY) is norm unless norm is 0
 
 
 def check_rollout_inputs(
@@ -107,6 +110,25 @@ def _angle_pairs(value: Any, state_dim: int) -> tuple[tuple[int, int], ...]:
     return pairs
 
 
+class _PlanningCache:
+    """Derived planning data of one model: projections and cosine buffers (never saved)."""
+
+    def __init__(self) -> None:
+        self.weights: dict[str, np.ndarray] = {}
+        self.tables: dict[int, CosineTable] = {}
+
+
+# kept outside the models' __dict__ so that agents save only their state
+_PLANNING_CACHES: weakref.WeakKeyDictionary[Any, _PlanningCache] = weakref.WeakKeyDictionary()
+
+
+def _planning_cache(model: Any) -> _PlanningCache:
+    cache = _PLANNING_CACHES.get(model)
+    if cache is None:
+        cache = _PLANNING_CACHES[model] = _PlanningCache()
+    return cache
+
+
 class RFFDynamicsModel:
     """``x_t = x_{t−1} + M φ([x_{t−1}, a_t]) + ε``, ``ε ~ N(0, σ² I)``, with a Bayesian ``M``.
 
@@ -120,10 +142,15 @@ class RFFDynamicsModel:
 
     Planning (:meth:`__call__`) draws one ``M`` per trajectory from the belief and rolls the
     model out *with* the noise ``ε``, as the paper does. The planner's hot loop runs in
-    ``planning_dtype`` (``"float64"`` by default). ``"float32"`` is about 2.8× faster but not
-    equivalent: draws of ``M`` have large entries along directions the data do not
-    determine, which amplify float32 rounding of the features; one step agrees to a tenth of
-    the model noise, but planned actions differ markedly (``scripts/benchmark_mppi.py``).
+    ``planning_dtype`` (``"float64"`` by default; its ``cos`` is a table-based
+    :class:`~bam_rl.features.CosineTable`, accurate to rounding). ``"float32"`` is about 2×
+    faster but not equivalent: draws of ``M`` have large entries along directions the data
+    do not determine, which amplify float32 rounding of the features; one step agrees to a
+    tenth of the model noise, but planned actions differ markedly
+    (``scripts/benchmark_mppi.py``). Note that the same amplification makes the planned
+    actions sensitive to float64 rounding too: two float64 evaluations that round
+    differently (another order of the sums, another ``cos``) agree for the first steps of a
+    rollout and then drift apart, and a chain of plans from the same seed then differs.
     Statistics, beliefs and draws of ``M`` are always float64.
 
     Args:
@@ -310,45 +337,137 @@ class RFFDynamicsModel:
         Args:
             state: Start state ``(state_dim,)``.
             actions: ``(K, H, action_dim)``.
-            rng: Source of the model and noise draws (models first, then the noise).
+            rng: Source of the model and noise draws: ``K`` models first
+                (:meth:`sample`), then the noise, ``σ · standard_normal((H, K, state_dim))``.
 
         Returns:
             States ``(K, H, state_dim)`` in ``planning_dtype``.
         """
         state, actions = check_rollout_inputs(state, actions, self.state_dim, self.action_dim)
-        return self._rollout(state, actions, rng)
+        return self.rollout_unchecked(state, actions, rng)
 
-    def _rollout(
+    def rollout_unchecked(
         self, state: np.ndarray, actions: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray:
+        """:meth:`__call__` without its input checks, for callers that built the inputs
+        (the planner validates its state once per control step)."""
         k, h, _ = actions.shape
-        dx, dtype = self.state_dim, np.dtype(self.planning_dtype).type
-        features = self.features
-        scale = features.scale
-        # one model per trajectory, with the feature scale folded in: (K, D, dx)
-        models_t = np.ascontiguousarray(
-            (scale * np.swapaxes(self.sample(k, rng), -1, -2)).astype(dtype)
-        )
-        noise = (math.sqrt(self.noise_var) * rng.standard_normal((h, k, dx))).astype(dtype)
-        omega = features.omega.astype(dtype)
-        n_seen = len(self.feature_states)
-        # Ω's state columns spread over all dx components (zero for unseen ones): (dx, D)
-        omega_state_t = np.zeros((dx, features.n_features), dtype=dtype)
-        omega_state_t[list(self.feature_states)] = omega[:, :n_seen].T
-        # the action part of Ωz + b for every step at once: (H, K, D)
-        projected = np.moveaxis(actions.astype(dtype) @ omega[:, n_seen:].T, 1, 0)
-        projected += features.offset.astype(dtype)
-        out = np.empty((k, h, dx), dtype=dtype)
-        x = np.broadcast_to(state.astype(dtype), (k, dx)).copy()
-        for t in range(h):  # a loop over time only: every step is batched over samples
-            phi = x @ omega_state_t
-            phi += projected[t]
-            np.cos(phi, out=phi)
-            x += np.matmul(phi[:, None, :], models_t)[:, 0, :]
-            x += noise[t]
-            for i, j in self.angle_pairs:  # back onto the unit circle
-                norm = np.hypot(x[:, i], x[:, j])
-                norm[norm == 0] = 1
+        models = self.sample(k, rng)
+        noise = rng.standard_normal((h, k, self.state_dim))
+        noise *= math.sqrt(self.noise_var)
+        return self.simulate(state, actions, models, noise)
+
+    def simulate(
+        self, state: np.ndarray, actions: np.ndarray, models: np.ndarray, noise: np.ndarray
+    ) -> np.ndarray:
+        """The planning rollout for given models and noise (no input checks).
+
+        ``x_{k,t} = x_{k,t−1} + models[k] φ([x_{k,t−1}, actions[k, t]]) + noise[t, k]``,
+        then each :attr:`angle_pairs` pair is projected onto the unit circle.
+
+        Args:
+            state: Start state ``(state_dim,)``.
+            actions: ``(K, H, action_dim)``.
+            models: ``(K, state_dim, n_features)``, one per trajectory.
+            noise: ``(H, K, state_dim)``, the model noise already scaled by ``σ``.
+
+        Returns:
+            States ``(K, H, state_dim)`` in ``planning_dtype`` (float64 states agree with a
+            step-by-step :meth:`predict` to rounding: the float64 loop evaluates ``cos``
+            with :class:`~bam_rl.features.CosineTable`).
+        """
+        k, h, _ = actions.shape
+        dx, du = self.state_dim, self.action_dim
+        dtype = np.dtype(self.planning_dtype)
+        fast = dtype == np.float64
+        weights = self._projection(fast)
+        # models scaled by sqrt(2/D) and laid out (K, dx, D) for one batched product a step
+        scaled = np.asarray(models, dtype=dtype) * dtype.type(self.features.scale)
+        noise = np.asarray(noise, dtype=dtype)
+        # inputs z = [x, a, 1] of every step, (H + 1, K, dx + du + 1); the state after step t
+        # is written to inputs[t + 1, :, :dx] (the last row holds only the final state)
+        inputs = np.empty((h + 1, k, dx + du + 1), dtype=dtype)
+        inputs[0, :, :dx] = state
+        inputs[:h, :, dx : dx + du] = np.swapaxes(actions, 0, 1)
+        inputs[:, :, -1] = 1.0
+        inputs[h, :, dx:] = 0.0
+        arguments = np.empty((k, self.n_features), dtype=dtype)
+        phi = np.empty((k, self.n_features), dtype=dtype)
+        delta = np.empty((k, dx, 1), dtype=dtype)
+        table = self._cosine_table(k) if fast else None
+        pairs = self.angle_pairs
+        # a diverging model's nan/inf: the float64 loop checks its range after the loop
+        quiet = np.errstate(invalid="ignore") if fast else contextlib.nullcontext()
+        with quiet:
+            for t in range(h):
+                x, x_next = inputs[t, :, :dx], inputs[t + 1, :, :dx]
+                np.matmul(inputs[t], weights, out=arguments)
+                if table is not None:
+                    table(arguments, phi)
+                else:
+                    np.cos(arguments, out=phi)
+                np.matmul(scaled, phi[:, :, None], out=delta)
+                np.add(x, delta[:, :, 0], out=x_next)
+                x_next += noise[t]
+                for i, j in pairs:  # back onto the unit circle (norm 0: both are 0)
+                    norm = np.hypot(x_next[:, i], x_next[:, j])
+                    np.maximum(norm, _TINY, out=norm)
+                    x_next[:, i] /= norm
+                    x_next[:, j] /= norm
+        states = inputs[1:, :, :dx]
+        if fast and not self._in_table_range(inputs, weights):
+            return self._simulate_exact(state, actions, models, noise)
+        return np.ascontiguousarray(np.swapaxes(states, 0, 1))
+
+    # the float64 weights [Ω_x; Ω_a; b]ᵀ (in turns of the cosine table) and float32 ones
+    def _projection(self, fast: bool) -> np.ndarray:
+        key = "float64-turns" if fast else self.planning_dtype
+        cache = _planning_cache(self)
+        cached = cache.weights.get(key)
+        if cached is None:
+            features, dx = self.features, self.state_dim
+            n_seen = len(self.feature_states)
+            weights = np.zeros((dx + self.action_dim + 1, features.n_features))
+            weights[list(self.feature_states)] = features.omega[:, :n_seen].T
+            weights[dx:-1] = features.omega[:, n_seen:].T
+            weights[-1] = features.offset
+            if fast:
+                weights *= CosineTable.SIZE / (2.0 * math.pi)
+            cached = cache.weights[key] = weights.astype(
+                np.float64 if fast else self.planning_dtype
+            )
+        return cached
+
+    def _cosine_table(self, k: int) -> CosineTable:
+        tables = _planning_cache(self).tables
+        table = tables.get(k)
+        if table is None:
+            table = tables[k] = CosineTable((k, self.n_features))
+        return table
+
+    @staticmethod
+    def _in_table_range(inputs: np.ndarray, weights: np.ndarray) -> bool:
+        """Whether every argument ``z @ weights`` of the rollout was within the table's
+        range (a bound through ``max |z|``; ``False`` for non-finite states)."""
+        bound = float(np.abs(inputs).max(axis=(0, 1)) @ np.abs(weights).max(axis=1))
+        return bound <= CosineTable.LIMIT
+
+    def _simulate_exact(
+        self, state: np.ndarray, actions: np.ndarray, models: np.ndarray, noise: np.ndarray
+    ) -> np.ndarray:
+        """The float64 rollout with ``numpy.cos`` (for models that diverge far)."""
+        k, h, _ = actions.shape
+        dx = self.state_dim
+        weights = self._projection(False)
+        models = np.asarray(models, dtype=np.float64) * self.features.scale
+        out = np.empty((k, h, dx))
+        x = np.broadcast_to(state, (k, dx)).copy()
+        for t in range(h):
+            z = np.concatenate([x, actions[:, t], np.ones((k, 1))], axis=1)
+            phi = np.cos(z @ weights)
+            x = x + np.matmul(models, phi[:, :, None])[:, :, 0] + noise[t]
+            for i, j in self.angle_pairs:
+                norm = np.maximum(np.hypot(x[:, i], x[:, j]), _TINY)
                 x[:, i] /= norm
                 x[:, j] /= norm
             out[:, t] = x
@@ -367,10 +486,32 @@ _SIMULATORS: dict[tuple[str, int], tuple[Any, list[Any]]] = {}
 
 
 def _simulator(model_path: str, n_threads: int) -> tuple[Any, list[Any]]:
-    """One MjModel and ``n_threads`` MjData per asset, built once per process."""
+    """One MjModel and ``n_threads`` MjData per asset, built once per process.
+
+    When the model can have no constraint at all (contacts disabled, no joint limits, no
+    friction loss, no equality constraints or tendons), the constraint pipeline, its warm
+    start, the collision midphase and sensors are switched off in this private copy: they
+    would compute nothing, and the rollouts are bit-identical, about 10 % faster.
+    """
     key = (model_path, n_threads)
     if key not in _SIMULATORS:
         model = mujoco.MjModel.from_xml_path(model_path)
+        bits = mujoco.mjtDisableBit
+        unconstrained = (
+            model.opt.disableflags & bits.mjDSBL_CONTACT
+            and not model.jnt_limited.any()
+            and not model.dof_frictionloss.any()
+            and model.neq == 0
+            and model.ntendon == 0
+        )
+        if unconstrained:
+            for bit in (
+                bits.mjDSBL_CONSTRAINT,
+                bits.mjDSBL_WARMSTART,
+                bits.mjDSBL_MIDPHASE,
+                bits.mjDSBL_SENSOR,
+            ):
+                model.opt.disableflags |= bit
         _SIMULATORS[key] = (model, [mujoco.MjData(model) for _ in range(n_threads)])
     return _SIMULATORS[key]
 
@@ -404,8 +545,11 @@ class SimulatorDynamics:
         self.gravity = float(check_positive("gravity", gravity))
         self.n_threads = check_int("n_threads", n_threads)
         model, _ = _simulator(model_path, self.n_threads)
-        if model.nq != 2 or model.nv != 2 or model.nu != 1:
-            raise ValueError("model_path must describe the cart-pole (nq = nv = 2, nu = 1)")
+        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+        if model.nq != 2 or model.nv != 2 or model.nu != 1 or mujoco.mj_stateSize(model, spec) != 5:
+            raise ValueError(
+                "model_path must describe the cart-pole (nq = nv = 2, nu = 1, no activations)"
+            )
         self.state_dim, self.action_dim = 5, 1
 
     def set_gravity(self, gravity: float) -> None:
@@ -422,25 +566,40 @@ class SimulatorDynamics:
             is deterministic).
         """
         state, actions = check_rollout_inputs(state, actions, 5, 1)
+        return self.rollout_unchecked(state, actions, rng)
+
+    def rollout_unchecked(
+        self, state: np.ndarray, actions: np.ndarray, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
+        """:meth:`__call__` without its input checks (the planner checks once per step)."""
         model, datas = _simulator(self.model_path, self.n_threads)
         model.opt.gravity[2] = -self.gravity
-        data = datas[0]
-        mujoco.mj_resetData(model, data)
-        data.qpos[:] = (state[0], math.atan2(state[3], state[2]))
-        data.qvel[:] = (state[1], state[4])
-        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-        initial = np.empty(mujoco.mj_stateSize(model, spec))
-        mujoco.mj_getState(model, data, initial, spec)
-        controls = np.repeat(actions, self.frame_skip, axis=1)
-        states, _ = mj_rollout.rollout(model, datas, initial[None], controls)
-        states = states[:, self.frame_skip - 1 :: self.frame_skip]
-        start = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_TIME)
-        qpos = states[..., start : start + 2]
-        qvel = states[..., start + 2 : start + 4]
-        return np.stack(
-            [qpos[..., 0], qvel[..., 0], np.cos(qpos[..., 1]), np.sin(qpos[..., 1]), qvel[..., 1]],
-            axis=-1,
+        k, h, _ = actions.shape
+        skip = self.frame_skip
+        # the full physics state is (time, qpos, qvel): no activations, mocap or plugins
+        initial = np.empty((k, 5))
+        initial[:, 0] = 0.0
+        initial[:, 1:] = (state[0], math.atan2(state[3], state[2]), state[1], state[4])
+        controls = np.ascontiguousarray(np.repeat(actions, skip, axis=1), dtype=np.float64)
+        states = np.empty((k, h * skip, 5))
+        mj_rollout.rollout(
+            [model] * k,
+            datas,
+            initial,
+            controls,
+            skip_checks=True,
+            nstep=h * skip,
+            state=states,
+            sensordata=np.empty((k, h * skip, 0)),
         )
+        every = states[:, skip - 1 :: skip]  # (K, H, 5): time, x, θ, ẋ, θ̇
+        out = np.empty((k, h, 5))
+        out[..., 0] = every[..., 1]
+        out[..., 1] = every[..., 3]
+        np.cos(every[..., 2], out=out[..., 2])
+        np.sin(every[..., 2], out=out[..., 3])
+        out[..., 4] = every[..., 4]
+        return out
 
     def __repr__(self) -> str:
         return (

@@ -17,7 +17,7 @@ with the simulator itself (:class:`~agents.dynamics.SimulatorDynamics`).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -205,8 +205,8 @@ class MPPIAgent(BaseAgent):
         self.planner = MPPI(
             None,
             action_dim=self.action_dim,
-            action_low=action_space.low,
-            action_high=action_space.high,
+            action_low=cast(gym.spaces.Box, action_space).low,  # a Box (checked above)
+            action_high=cast(gym.spaces.Box, action_space).high,
             **options,
         )
         self._trial = _TrialRecorder()
@@ -337,6 +337,8 @@ class GroundTruthMPPI(BaseAgent):
         if "sampling_var" in options:
             options["noise_var"] = options.pop("sampling_var")
         space = env.action_space
+        if not isinstance(space, gym.spaces.Box) or space.shape != (1,):
+            raise ValueError(f"env must have a (1,)-shaped Box action space, got {space!r}")
         self.planner = MPPI(
             None, action_dim=1, action_low=space.low, action_high=space.high, **options
         )

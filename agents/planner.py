@@ -76,7 +76,10 @@ class MPPI:
     Args:
         dynamics: ``dynamics(state (dx,), actions (K, H, du), rng) -> states (K, H, dx)``
             (an :class:`~agents.dynamics.RFFDynamicsModel`, a
-            :class:`~agents.dynamics.SimulatorDynamics`, or any callable).
+            :class:`~agents.dynamics.SimulatorDynamics`, or any callable). When it has
+            ``state_dim``, ``action_dim`` matching the query and a ``rollout_unchecked``
+            method of the same signature, :meth:`plan` calls that instead (the state is
+            checked once in :meth:`plan`, the samples are the planner's own).
         reward: ``reward(states (K, H, dx), actions (K, H, du)) -> (K, H)``; default
             :class:`AngleCosineReward` (``cos(angle)`` of the cart-pole).
         action_dim: Dimension of the action.
@@ -168,7 +171,16 @@ class MPPI:
         noise = rng.standard_normal((self.n_samples, self.horizon, self.action_dim))
         samples = self.plan_actions + self.noise_std * noise
         np.clip(samples, self.action_low, self.action_high, out=samples)
-        states = dynamics(state, samples, rng)
+        unchecked = getattr(dynamics, "rollout_unchecked", None)
+        if (
+            unchecked is not None
+            and state.shape == (getattr(dynamics, "state_dim", -1),)
+            and self.action_dim == getattr(dynamics, "action_dim", -1)
+        ):
+            # the inputs are checked once, here: the samples are the planner's own
+            states = unchecked(state, samples, rng)
+        else:
+            states = dynamics(state, samples, rng)  # checks its inputs (and raises)
         returns = np.asarray(self.reward(states, samples), dtype=np.float64).sum(axis=1)
         if returns.shape != (self.n_samples,) or not np.all(np.isfinite(returns)):
             # a diverging model can predict non-finite states: such samples get no weight

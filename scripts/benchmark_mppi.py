@@ -9,8 +9,11 @@ same model noise). ``pytorch_mppi`` (``pip install pytorch_mppi``, the ``bench``
 on the CPU with ``torch.set_num_threads(1)``, as our numpy runs with one BLAS thread.
 
 Rows: (workload, ours, peer, ratio = peer / ours; > 1 means we are faster); latencies are
-medians over ``--steps`` control steps. float64 is the default planning dtype; the
-float32 rows show the faster, non-equivalent option.
+medians of the wall time over ``--steps`` control steps, each followed by the process CPU
+time per step in brackets (less sensitive to other load on the machine; the load average
+is printed first). float64 is the default planning dtype; the float32 rows show the
+faster, non-equivalent option. A last row times one ``GroundTruthMPPI`` control step (the
+simulator through ``mujoco.rollout``; no peer).
 
 Usage: ``python scripts/benchmark_mppi.py [--steps 200]``.
 """
@@ -30,7 +33,7 @@ import numpy as np
 
 import bam_rl  # noqa: F401
 from agents.dynamics import RFFDynamicsModel
-from agents.mppi import MPPI
+from agents.mppi import MPPI, GroundTruthMPPI
 from bam_rl.memory import Memory
 from bam_rl.readout import select
 
@@ -46,13 +49,19 @@ def random_trial(env, rng, **reset):
     return np.array(states), np.array(actions)
 
 
-def median_latency(step, n_steps: int) -> float:
+def median_latency(step, n_steps: int) -> tuple[float, float]:
+    """Median wall time of one call, and the mean CPU time of this thread per call."""
     times = []
+    cpu = time.thread_time()
     for _ in range(n_steps):
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return float(np.median(times)), (time.thread_time() - cpu) / n_steps
+
+
+def cell(latency: tuple[float, float]) -> str:
+    return f"{latency[0] * 1e3:7.3f}ms ({latency[1] * 1e3:6.3f})"
 
 
 def torch_planner(model: RFFDynamicsModel, rng: np.random.Generator, dtype):
@@ -108,7 +117,8 @@ def control_step(args: argparse.Namespace) -> None:
     rng = np.random.default_rng(0)
     trials = [random_trial(env, rng, seed=i) for i in range(2)]
     state = trials[0][0][50]
-    print(f"{'workload':58s} {'ours':>10s} {'peer':>10s} {'ratio':>7s}")
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(f"{'workload':58s} {'ours wall (cpu)':>20s} {'peer wall (cpu)':>20s} {'ratio':>7s}")
     for ours_dtype, torch_dtype, label in (
         ("float32", torch.float32, "float32"),
         ("float64", torch.float64, "float64"),
@@ -126,8 +136,14 @@ def control_step(args: argparse.Namespace) -> None:
         theirs = median_latency(lambda f=peer: f(state), args.steps)
         print(
             f"{'MPPI control step 32x50, 200 RFF, model/trajectory (' + label + ')':58s} "
-            f"{ours * 1e3:8.3f}ms {theirs * 1e3:8.3f}ms {theirs / ours:7.2f}"
+            f"{cell(ours):>20s} {cell(theirs):>20s} {theirs[0] / ours[0]:7.2f}"
         )
+    agent = GroundTruthMPPI(env, seed=0)
+    agent.reset(state, {"gravity": 9.81})
+    for _ in range(3):
+        agent.act(state)
+    gt = median_latency(lambda: agent.act(state), max(10, args.steps // 10))
+    print(f"{'GroundTruthMPPI control step 32x50 (mujoco.rollout, RK4)':58s} {cell(gt):>20s}")
     # float32 vs float64 planning: same draws, how often the chosen action differs
     plans = {}
     for dtype in ("float32", "float64"):

@@ -7,6 +7,8 @@ and ``scripts/benchmark_mppi.py``.
 
 from __future__ import annotations
 
+import math
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -198,6 +200,86 @@ def test_rollout_uses_one_model_per_trajectory_with_noise(cartpole_data):
         for t in range(4):
             x = model.predict(x, plan[k, t], models[k]) + noise[t, k]
             np.testing.assert_allclose(out[k, t], x, rtol=1e-10, atol=1e-12)
+
+
+def loop_rollout(model, state, actions, models, noise):
+    """The planning rollout written out: per trajectory, per step, with ``predict``."""
+    k, h, _ = actions.shape
+    out = np.empty((k, h, model.state_dim))
+    for i in range(k):
+        x = np.array(state, dtype=np.float64)
+        for t in range(h):
+            x = model.predict(x, actions[i, t], models[i]) + noise[t, i]
+            for a, b in model.angle_pairs:
+                norm = math.hypot(x[a], x[b])
+                if norm > 0:
+                    x[a], x[b] = x[a] / norm, x[b] / norm
+            out[i, t] = x
+    return out
+
+
+@pytest.mark.parametrize(
+    ("angle_pairs", "feature_states"),
+    [((), None), (((2, 3),), None), (((2, 3),), (1, 2, 3, 4))],
+)
+def test_fast_rollout_equals_the_loop_by_loop_rollout(cartpole_data, angle_pairs, feature_states):
+    model = RFFDynamicsModel(5, 1, seed=3, angle_pairs=angle_pairs, feature_states=feature_states)
+    model.set_belief(
+        model.family.prior
+        + model.stats(*cartpole_data[9.81][0])
+        + model.stats(*cartpole_data[9.81][1])
+    )
+    rng = np.random.default_rng(7)
+    state = cartpole_data[9.81][2][0][60]
+    actions = np.clip(rng.normal(0.0, 0.6, size=(8, 50, 1)), -1, 1)
+    noise = math.sqrt(model.noise_var) * rng.standard_normal((50, 8, 5))
+    # the posterior mean for every trajectory: the paper's horizon
+    mean = np.broadcast_to(model.mean_model(), (8, 5, model.n_features))
+    fast = model.simulate(state, actions, mean, noise)
+    np.testing.assert_allclose(fast, loop_rollout(model, state, actions, mean, noise), atol=1e-10)
+    # sampled models have entries of ~100 along directions the data leave open, which
+    # amplify rounding ~10× a step (as in any float64 evaluation): a short horizon
+    models = model.sample(8, rng)
+    fast = model.simulate(state, actions[:, :6], models, noise[:6])
+    expected = loop_rollout(model, state, actions[:, :6], models, noise[:6])
+    np.testing.assert_allclose(fast, expected, atol=1e-10)
+    # a call draws the models first, then the noise, and runs the same rollout
+    draws = np.random.default_rng(11)
+    models, noise = (
+        model.sample(8, draws),
+        math.sqrt(model.noise_var) * draws.standard_normal((50, 8, 5)),
+    )
+    np.testing.assert_array_equal(
+        model(state, actions, np.random.default_rng(11)),
+        model.simulate(state, actions, models, noise),
+    )
+
+
+def test_rollout_of_a_diverging_model_falls_back_to_numpy_cos(cartpole_data):
+    model = RFFDynamicsModel(5, 1, n_features=20, seed=0)
+    rng = np.random.default_rng(0)
+    models = 1e12 * rng.standard_normal((3, 5, 20))  # states pass 1e12: beyond the table
+    noise = np.zeros((6, 3, 5))
+    actions = rng.uniform(-1, 1, size=(3, 6, 1))
+    state = cartpole_data[9.81][0][0][0]
+    out = model.simulate(state, actions, models, noise)
+    np.testing.assert_array_equal(out, model._simulate_exact(state, actions, models, noise))
+    assert np.abs(out).max() > 1e12
+    np.testing.assert_allclose(
+        out[:, 0], loop_rollout(model, state, actions[:, :1], models, noise)[:, 0], rtol=1e-12
+    )
+
+
+def test_planner_skips_the_dynamics_checks_with_the_same_result(cartpole_data):
+    model = RFFDynamicsModel(5, 1, n_features=30, seed=0, angle_pairs=((2, 3),))
+    model.set_belief(model.family.prior + model.stats(*cartpole_data[9.81][0]))
+    state = cartpole_data[9.81][0][0][20]
+    fast = MPPI(model, horizon=6, n_samples=5, seed=0)
+    checked = MPPI(lambda s, a, rng: model(s, a, rng), horizon=6, n_samples=5, seed=0)
+    for _ in range(3):
+        np.testing.assert_array_equal(fast.plan(state), checked.plan(state))
+    with pytest.raises(ValueError, match="state"):
+        fast.plan(np.zeros(4))  # a wrong shape goes to the checked call
 
 
 def test_float32_planning_rollouts_agree_with_float64_for_one_step(cartpole_data):

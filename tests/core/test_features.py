@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from bam_rl.features import RandomFourierFeatures, mean_pairwise_distance
+from bam_rl.features import CosineTable, RandomFourierFeatures, mean_pairwise_distance
 
 
 def test_matches_literal_formula_on_random_inputs():
@@ -125,3 +125,29 @@ def test_bad_inputs():
         rff(np.array([np.nan, 0.0]))
     with pytest.raises(ValueError, match="data"):
         mean_pairwise_distance(np.zeros((1, 2)))
+
+
+def test_cosine_table_is_cos_to_rounding():
+    size = CosineTable.SIZE
+    rng = np.random.default_rng(0)
+    turns = np.concatenate(
+        [
+            rng.normal(scale=2000.0, size=5000),
+            rng.uniform(-CosineTable.LIMIT, CosineTable.LIMIT, size=1000),
+            rng.uniform(-0.6, 0.6, size=500),
+            [0.0, 0.5, -0.5, 1.5, 2.5, size / 2 - 0.5, size / 4, -size / 4, CosineTable.LIMIT],
+        ]
+    )
+    # the exact reduction of the argument to [−π, π], then one rounding of ≤ 4.4e-16
+    reduced = turns - size * np.round(turns / size)
+    expected = np.cos(reduced * (2 * np.pi / size))
+    out = CosineTable(turns.shape)(turns.copy(), np.empty_like(turns))
+    np.testing.assert_allclose(out, expected, rtol=0, atol=6e-16)
+
+
+def test_cosine_table_gives_nan_for_non_finite_arguments():
+    turns = np.array([np.nan, np.inf, -np.inf, 3.0])
+    with np.errstate(invalid="ignore"):
+        out = CosineTable((4,))(turns.copy(), np.empty(4))
+    assert np.isnan(out[:3]).all()
+    assert out[3] == pytest.approx(np.cos(6 * np.pi / CosineTable.SIZE), abs=1e-16)
