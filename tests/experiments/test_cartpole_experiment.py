@@ -20,14 +20,18 @@ def test_quick_reproduction_writes_sane_files(tmp_path, setting):
     trials = pd.read_csv(folder / "trials.csv")
     methods = set(SETTINGS[setting]["methods"])
     n_trials = len(QUICK_SCHEDULES[setting])
+    learners = methods - {"gt"}
+    n_reference = 3 if "gt" in methods else 0  # the reference runs each episode's first trial
     assert set(trials["method"]) == methods
-    assert len(trials) == len(methods) * n_trials  # one seed
+    assert len(trials) == len(learners) * n_trials + n_reference  # one seed
     assert (trials["steps"] == 200).all()
     assert trials["reward"].between(-1, 1).all()
     np.testing.assert_array_equal(
         trials.groupby("trial")["gravity"].first().to_numpy(), QUICK_SCHEDULES[setting])
     steps = pd.read_csv(folder / "steps.csv")
-    assert len(steps) == len(methods) * n_trials * 200
+    assert len(steps) == (len(learners) * n_trials + n_reference) * 200
+    if "gt" in methods:  # placed at the episodes' first trials: 0, 2, 4
+        assert sorted(trials.loc[trials["method"] == "gt", "trial"]) == [0, 2, 4]
     summary = pd.read_csv(folder / "summary.csv")
     assert set(summary["method"]) == methods
     assert summary["revisit"].any()  # 9.81 comes back in the quick schedules

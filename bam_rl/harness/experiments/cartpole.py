@@ -7,7 +7,8 @@ Two settings, each a sweep of (method × seed) runs through :func:`~bam_rl.harne
   9.81 m/s², 15 trials of 200 steps each, every change announced (``info["context_changed"]``).
   Methods: BAM (``mppi-bam``: after the first trial of an episode, a readout over every past
   trial), recursive Bayes (``mppi-recursive``: back to the base prior at each episode) and MPPI on
-  the true simulator (``mppi-gt``, the paper's "GT MPC").
+  the true simulator (``mppi-gt``, the paper's "GT MPC"; a reference that does not learn, run
+  on the first trial of each episode and drawn across the episode).
 * **continual** (``bam_rl/GravityCartPoleContinual-v0``): 60 trials, gravities 9.81, 3.72, 9.81,
   11.15 for 15 trials each, changes *not* announced. Methods: BAM selecting after every trial
   (``mppi-bam``), BAM selecting when BOCD over trials signals a change (``mppi-bam-bocd``) and
@@ -67,29 +68,57 @@ QUICK_SCHEDULES = {"episodic": (9.81, 9.81, 3.72, 3.72, 9.81, 9.81),
 QUICK_PLANNER = {"horizon": 10, "n_samples": 8}
 
 
-def cartpole_grid(setting: str, seeds: int, quick: bool = False) -> list[Any]:
-    """The sweep of one setting: every method × ``seeds`` seeds over the whole schedule."""
-    from bam_rl.harness import make_grid
+def schedule(setting: str, quick: bool = False) -> tuple[float, ...]:
+    """The gravity of every trial of a setting (the registered schedule, or the quick one)."""
+    import envs
 
     if setting not in SETTINGS:
         raise ValueError(f"setting must be one of {sorted(SETTINGS)}, got {setting!r}")
+    if quick:
+        return QUICK_SCHEDULES[setting]
+    return envs.EPISODIC_SCHEDULE if setting == "episodic" else envs.CONTINUAL_SCHEDULE
+
+
+def episode_starts(gravities: Any) -> np.ndarray:
+    """Indices of the trials at which the gravity changes (an episode starts), 0 first."""
+    gravities = np.asarray(gravities, dtype=np.float64)
+    return np.flatnonzero(np.r_[True, gravities[1:] != gravities[:-1]])
+
+
+def cartpole_grid(setting: str, seeds: int, quick: bool = False) -> list[Any]:
+    """The sweep of one setting: every method × ``seeds`` seeds over the whole schedule.
+
+    The ground-truth planner (``gt``) is a reference that does not learn, and at ~25 ms per
+    control step (3,200 simulator steps) it is the costliest method: it runs the *first* trial
+    of every episode only, under the same environment seed.
+    """
+    from bam_rl.harness import make_grid
+
+    gravities = schedule(setting, quick)
     spec = SETTINGS[setting]
-    env_kwargs: dict[str, Any] = {}
     methods = {label: (name, dict(kwargs)) for label, (name, kwargs) in spec["methods"].items()}
     if quick:
-        env_kwargs = {"gravity_schedule": QUICK_SCHEDULES[setting]}
         methods = {label: (name, {**kwargs, **QUICK_PLANNER})
                    for label, (name, kwargs) in methods.items()}
-    n_trials = len(env_kwargs.get("gravity_schedule", ())) or (
-        6 * TRIALS_PER_EPISODE if setting == "episodic" else 4 * TRIALS_PER_EPISODE)
-    return make_grid(methods, {setting: (spec["env_id"], env_kwargs)}, seeds=seeds,
-                     n_episodes=n_trials)
+    reference = {label: methods.pop(label) for label in list(methods) if label == "gt"}
+    env_kwargs: dict[str, Any] = {"gravity_schedule": gravities} if quick else {}
+    grid = make_grid(methods, {setting: (spec["env_id"], env_kwargs)}, seeds=seeds,
+                     n_episodes=len(gravities))
+    if reference:
+        firsts = tuple(gravities[i] for i in episode_starts(gravities))
+        grid += make_grid(reference, {setting: (spec["env_id"], {"gravity_schedule": firsts})},
+                          seeds=seeds, n_episodes=len(firsts))
+    return grid
 
 
-def per_trial(steps: pd.DataFrame) -> pd.DataFrame:
-    """One row per (method, seed, trial): mean reward, gravity, selections so far."""
+def per_trial(steps: pd.DataFrame, gravities: Any) -> pd.DataFrame:
+    """One row per (method, seed, trial): mean reward, gravity, selections so far; the
+    reference's trials (the first of each episode) are placed at their episode's start."""
     frame = steps.copy()
     frame["trial"] = frame["episode"]
+    is_reference = frame["method"] == "gt"
+    starts = episode_starts(gravities)
+    frame.loc[is_reference, "trial"] = starts[frame.loc[is_reference, "episode"].to_numpy()]
     aggregations: dict[str, Any] = {"reward": ("reward", "mean"), "gravity": ("gravity", "first"),
                                     "steps": ("reward", "size")}
     for column in ("belief_n_selections", "belief_readout_size", "belief_readout_same_gravity"):
@@ -97,11 +126,6 @@ def per_trial(steps: pd.DataFrame) -> pd.DataFrame:
             aggregations[column.removeprefix("belief_")] = (column, "last")
     trials = frame.groupby(["method", "seed_index", "trial"], sort=True).agg(**aggregations)
     return trials.reset_index()
-
-
-def _episode_starts(trials: pd.DataFrame) -> np.ndarray:
-    gravity = trials.groupby("trial")["gravity"].first().to_numpy()
-    return np.flatnonzero(np.r_[True, gravity[1:] != gravity[:-1]])
 
 
 def _recovery(curve: np.ndarray, target: float) -> int:
@@ -119,17 +143,18 @@ def summarize(trials: pd.DataFrame, setting: str) -> pd.DataFrame:
     seeds)."""
     medians = trials.groupby(["method", "trial"])["reward"].median().unstack("method")
     gravity = trials.groupby("trial")["gravity"].first()
-    starts = list(_episode_starts(trials)) + [len(gravity)]
+    starts = list(episode_starts(gravity.to_numpy())) + [len(gravity)]
     rows = []
     seen: set[float] = set()
     for episode, (start, stop) in enumerate(zip(starts[:-1], starts[1:], strict=True)):
         g = float(gravity.iloc[start])
         block = medians.iloc[start:stop]
-        reference = (float(block["gt"].median()) if "gt" in block
-                     else float(block.iloc[-5:].mean().max()))
+        learned = block.drop(columns="gt", errors="ignore")
+        reference = (float(block["gt"].iloc[0]) if "gt" in block
+                     else float(learned.iloc[-5:].mean().max()))
         target = reference - 0.1 * abs(reference)
         for method in block.columns:
-            curve = block[method].to_numpy()
+            curve = block[method].dropna().to_numpy()
             rows.append({
                 "setting": setting, "episode": episode, "gravity": g, "revisit": g in seen,
                 "method": method, "first_trial": float(curve[0]),
@@ -148,12 +173,20 @@ def plot_cartpole(trials: pd.DataFrame, setting: str, path: str | Path | None = 
     """Reward per trial (median over seeds, 10–90 % bands) with the gravity of each trial."""
     figure, (top, bottom) = new_figure(2, 1, figsize=(11, 6), sharex=True,
                                        gridspec_kw={"height_ratios": [3, 1]})
+    gravity = trials.groupby("trial")["gravity"].first()
+    starts = episode_starts(gravity.to_numpy())
+    ends = np.r_[starts[1:], len(gravity)] - 1
     for method, runs in trials.groupby("method", sort=False):
         label = LABELS.get(str(method), str(method))
-        plot_band(top, runs.groupby("trial")["reward"], label,
-                  **STYLES.get(str(method), {}))
-    gravity = trials.groupby("trial")["gravity"].first()
-    for start in _episode_starts(trials)[1:]:
+        style = STYLES.get(str(method), {})
+        if method == "gt":  # the reference's first trial of each episode, drawn across it
+            median = runs.groupby("trial")["reward"].median()
+            for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
+                top.hlines(median.get(start, np.nan), start, end, lw=1.5,
+                           label=label if i == 0 else None, **style)
+            continue
+        plot_band(top, runs.groupby("trial")["reward"], label, **style)
+    for start in starts[1:]:
         for axis in (top, bottom):
             axis.axvline(start - 0.5, color="grey", lw=0.8, alpha=0.6)
     bottom.step(gravity.index, gravity.to_numpy(), where="mid", color="black")
@@ -178,7 +211,7 @@ def run_setting(setting: str, out: str | Path, seeds: int = 5, quick: bool = Fal
     backend = backend or ("serial" if n_jobs == 1 else "loky")
     steps = run_many(grid, backend=backend, n_jobs=n_jobs, out_dir=out / "runs",
                      progress=progress)
-    trials = per_trial(steps)
+    trials = per_trial(steps, schedule(setting, quick))
     summary = summarize(trials, setting)
     columns = [c for c in ("method", "seed_index", "episode", "episode_step", "action", "reward",
                            "gravity", "trial", "context_changed") if c in steps]
