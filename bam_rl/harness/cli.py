@@ -7,6 +7,8 @@ Subcommands::
                [--jobs J] [--backend serial|loky|ray]      # a sweep over run_many
     bam-rl list                                          # environment ids and agent names
     bam-rl reproduce EXPERIMENT [--quick] [--seeds N] [--jobs J] [--out DIR]  # paper figures
+    bam-rl report DIR                                    # report.html + report.md of DIR
+    bam-rl record [--out docs/figures/swingup.gif]       # the swing-up animation (GIF)
 
 Usage errors (an unknown agent or environment, bad numbers, an ``--out`` that is a file or
 cannot be written) print a message naming the offending value and the accepted ones to
@@ -275,6 +277,7 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     import pandas as pd
 
     from bam_rl.harness.experiments import REPRODUCTIONS, get_reproduction
+    from bam_rl.harness.report import build_report, write_timing
 
     names = REPRODUCTIONS if args.experiment == "all" else (args.experiment,)
     if "mnist" in names and not args.download:  # a missing data file is a usage error
@@ -297,10 +300,65 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         summary = get_reproduction(name)(out, seeds=args.seeds, quick=args.quick,
                                          n_jobs=args.jobs, progress=not args.no_progress,
                                          **extra)
+        seconds = time.perf_counter() - start
+        write_timing(out, seconds, _reproduce_command(name, args), quick=args.quick,
+                     seeds=args.seeds, jobs=args.jobs)
         with pd.option_context("display.width", 120, "display.max_columns", 20):
-            print(f"== {name} ({time.perf_counter() - start:.1f} s) -> {out.resolve()}")
+            print(f"== {name} ({seconds:.1f} s) -> {out.resolve()}")
             print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    if args.experiment == "all":
+        html_path, md_path = build_report(args.out)
+        print(f"\nreport: {html_path.resolve()} (and {md_path.name})")
     return 0
+
+
+def _reproduce_command(name: str, args: argparse.Namespace) -> str:
+    """The ``bam-rl reproduce`` command that reruns experiment ``name`` as ``args`` ran it."""
+    import shlex
+
+    words = ["bam-rl", "reproduce", name]
+    if args.quick:
+        words.append("--quick")
+    for option, value in (("--seeds", args.seeds), ("--jobs", args.jobs),
+                          ("--backend", args.backend if name.startswith("cartpole") else None),
+                          ("--data", args.data if name == "mnist" else None),
+                          ("--side", args.side if name == "mnist" else None)):
+        if value is not None and not (option == "--jobs" and value == 1):
+            words += [option, str(value)]
+    if name == "mnist" and args.download:
+        words.append("--download")
+    words += ["--out", str(args.out)]
+    return shlex.join(words)
+
+
+def _cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from bam_rl.harness.report import build_report
+
+    if not Path(args.directory).is_dir():
+        parser.error(f"results directory {args.directory!r} does not exist "
+                     "(run `bam-rl reproduce ... --out DIR` first)")
+    html_path, md_path = build_report(args.directory)
+    print(f"{html_path.resolve()}\n{md_path.resolve()}")
+    return 0
+
+
+def _cmd_record(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from bam_rl.harness.record import record_swingup
+
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    planner = {"horizon": 10, "n_samples": 8} if args.quick else None
+    schedule = (9.81, 9.81, 3.72, 3.72, 9.81, 9.81) if args.quick else None
+    result = record_swingup(args.out, seed=args.seed, schedule=schedule,
+                            size=(args.width, args.height), every=args.every, planner=planner,
+                            progress=None if args.no_progress else print)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from bam_rl.harness.bench import run_from_args
+
+    return run_from_args(args)
 
 
 # ------------------------------------------------------------------------------ parser
@@ -386,6 +444,42 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--download", action="store_true",
                            help="mnist: download missing MNIST files into --data first")
     reproduce.set_defaults(handler=_cmd_reproduce, parser=reproduce)
+
+    report = commands.add_parser(
+        "report", help="one report (report.html + report.md) of a results directory",
+        description="Writes DIR/report.html (self-contained: figures embedded) and its Markdown "
+                    "twin DIR/report.md from the experiment folders in DIR: every figure, the "
+                    "table of the paper's claims with the measured numbers, wall times, "
+                    "commands, package versions and the machine.")
+    report.add_argument("directory", metavar="DIR", help="results directory (of reproduce)")
+    report.set_defaults(handler=_cmd_report, parser=report)
+
+    record = commands.add_parser(
+        "record", help="GIF of BAM vs recursive Bayes swinging up on a revisited gravity",
+        description="Runs MPPI with BAM and with recursive Bayes through the episodic cart-pole "
+                    "schedule and renders, side by side and headless (MUJOCO_GL=egl), the "
+                    "second trial of the first revisited episode (the first trial after BAM's "
+                    "readout). Takes a few minutes.")
+    record.add_argument("--out", default="docs/figures/swingup.gif", metavar="PATH",
+                        help="GIF path (docs/figures/swingup.gif)")
+    record.add_argument("--seed", type=_seed, default=0, help="environment and agent seed (0)")
+    record.add_argument("--width", type=_positive_int, default=320, help="panel width (320)")
+    record.add_argument("--height", type=_positive_int, default=240, help="panel height (240)")
+    record.add_argument("--every", type=_positive_int, default=3,
+                        help="keep every N-th simulator step's frame (3; played in real time)")
+    record.add_argument("--quick", action="store_true",
+                        help="a 6-trial schedule and a short planner (a smoke test)")
+    record.add_argument("--no-progress", action="store_true", help="no line per trial")
+    record.set_defaults(handler=_cmd_record, parser=record)
+
+    from bam_rl.harness.bench import add_arguments as add_bench_arguments
+
+    bench = commands.add_parser(
+        "bench", help="performance table against peers (workload, ours, peer, ratio, bar, met)",
+        description="Runs the benchmark workloads of the source checkout's scripts/ and prints "
+                    "one table; peers come from the optional 'bench' extra.")
+    add_bench_arguments(bench)
+    bench.set_defaults(handler=_cmd_bench, parser=bench)
 
     return parser
 

@@ -20,23 +20,33 @@ from typing import Any
 
 import pandas as pd
 
+from bam_rl.harness import naming
 from bam_rl.harness.files import write_frame
-from bam_rl.harness.plotting import new_figure, plot_band, save_figure
+from bam_rl.harness.plotting import (
+    add_caption,
+    band_note,
+    figure_legend,
+    new_figure,
+    plot_band,
+    save_figure,
+)
 
-#: agent name in the harness registry -> label in the paper's Figure 3
-METHODS = {
-    "thompson": "Thompson (recursive)",
-    "thompson-forgetting": "BF + Thompson",
-    "thompson-bocd": "BOCD + Thompson",
-    "ucb": "UCB",
-    "ucbam": "UCBAM",
-}
+#: agent name in the harness registry (also the CSV value) -> label in the paper's Figure 3,
+#: from the naming table (:mod:`bam_rl.harness.naming`)
+METHODS = {key: entry.label for key, entry in naming.methods("bandits").items()}
+#: Quantiles of the figure's bands (as in the paper).
+QUANTILES = (0.25, 0.75)
 
 
 #: arm-value settings -> SwitchingBandit keyword arguments
 SETTINGS: dict[str, dict] = {
     "uniform": {},  # both values of each arm ~ U(0, 1), the environment's default
     "separated": {"low_range": (0.0, 0.4), "high_range": (0.6, 1.0)},
+}
+#: The settings as said in figure titles.
+SETTING_TITLES = {
+    "uniform": "uniform arm values: both values of an arm ~ U(0, 1)",
+    "separated": "separated arm values: low ~ U(0, 0.4), high ~ U(0.6, 1)",
 }
 
 
@@ -82,21 +92,34 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     return summary.sort_values(["arms", "median"]).reset_index(drop=True)
 
 
-def plot_bandits(frame: pd.DataFrame, path: str | Path | None = None, every: int = 20):
-    """The paper's Figure 3: cumulative regret over time, median with 25–75 % bands."""
+def plot_bandits(frame: pd.DataFrame, path: str | Path | None = None, every: int = 20,
+                 setting: str | None = None):
+    """The paper's Figure 3: cumulative regret over time, median with 25–75 % bands, one panel
+    per arm count and one legend; ``setting`` (a key of :data:`SETTINGS`) goes in the title."""
     arm_counts = sorted(frame["arms"].unique())
-    figure, axes = new_figure(1, len(arm_counts), figsize=(6 * len(arm_counts), 4),
+    figure, axes = new_figure(1, len(arm_counts), figsize=(5.2 * len(arm_counts) + 1.0, 4.2),
                               squeeze=False)
     thinned = frame[frame["step"] % every == 0]
     for axis, arms in zip(axes[0], arm_counts, strict=True):
-        for method, label in METHODS.items():
+        for method in METHODS:
             runs = thinned[(thinned["arms"] == arms) & (thinned["method"] == method)]
             if runs.empty:
                 continue
-            plot_band(axis, runs.groupby("step")["cumulative_regret"], label,
-                      quantiles=(0.25, 0.75))
-        axis.set(title=f"{arms} arms", xlabel="step", ylabel="cumulative regret")
-        axis.legend(fontsize=8)
+            entry = naming.method("bandits", method)
+            plot_band(axis, runs.groupby("step")["cumulative_regret"], entry.legend,
+                      quantiles=QUANTILES, **entry.style())
+        axis.set(title=f"{arms} arms", xlabel="step $t$", ylabel="cumulative regret")
+    runs = frame.groupby(["arms", "config", "seed"]).ngroups // max(len(arm_counts), 1)
+    configs = frame.groupby("arms")["config"].nunique().max()
+    title = "Experiment 3: switching bandits"
+    if setting is not None:
+        title += f" — {SETTING_TITLES.get(setting, setting)}"
+    figure.suptitle(title, fontsize=12)
+    figure_legend(figure, axes[0])
+    add_caption(figure, f"{band_note(QUANTILES, over='runs')} ({configs} arm configurations × "
+                f"{runs // max(configs, 1)} seed(s) = {runs} runs per arm count). "
+                f"{naming.abbreviation_note('bandits')}.",
+                width=45 + 55 * len(arm_counts))
     return save_figure(figure, path)
 
 
@@ -130,7 +153,7 @@ def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_
         frame = bandit_experiment(seeds=seeds, n_jobs=n_jobs, out_dir=folder / "runs",
                                   progress=progress, env_kwargs=env_kwargs, **kwargs)
         write_frame(frame[frame["step"] % 20 == 0], folder / "bandits_regret.csv")
-        plot_bandits(frame, folder / "bandits.png")
+        plot_bandits(frame, folder / "bandits.png", setting=setting)
         summary = summarize(frame)
         summary.insert(0, "setting", setting)
         summaries.append(summary)
@@ -139,5 +162,105 @@ def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_
     return summary
 
 
-__all__ = ["METHODS", "SETTINGS", "bandit_configs", "bandit_experiment", "plot_bandits",
-           "reproduce", "summarize"]
+#: The paper's claims of §4.3, in order (the rows of the report's claim table).
+CLAIMS = (
+    "UCBAM outperforms the other methods with 10 arms (lowest cumulative regret).",
+    "UCBAM outperforms the other methods with 50 arms (lowest cumulative regret).",
+    "Thompson sampling (recursive Bayes) fails to capture the arms' current values and suffers "
+    "a large penalty, while UCB's exploration does better.",
+    "BOCD + Thompson achieves low regret with 10 arms (below recursive Thompson and BF + "
+    "Thompson).",
+    "BOCD + Thompson reverts to its prior too often to perform well with 50 arms (it ranks "
+    "worse among the methods than with 10 arms).",
+)
+
+
+def _verdict(results: list[bool]) -> bool | str | None:
+    if not results:
+        return None
+    if all(results):
+        return True
+    return "partly" if any(results) else False
+
+
+def claims(folder: str | Path | None) -> list[dict[str, str]]:
+    """The claims of §4.3 with the final median cumulative regret of
+    ``folder/bandits_summary.csv``, per arm-value setting (a claim that holds in one setting
+    only holds "partly"); ``None`` or a missing file: "not run"."""
+    from bam_rl.harness.report import claim, not_run
+
+    path = None if folder is None else Path(folder) / "bandits_summary.csv"
+    if path is None or not path.exists():
+        return not_run("bandits", "§4.3", CLAIMS)
+    summary = pd.read_csv(path)
+    short = {"thompson": "TS", "thompson-forgetting": "BF", "thompson-bocd": "BOCD",
+             "ucb": "UCB", "ucbam": "UCBAM"}
+
+    def medians(setting: str, arms: int) -> dict[str, float]:
+        rows = summary[(summary["setting"] == setting) & (summary["arms"] == arms)]
+        return dict(zip(rows["method"], rows["median"].astype(float), strict=True))
+
+    def listing(values: dict[str, float]) -> str:
+        ordered = sorted(values, key=values.__getitem__)
+        return " < ".join(f"{short.get(m, m)} {values[m]:.0f}" for m in ordered)
+
+    settings = [s for s in SETTINGS if s in set(summary["setting"])]
+
+    def per_setting(arms: int, test: Any) -> tuple[str | None, bool | str | None]:
+        texts, results = [], []
+        for setting in settings:
+            values = medians(setting, arms)
+            if set(values) != set(METHODS):
+                continue
+            ok = bool(test(values))
+            results.append(ok)
+            texts.append(f"{setting}: {listing(values)} ({'holds' if ok else 'does not'})")
+        if not texts:
+            return f"no {arms}-arm runs", None
+        return "; ".join(texts), _verdict(results)
+
+    def best(values: dict[str, float]) -> bool:
+        return min(values, key=values.__getitem__) == "ucbam"
+
+    def bocd_low(values: dict[str, float]) -> bool:
+        return values["thompson-bocd"] < min(values["thompson"], values["thompson-forgetting"])
+
+    rows = [claim("bandits", "§4.3", CLAIMS[0], *per_setting(10, best)),
+            claim("bandits", "§4.3", CLAIMS[1], *per_setting(50, best))]
+    texts, results = [], []
+    for setting in settings:
+        for arms in sorted(summary["arms"].unique()):
+            values = medians(setting, int(arms))
+            if {"thompson", "ucb"} <= set(values):
+                ok = values["thompson"] > values["ucb"]
+                results.append(ok)
+                texts.append(f"{setting}, {arms} arms: TS {values['thompson']:.0f} vs UCB "
+                             f"{values['ucb']:.0f}")
+    rows.append(claim("bandits", "§4.3", CLAIMS[2], "; ".join(texts) or None,
+                      _verdict(results)))
+    rows.append(claim("bandits", "§4.3", CLAIMS[3], *per_setting(10, bocd_low)))
+    texts, results = [], []
+    for setting in settings:
+        ten, fifty = medians(setting, 10), medians(setting, 50)
+        if set(ten) == set(fifty) == set(METHODS):
+            ranks = [sorted(v, key=v.__getitem__).index("thompson-bocd") + 1
+                     for v in (ten, fifty)]
+            results.append(ranks[1] > ranks[0])
+            texts.append(f"{setting}: BOCD + Thompson ranks {ranks[0]} of 5 with 10 arms, "
+                         f"{ranks[1]} of 5 with 50")
+    rows.append(claim("bandits", "§4.3", CLAIMS[4], "; ".join(texts) or "no 50-arm runs",
+                      _verdict(results)))
+    return rows
+
+
+__all__ = [
+    "CLAIMS",
+    "METHODS",
+    "SETTINGS",
+    "bandit_configs",
+    "bandit_experiment",
+    "claims",
+    "plot_bandits",
+    "reproduce",
+    "summarize",
+]

@@ -25,14 +25,23 @@ and the per-run files of the resumable sweep under ``runs/``.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from bam_rl.harness import naming
 from bam_rl.harness.files import write_frame
-from bam_rl.harness.plotting import new_figure, plot_band, save_figure
+from bam_rl.harness.plotting import (
+    add_caption,
+    band_note,
+    figure_legend,
+    new_figure,
+    plot_band,
+    save_figure,
+)
 
 #: Settings: the environment id and the methods, ``label -> (agent name, agent kwargs)``.
 SETTINGS: dict[str, dict[str, Any]] = {
@@ -53,13 +62,11 @@ SETTINGS: dict[str, dict[str, Any]] = {
         },
     },
 }
-LABELS = {"bam": "BAM", "recursive": "Recursive Bayes", "gt": "GT MPC (true simulator)",
-          "bam_bocd": "BAM + BOCD", "bocd": "BOCD"}
-STYLES = {"bam": {"color": "C3", "linestyle": "-"},
-          "recursive": {"color": "C0", "linestyle": "--"},
-          "gt": {"color": "black", "linestyle": ":"},
-          "bam_bocd": {"color": "C2", "linestyle": "-."},
-          "bocd": {"color": "C1", "linestyle": "--"}}
+#: Plain-text labels and line styles, from the naming table (:mod:`bam_rl.harness.naming`).
+LABELS = {key: entry.label for key, entry in naming.methods("cartpole").items()}
+STYLES = {key: entry.style() for key, entry in naming.methods("cartpole").items()}
+#: Quantiles of the figure's bands (as in the paper).
+QUANTILES = (0.1, 0.9)
 TRIAL_STEPS = 200
 TRIALS_PER_EPISODE = 15
 #: ``--quick``: two trials per gravity and a short planner, for smoke tests.
@@ -176,26 +183,34 @@ def plot_cartpole(trials: pd.DataFrame, setting: str, path: str | Path | None = 
     gravity = trials.groupby("trial")["gravity"].first()
     starts = episode_starts(gravity.to_numpy())
     ends = np.r_[starts[1:], len(gravity)] - 1
-    for method, runs in trials.groupby("method", sort=False):
-        label = LABELS.get(str(method), str(method))
-        style = STYLES.get(str(method), {})
+    present = list(trials["method"].unique())
+    keys = [k for k in naming.methods("cartpole") if k in present]
+    keys += [k for k in present if k not in keys]
+    for method in keys:
+        runs = trials[trials["method"] == method]
+        entry = naming.method("cartpole", str(method))
         if method == "gt":  # the reference's first trial of each episode, drawn across it
             median = runs.groupby("trial")["reward"].median()
             for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
-                top.hlines(median.get(start, np.nan), start, end, lw=1.5,
-                           label=label if i == 0 else None, **style)
+                top.hlines(median.get(start, np.nan), start, end,
+                           label=entry.legend if i == 0 else None, **entry.style())
             continue
-        plot_band(top, runs.groupby("trial")["reward"], label, **style)
+        plot_band(top, runs.groupby("trial")["reward"], entry.legend, quantiles=QUANTILES,
+                  **entry.style())
     for start in starts[1:]:
         for axis in (top, bottom):
             axis.axvline(start - 0.5, color="grey", lw=0.8, alpha=0.6)
     bottom.step(gravity.index, gravity.to_numpy(), where="mid", color="black")
-    bottom.set(xlabel="trial", ylabel="gravity (m/s²)")
+    bottom.set(xlabel="trial", ylabel="gravity $g$ (m/s$^2$)")
     title = ("episodic: changes announced" if setting == "episodic"
              else "continual: changes not announced")
-    top.set(ylabel="mean cos(angle) per trial", ylim=(-1.05, 1.05),
-            title=f"Cart-pole swing-up, {title} (median over seeds, 10–90 % bands)")
-    top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9)
+    seeds = trials["seed_index"].nunique() if "seed_index" in trials else 1
+    top.set(ylabel=r"mean $\cos(\mathrm{pole\ angle})$ per trial", ylim=(-1.05, 1.05),
+            title=f"Experiment 2: cart-pole swing-up, {title}")
+    figure_legend(figure, [top])
+    add_caption(figure, f"{band_note(QUANTILES)} ({seeds} seeds); grey vertical lines: gravity "
+                "changes; GT MPC runs the first trial of each episode and is drawn across it. "
+                f"{naming.abbreviation_note('cartpole', keys)}.", width=140)
     return save_figure(figure, path)
 
 
@@ -250,3 +265,135 @@ def reproduce_episodic(out: str | Path, **kwargs: Any) -> pd.DataFrame:
 def reproduce_continual(out: str | Path, **kwargs: Any) -> pd.DataFrame:
     """``bam-rl reproduce cartpole-continual`` (see :func:`reproduce`)."""
     return reproduce(out, setting="continual", **kwargs)
+
+
+#: The paper's claims of §4.2, per setting, in order (the rows of the report's claim table).
+CLAIMS: dict[str, tuple[str, ...]] = {
+    "episodic": (
+        "The first time BAM meets a new planet it starts from the base prior and learns like "
+        "recursive Bayes.",
+        "On a revisited planet BAM leverages its past trials to adapt quickly and recover high "
+        "performance (within 90 % of GT MPC by the trial after its readout).",
+        "Recursive Bayes starts from scratch on a revisit and again needs multiple trials.",
+    ),
+    "continual": (
+        "Initially all methods perform similarly, until BAM meets an environment it has seen "
+        "before.",
+        "Without BAM, BOCD relearns from the base prior after a change, with significant dips "
+        "in reward on a revisited gravity.",
+        "Using past information, BAM and BAM + BOCD adapt to a revisited gravity more quickly "
+        "than BOCD.",
+        "BAM and BAM + BOCD perform very similarly.",
+        "BAM + BOCD optimises the readout only at detected changes (≈ 5 times vs 60 for BAM).",
+    ),
+}
+_SECTION = {"episodic": "§4.2.1", "continual": "§4.2.2"}
+
+
+def _episodes(trials: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[int, int, bool]]]:
+    """Median reward per (trial, method) and the episodes as (start, stop, revisit)."""
+    medians = trials.groupby(["trial", "method"])["reward"].median().unstack("method")
+    gravity = trials.groupby("trial")["gravity"].first()
+    starts = list(episode_starts(gravity.to_numpy())) + [len(gravity)]
+    seen: set[float] = set()
+    episodes = []
+    for start, stop in itertools.pairwise(starts):
+        g = float(gravity.iloc[start])
+        episodes.append((start, stop, g in seen))
+        seen.add(g)
+    return medians, episodes
+
+
+def claims(folder: str | Path | None, setting: str = "episodic") -> list[dict[str, str]]:
+    """The claims of §4.2 for one setting, measured from ``folder/trials.csv`` and
+    ``folder/summary.csv`` (``None`` or missing files: "not run")."""
+    from bam_rl.harness.report import claim, not_run
+
+    name, section, texts = f"cartpole-{setting}", _SECTION[setting], CLAIMS[setting]
+    if folder is None or not (Path(folder) / "trials.csv").exists() \
+            or not (Path(folder) / "summary.csv").exists():
+        return not_run(name, section, texts)
+    trials = pd.read_csv(Path(folder) / "trials.csv")
+    summary = pd.read_csv(Path(folder) / "summary.csv")
+    medians, episodes = _episodes(trials)
+    revisits = summary[summary["revisit"].astype(bool)]
+    if setting == "episodic":
+        needed = {"bam", "recursive"}
+        if not needed <= set(medians.columns):
+            return not_run(name, section, texts, "incomplete")
+        firsts = [(start, stop) for start, stop, revisit in episodes if not revisit]
+        gaps = [abs(medians["bam"].iloc[a:b].mean() - medians["recursive"].iloc[a:b].mean())
+                for a, b in firsts]
+        recovery = revisits.groupby("method")["recovery_trials"].apply(list)
+        bam = recovery.get("bam", [])
+        rec = recovery.get("recursive", [])
+        reference = "GT MPC" if "gt" in set(summary["method"]) else "the best method"
+        return [
+            claim(name, section, texts[0],
+                  "mean |BAM − recursive| of the episode's median reward on first visits: "
+                  + ", ".join(f"{gap:.2f}" for gap in gaps) + " (holds if all ≤ 0.1)",
+                  bool(gaps) and max(gaps) <= 0.1),
+            claim(name, section, texts[1],
+                  f"trials until BAM reaches 90 % of {reference} on revisits: "
+                  + (", ".join(str(int(t)) for t in bam) or "no revisit"),
+                  (bool(bam) and max(bam) <= 2) if bam else None),
+            claim(name, section, texts[2],
+                  "trials until recursive Bayes reaches it on revisits: "
+                  + (", ".join(str(int(t)) for t in rec) or "no revisit")
+                  + f" (BAM: {', '.join(str(int(t)) for t in bam)})",
+                  (min(rec) > 2 and all(r > b for r, b in zip(rec, bam, strict=False)))
+                  if rec and bam else None),
+        ]
+    needed = {"bam", "bam_bocd", "bocd"}
+    if not needed <= set(medians.columns):
+        return not_run(name, section, texts, "incomplete")
+    start, stop, _ = episodes[0]
+    first = medians.iloc[start:stop][sorted(needed)].mean()
+    spread = float(first.max() - first.min())
+    revisit_blocks = [(a, b) for a, b, revisit in episodes if revisit]
+    dips, faster = [], []
+    for a, b in revisit_blocks:
+        early = medians.iloc[a:min(a + 5, b)]
+        dips.append((float(early["bocd"].mean()), float(early["bam"].mean()),
+                     float(early["bam_bocd"].mean())))
+    recovery = revisits.groupby("method")["recovery_trials"].apply(list)
+    for bam_t, both_t, bocd_t in zip(recovery.get("bam", []), recovery.get("bam_bocd", []),
+                                     recovery.get("bocd", []), strict=False):
+        faster.append((bam_t, both_t, bocd_t))
+    difference = float((medians["bam"] - medians["bam_bocd"]).abs().mean())
+    selections = summary.groupby("method")["selections"].first() \
+        if "selections" in summary else pd.Series(dtype=float)
+    faster_ok = [b < c and m < c for m, b, c in faster]
+    return [
+        claim(name, section, texts[0],
+              "first episode's mean median reward: " + ", ".join(
+                  f"{LABELS[m]} {first[m]:.2f}" for m in sorted(needed))
+              + f" (spread {spread:.2f}; holds if ≤ 0.1)", spread <= 0.1),
+        claim(name, section, texts[1],
+              "; ".join(f"first 5 trials of the revisit: BOCD {d[0]:.2f} vs BAM {d[1]:.2f}, "
+                        f"BAM + BOCD {d[2]:.2f}" for d in dips) or "no revisit",
+              all(d[0] < min(d[1], d[2]) - 0.1 for d in dips) if dips else None),
+        claim(name, section, texts[2],
+              "; ".join(f"trials to recover on the revisit: BAM {m}, BAM + BOCD {b}, BOCD {c}"
+                        for m, b, c in faster) or "no revisit",
+              (True if all(faster_ok) else "partly" if any(faster_ok) else False)
+              if faster else None),
+        claim(name, section, texts[3],
+              f"mean |BAM − BAM + BOCD| of the median reward per trial: {difference:.3f} "
+              "(holds if ≤ 0.1)", difference <= 0.1),
+        claim(name, section, texts[4],
+              f"readout selections per run (median): BAM {selections.get('bam', np.nan):.0f}, "
+              f"BAM + BOCD {selections.get('bam_bocd', np.nan):.0f}",
+              bool(selections.get("bam_bocd", np.inf) <= selections.get("bam", 0) / 4)
+              if len(selections) else None),
+    ]
+
+
+def claims_episodic(folder: str | Path | None) -> list[dict[str, str]]:
+    """The claims of §4.2.1 (see :func:`claims`)."""
+    return claims(folder, "episodic")
+
+
+def claims_continual(folder: str | Path | None) -> list[dict[str, str]]:
+    """The claims of §4.2.2 (see :func:`claims`)."""
+    return claims(folder, "continual")

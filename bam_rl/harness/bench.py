@@ -1,0 +1,404 @@
+"""``bam-rl bench``: one table of performance rows (workload, ours, peer, ratio, bar, met).
+
+The workloads live in the repository's ``scripts/benchmark_*.py`` (each also runs alone);
+this module loads them from the checkout, runs the chosen groups, prints one table with the
+machine and the load average, and writes the rows as JSON with ``--json PATH``. Times are
+seconds unless a row says otherwise; ``ratio = peer / ours`` (> 1: we are faster); ``bar`` is
+the issue's acceptance bar and ``met`` whether the row meets it (empty: reported only).
+Peers are the optional ``bench`` extra (``pip install 'bam-rl[bench]'``); a missing peer is
+a row saying so, not a failure. ``python scripts/benchmark.py`` runs the same table.
+
+Groups (``--only``; default all but ``mnist`` when its data are missing):
+
+* ``fast``: fast readout (one-point Normal greedy, ``thompson-bam`` 10⁴ steps, BLR selection);
+* ``memory``: BAM with ``capacity=256`` on a long ``BinomialStream`` run (``--memory-steps``);
+* ``bocd``: BOCD against ``bayesian-changepoint`` and ``fast-bocpd``;
+* ``sweeps``: ``bam-rl reproduce bandits --quick`` with ``--jobs 1`` vs ``2``, Ray;
+* ``envs``: environment steps; ``mppi``: ``scripts/benchmark_mppi.py``;
+* ``mnist``: ``scripts/mnist_full.py`` (rotated MNIST at full scale) when the data are found;
+* not by default: ``readout`` (Beta-Binomial and BLR greedy against Algorithm 1 loop by loop)
+  and ``bocd-pkg`` (against the ``bocd`` package, unpruned).
+
+``--quick`` shrinks every workload to a smoke test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+__all__ = ["GROUPS", "add_arguments", "format_table", "main", "run", "run_from_args"]
+
+#: The checkout's scripts directory (absent from an installed wheel).
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+Row = dict[str, Any]
+
+
+def load_script(name: str) -> ModuleType:
+    """Imports ``scripts/<name>.py`` of the checkout (the scripts import their siblings)."""
+    path = SCRIPTS / f"{name}.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: `bam-rl bench` runs from a source checkout")
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    module_name = f"_bam_rl_bench_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_row(
+    workload: str,
+    ours: float,
+    peer: float = math.nan,
+    bar: Any = None,
+    met: bool | None = None,
+    group: str = "",
+) -> Row:
+    """One table row; a numeric ``bar`` is a bound in seconds on ``ours``."""
+    ours, peer = float(ours), float(peer)
+    ratio = peer / ours if ours > 0 and math.isfinite(peer) else math.nan
+    if isinstance(bar, (int, float)) and not isinstance(bar, bool):
+        bar = f"≤ {bar:g} s"
+    return {
+        "group": group,
+        "workload": workload,
+        "ours": ours,
+        "peer": peer,
+        "ratio": ratio,
+        "bar": bar,
+        "met": None if met is None else bool(met),
+        "load": round(os.getloadavg()[0], 2),
+    }
+
+
+def _rows(group: str, raw: Sequence[tuple]) -> list[Row]:
+    out = []
+    for entry in raw:
+        workload, ours, peer, *rest = entry
+        bar, met = (rest + [None, None])[:2]
+        out.append(make_row(workload, ours, peer, bar, met, group))
+    return out
+
+
+# ----------------------------------------------------------------------------- groups
+def _fast(args: argparse.Namespace) -> list[Row]:
+    return _rows("fast", load_script("benchmark").fast_readout_rows(args.quick))
+
+
+def _readout(args: argparse.Namespace) -> list[Row]:
+    return _rows("readout", load_script("benchmark").readout_rows(args.quick))
+
+
+def _bocd_package(args: argparse.Namespace) -> list[Row]:
+    return _rows("bocd-pkg", load_script("benchmark").bocd_rows(args.quick))
+
+
+def _memory(args: argparse.Namespace) -> list[Row]:
+    module = load_script("benchmark_memory")
+    steps = args.memory_steps if args.memory_steps else (600 if args.quick else 1_000_000)
+    out = None
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        out = str(Path(args.out) / "memory.png")
+    raw = module.memory_rows(
+        steps,
+        256,
+        300 if args.quick else 10_000,
+        out,
+        block=100 if args.quick else 1000,
+        progress=not args.quick,
+    )
+    return _rows("memory", raw)
+
+
+def _bocd(args: argparse.Namespace) -> list[Row]:
+    module = load_script("benchmark_bocd")
+    if args.quick:
+        return _rows("bocd", module.bocd_rows(300, 30))
+    return _rows("bocd", module.bocd_rows(100_000, 150))
+
+
+def _sweeps(args: argparse.Namespace) -> list[Row]:
+    module = load_script("benchmark_sweeps")
+    return _rows("sweeps", module.sweep_rows(quick=True, ray=True, smoke=args.quick))
+
+
+def _envs(args: argparse.Namespace) -> list[Row]:
+    return _rows("envs", load_script("benchmark_envs").env_rows(args.quick))
+
+
+_MS = re.compile(r"([\d.]+)ms(?:\s*\(\s*([\d.]+)\))?")
+_READOUT_LINE = re.compile(r"^(BAM greedy readout.*?)\s+([\d.]+) s\s+\((.*)\)\s*$")
+
+
+def parse_mppi(stdout: str) -> list[Row]:
+    """Rows from the table of ``scripts/benchmark_mppi.py``: control-step lines (``<label>
+    <ours>ms [(<cpu>)] [<peer>ms [(<cpu>)] <ratio>]``) and the readout line. The script's
+    format is its own; lines that do not parse are skipped."""
+    rows = []
+    for line in stdout.splitlines():
+        line = line.strip()
+        match = _READOUT_LINE.match(line)
+        if match:
+            rows.append(make_row(f"{match[1]} ({match[3]})", float(match[2]), group="mppi"))
+            continue
+        times = list(_MS.finditer(line))
+        if "control step" not in line or not times:
+            continue
+        label = line[: times[0].start()].strip()
+        ours, peer = float(times[0][1]) / 1e3, math.nan
+        cpu = [t[2] for t in times if t[2]]
+        if len(times) > 1:
+            peer = float(times[1][1]) / 1e3
+            label += " (peer: pytorch_mppi)"
+        if cpu:
+            label += f" [CPU ms: {' / '.join(cpu)}]"
+        rows.append(make_row(label, ours, peer, group="mppi"))
+    return rows
+
+
+def _mppi(args: argparse.Namespace) -> list[Row]:
+    """Runs ``scripts/benchmark_mppi.py`` as is and turns its table into rows."""
+    command = [
+        sys.executable,
+        str(SCRIPTS / "benchmark_mppi.py"),
+        "--steps",
+        "5" if args.quick else "200",
+        "--readout-repeats",
+        "1" if args.quick else "3",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        message = done.stderr.strip().splitlines()[-1:] or ["failed"]
+        return [make_row(f"MPPI benchmark failed: {message[0][:80]}", math.nan, group="mppi")]
+    rows = parse_mppi(done.stdout)
+    if not rows:
+        rows.append(
+            make_row("MPPI benchmark: no rows parsed (see its output)", math.nan, group="mppi")
+        )
+    return rows
+
+
+def _mnist_directory(args: argparse.Namespace) -> Path | None:
+    candidates = [
+        args.mnist,
+        os.environ.get("BAM_RL_MNIST"),
+        SCRIPTS.parent.parent / "shared" / "data" / "mnist",
+    ]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "t10k-labels-idx1-ubyte.gz").exists():
+            return Path(candidate)
+    return None
+
+
+def _mnist(args: argparse.Namespace) -> list[Row]:
+    directory = _mnist_directory(args)
+    if directory is None:
+        return [
+            make_row(
+                "rotated MNIST: data not found (--mnist DIR or $BAM_RL_MNIST)",
+                math.nan,
+                group="mnist",
+            )
+        ]
+    seeds = 1 if args.quick else 10
+    out = Path(args.out or "results/bench") / "mnist"
+    command = [
+        sys.executable,
+        str(SCRIPTS / "mnist_full.py"),
+        "--data",
+        str(directory),
+        "--seeds",
+        str(seeds),
+        "--jobs",
+        "2",
+        "--out",
+        str(out),
+    ]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        message = done.stderr.strip().splitlines()[-1:] or ["failed"]
+        return [make_row(f"rotated MNIST failed: {message[0][:80]}", math.nan, group="mnist")]
+    match = re.search(r"wall time ([\d.]+) s", done.stdout)
+    seconds = float(match[1]) if match else wall
+    target = 180.0 if seeds == 10 else None
+    return [
+        make_row(
+            f"rotated MNIST reproduce, {seeds} seeds x 8 domains, 2 workers",
+            seconds,
+            bar=target,
+            met=None if target is None else seconds <= target,
+            group="mnist",
+        )
+    ]
+
+
+GROUPS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
+    "fast": _fast,
+    "memory": _memory,
+    "bocd": _bocd,
+    "sweeps": _sweeps,
+    "envs": _envs,
+    "mppi": _mppi,
+    "mnist": _mnist,
+    "readout": _readout,
+    "bocd-pkg": _bocd_package,
+}
+#: Groups run when ``--only`` is not given (``mnist`` only when its data are found).
+DEFAULT_GROUPS = ("fast", "memory", "bocd", "sweeps", "envs", "mppi", "mnist")
+
+
+# ------------------------------------------------------------------------------ table
+def _seconds(value: float) -> str:
+    if not math.isfinite(value):
+        return "—"
+    if value >= 100:
+        return f"{value:.0f}"
+    return f"{value:.3g}"
+
+
+def format_table(rows: Sequence[Row]) -> str:
+    """The rows as a fixed-width text table."""
+    header = ("workload", "ours", "peer", "ratio", "bar", "met", "load")
+    body = [
+        (
+            row["workload"],
+            _seconds(row["ours"]),
+            _seconds(row["peer"]),
+            "—" if not math.isfinite(row["ratio"]) else f"{row['ratio']:.2f}",
+            row["bar"] or "",
+            "" if row["met"] is None else ("yes" if row["met"] else "NO"),
+            f"{row['load']:.1f}",
+        )
+        for row in rows
+    ]
+    widths = [max(len(str(line[i])) for line in [header, *body]) for i in range(len(header))]
+    lines = []
+    for index, line in enumerate([header, *body]):
+        cells = [
+            str(cell).ljust(widths[0]) if i == 0 else str(cell).rjust(widths[i])
+            for i, cell in enumerate(line)
+        ]
+        lines.append("  ".join(cells).rstrip())
+        if index == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_at_start": round(os.getloadavg()[0], 2),
+    }
+
+
+def run(groups: Sequence[str], args: argparse.Namespace) -> list[Row]:
+    """Runs ``groups`` in order; a group that raises becomes a failed row."""
+    rows: list[Row] = []
+    for name in groups:
+        print(f"[{name}] (load {os.getloadavg()[0]:.2f})", flush=True)
+        try:
+            rows += GROUPS[name](args)
+        except Exception as error:  # one broken group must not hide the rest
+            rows.append(
+                make_row(
+                    f"{name}: FAILED ({type(error).__name__}: {error})"[:120], math.nan, group=name
+                )
+            )
+    return rows
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``bam-rl bench`` and ``scripts/benchmark.py``."""
+    parser.add_argument("--quick", action="store_true", help="smoke-test sizes (seconds)")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=tuple(GROUPS),
+        default=None,
+        metavar="GROUP",
+        help=f"groups to run: {', '.join(GROUPS)}",
+    )
+    parser.add_argument("--json", default=None, metavar="PATH", help="write the rows as JSON")
+    parser.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="directory for figures (memory.png) and MNIST outputs",
+    )
+    parser.add_argument(
+        "--memory-steps",
+        type=int,
+        default=None,
+        metavar="N",
+        help="steps of the bounded-memory run (default 10^6; --quick 600)",
+    )
+    parser.add_argument("--mnist", default=None, metavar="DIR", help="MNIST directory")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Runs the bench for parsed arguments; prints the table, writes ``--json``."""
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
+    groups = args.only or [g for g in DEFAULT_GROUPS if g != "mnist" or _mnist_directory(args)]
+    info = machine()
+    rows = run(groups, args)
+    info["load_at_end"] = round(os.getloadavg()[0], 2)
+    print(
+        f"\n# {info['date']}, {info['machine']} {info['processor']}, {info['cores']} cores, "
+        f"Python {info['python']}, load {info['load_at_start']} → {info['load_at_end']}"
+        f"{', --quick' if args.quick else ''}"
+    )
+    print(format_table(rows))
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        clean = [
+            {
+                k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                for k, v in row.items()
+            }
+            for row in rows
+        ]
+        path.write_text(
+            json.dumps(
+                {**info, "quick": bool(args.quick), "rows": clean}, indent=2, ensure_ascii=False
+            )
+            + "\n",
+            encoding="utf-8",
+        )
+        print(f"rows written to {path}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python scripts/benchmark.py`` (same options as ``bam-rl bench``)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run_from_args(parser.parse_args(argv))

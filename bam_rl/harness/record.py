@@ -1,0 +1,234 @@
+"""A swing-up you can watch: BAM beside recursive Bayes on a revisited gravity (``bam-rl record``).
+
+Both agents run the paper's episodic cart-pole schedule (:data:`envs.EPISODIC_SCHEDULE`: 9.81,
+11.15, 3.72, 11.15, … m/s², 15 trials each, changes announced) from the same environment seed,
+so every trial starts from the same initial state for both. In the paper's protocol BAM chooses
+its readout *after the first trial* of an episode, so that first trial is planned from the base
+prior by both agents; the animation therefore shows the **second trial of the first revisited
+episode** (trial 47 of 90, gravity 11.15 m/s²: Neptune again), where BAM plans with the trials
+it remembered and recursive Bayes with one trial of data. Frames are rendered headless
+(``MUJOCO_GL=egl``) with ``env.render()``, placed side by side, labelled, and written as a GIF
+with imageio.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["RECORDED", "record_swingup", "revisited_trial", "run_until"]
+
+#: The agents shown, left to right: (registered agent name, label).
+RECORDED: tuple[tuple[str, str], ...] = (("mppi-bam", "BAM"), ("mppi-recursive", "recursive Bayes"))
+
+
+def revisited_trial(gravities: Sequence[float], offset: int = 1) -> int:
+    """0-based index of trial ``offset`` (0: the first) of the first episode whose gravity was
+    seen in an earlier episode.
+
+    >>> revisited_trial([9.81, 9.81, 3.72, 3.72, 9.81, 9.81])
+    5
+    """
+    seen: set[float] = set()
+    previous = None
+    for index, gravity in enumerate(gravities):
+        if gravity != previous:
+            if gravity in seen:
+                if index + offset >= len(gravities) or gravities[index + offset] != gravity:
+                    raise ValueError(
+                        f"the revisited episode at trial {index} is shorter "
+                        f"than {offset + 1} trials"
+                    )
+                return index + offset
+            if previous is not None:
+                seen.add(float(previous))
+            previous = gravity
+    raise ValueError("no gravity is revisited in the schedule")
+
+
+def run_until(
+    agent_name: str,
+    trial: int,
+    seed: int = 0,
+    schedule: Sequence[float] | None = None,
+    planner: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[np.ndarray, float]:
+    """Runs ``agent_name`` on the episodic cart-pole through trial ``trial`` (0-based) and
+    keeps that trial's simulator states.
+
+    Returns:
+        The ``(qpos, qvel)`` of every step of trial ``trial`` (the initial state first), one row
+        per step, and the trial's mean reward ``cos(angle)``.
+    """
+    import gymnasium as gym
+
+    import bam_rl  # noqa: F401  (registers the environments)
+    from bam_rl.harness.registry import make_agent
+
+    kwargs: dict[str, Any] = {}
+    if schedule is not None:
+        kwargs["gravity_schedule"] = tuple(schedule)
+    env = gym.make("bam_rl/GravityCartPoleEpisodic-v0", **kwargs)
+    data: Any = env.unwrapped.data  # type: ignore[attr-defined]
+    states: list[np.ndarray] = []
+    rewards: list[float] = []
+    try:
+        agent = make_agent(agent_name, env, seed, **(planner or {}))
+        observation, info = env.reset(seed=seed)
+        for index in range(trial + 1):
+            if index:
+                observation, info = env.reset()
+            agent.reset(observation, info)
+            started = time.perf_counter()
+            done = False
+            while not done:
+                if index == trial:
+                    states.append(np.concatenate([data.qpos, data.qvel]))
+                action = agent.act(observation)
+                next_observation, reward, terminated, truncated, info = env.step(action)
+                agent.observe(action, reward, next_observation, terminated, truncated, info)
+                observation = next_observation
+                done = terminated or truncated
+                if index == trial:
+                    rewards.append(float(reward))
+            if progress is not None:
+                progress(
+                    f"{agent_name}: trial {index + 1}/{trial + 1} "
+                    f"(g = {info['gravity']:.2f}) {time.perf_counter() - started:.1f} s"
+                )
+        states.append(np.concatenate([data.qpos, data.qvel]))
+    finally:
+        env.close()
+    return np.asarray(states), float(np.mean(rewards))
+
+
+def render_states(
+    states: np.ndarray, size: tuple[int, int] = (320, 240), distance: float = 3.6
+) -> list[np.ndarray]:
+    """Renders simulator states (rows of ``qpos, qvel``) headless with a side camera that
+    follows the cart (``MUJOCO_GL=egl`` on machines without a display)."""
+    import gymnasium as gym
+    import mujoco
+
+    import bam_rl  # noqa: F401
+
+    env = gym.make("bam_rl/GravityCartPole-v0")  # positions only: gravity does not matter
+    try:
+        unwrapped: Any = env.unwrapped
+        model, data = unwrapped.model, unwrapped.data
+        camera = mujoco.MjvCamera()
+        camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+        camera.trackbodyid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "cart")
+        camera.distance, camera.azimuth, camera.elevation = distance, 90.0, -8.0
+        frames = []
+        with mujoco.Renderer(model, height=size[1], width=size[0]) as renderer:
+            for state in states:
+                data.qpos[:], data.qvel[:] = state[: model.nq], state[model.nq :]
+                mujoco.mj_forward(model, data)
+                renderer.update_scene(data, camera=camera)
+                frames.append(renderer.render().copy())
+    finally:
+        env.close()
+    return frames
+
+
+def _label(frame: np.ndarray, lines: Sequence[str]) -> np.ndarray:
+    """``frame`` with ``lines`` of text on a white band above it."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    try:
+        font: Any = ImageFont.load_default(size=13)
+    except TypeError:  # pragma: no cover - Pillow < 10.1
+        font = ImageFont.load_default()
+    band = 18 * len(lines) + 4
+    image = Image.new("RGB", (frame.shape[1], frame.shape[0] + band), "white")
+    image.paste(Image.fromarray(frame), (0, band))
+    draw = ImageDraw.Draw(image)
+    for row, text in enumerate(lines):
+        draw.text((6, 3 + 18 * row), text, fill="black", font=font)
+    return np.asarray(image)
+
+
+def record_swingup(
+    path: str | Path = "docs/figures/swingup.gif",
+    seed: int = 0,
+    schedule: Sequence[float] | None = None,
+    size: tuple[int, int] = (320, 240),
+    every: int = 3,
+    fps: float | None = None,
+    planner: dict[str, Any] | None = None,
+    progress: Callable[[str], None] | None = print,
+) -> dict[str, Any]:
+    """Renders BAM and recursive Bayes side by side on the second trial of the first revisited
+    episode and writes a looping GIF to ``path``.
+
+    Args:
+        path: The GIF's path (parents created).
+        seed: Environment and agent seed (both agents get the same).
+        schedule: Gravity per trial (default: the paper's episodic schedule).
+        size: Width and height of each agent's frames in pixels.
+        every: Keep every ``every``-th step's frame (the simulator runs at 50 steps/s).
+        fps: Frames per second of the GIF (default ``50 / every``: real time).
+        planner: MPPI options for both agents (e.g. ``{"horizon": 10, "n_samples": 8}``).
+        progress: Called with a line per trial (``None``: silent).
+
+    Returns:
+        ``path``, ``trial`` (0-based), ``gravity``, each agent's mean reward on the trial, the
+        GIF's size in bytes and the wall time.
+    """
+    import envs
+
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    import imageio.v2 as imageio
+
+    started = time.perf_counter()
+    gravities = tuple(schedule) if schedule is not None else envs.EPISODIC_SCHEDULE
+    trial = revisited_trial(gravities, offset=1)
+    gravity = float(gravities[trial])
+    panels, rewards = [], {}
+    for name, label in RECORDED:
+        states, reward = run_until(
+            name, trial, seed=seed, schedule=gravities, planner=planner, progress=progress
+        )
+        rewards[name] = reward
+        upright = np.cos(states[:-1, 1])  # hinge angle 0 = up: the per-step reward
+        held = int(np.sum(upright > 0.9))
+        frames = render_states(states[:-1:every], size)
+        panels.append(
+            [
+                _label(
+                    frame,
+                    [
+                        f"{label} ({name})",
+                        f"mean cos(angle) {reward:+.2f}, upright {held * 0.02:.1f} of 4.0 s",
+                    ],
+                )
+                for frame in frames
+            ]
+        )
+    caption = (
+        f"trial {trial + 1} of {len(gravities)}: 2nd trial of a revisited episode, "
+        f"g = {gravity:.2f} m/s^2"
+    )
+    gap = np.full((panels[0][0].shape[0], 6, 3), 255, dtype=np.uint8)
+    combined: list[Any] = [
+        _label(np.concatenate([left, gap, right], axis=1), [caption])
+        for left, right in zip(*panels, strict=True)
+    ]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    imageio.mimsave(path, combined, duration=1000.0 / (fps or 50.0 / every), loop=0)
+    return {
+        "path": str(path),
+        "trial": trial,
+        "gravity": gravity,
+        **{f"reward_{name}": value for name, value in rewards.items()},
+        "bytes": path.stat().st_size,
+        "seconds": time.perf_counter() - started,
+    }

@@ -1,0 +1,523 @@
+"""One results report for the whole paper (``bam-rl report DIR``).
+
+:func:`build_report` reads whatever experiment folders exist in a results directory (the
+layout ``bam-rl reproduce … --out DIR`` writes: ``DIR/tracking``, ``DIR/cartpole-episodic``,
+…) and writes two files next to them:
+
+* ``report.html`` — self-contained (figures embedded as base64 PNGs, inline CSS);
+* ``report.md`` — its Markdown twin, linking the figures by relative path.
+
+Both hold the table "paper's claim → measured number → holds?" (one row per claim of §4; each
+experiment module contributes ``claims(folder)``, and the claims of experiments not run say
+"not run"), every experiment's figures with captions, the wall time and exact command of each
+experiment (``DIR/<name>/timing.json``, written by ``bam-rl reproduce``), the package versions
+and the machine.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import json
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PACKAGES",
+    "build_report",
+    "claim",
+    "collect",
+    "environment",
+    "not_run",
+    "read_timing",
+    "write_timing",
+]
+
+#: Packages whose versions the report states (missing ones are said to be absent).
+PACKAGES = (
+    "bam-rl",
+    "numpy",
+    "scipy",
+    "pandas",
+    "matplotlib",
+    "gymnasium",
+    "mujoco",
+    "torch",
+    "stable-baselines3",
+    "joblib",
+    "ray",
+)
+#: Verdicts of the claim table.
+VERDICTS = ("yes", "partly", "no", "not run")
+TIMING_FILE = "timing.json"
+
+#: Experiment -> (title, paper section, figure caption).
+SECTIONS: dict[str, tuple[str, str, str]] = {
+    "tracking": (
+        "Experiment 1: inference in a non-stationary environment",
+        "§4.1",
+        "Posterior mean (left) and log posterior variance (right) of θ_t = 0.3 sin(2πt/100) + "
+        "0.5 from Binomial(15, θ_t) counts; medians over seeds with 10–90 % quantile bands (as "
+        "in the paper's figure). BF: Bayesian exponential forgetting (α = 0.8); BOCD: Bayesian "
+        "online changepoint detection (hazard 1/100); BAM: Bayes with Adaptive Memory.",
+    ),
+    "cartpole-episodic": (
+        "Experiment 2a: controls, episodic one-shot",
+        "§4.2.1",
+        "Mean reward cos(pole angle) per trial of the cart-pole swing-up, gravity per trial "
+        "below (changes announced); medians over seeds with 10–90 % quantile bands. GT MPC: "
+        "MPPI planning with the true simulator, run on the first trial of each episode.",
+    ),
+    "cartpole-continual": (
+        "Experiment 2b: controls, continual learning",
+        "§4.2.2",
+        "Mean reward cos(pole angle) per trial, gravity per trial below (changes not "
+        "announced); medians over seeds with 10–90 % quantile bands. BOCD: Bayesian online "
+        "changepoint detection over trials (hazard 0.11); BAM + BOCD selects a readout only "
+        "when BOCD signals a change.",
+    ),
+    "bandits": (
+        "Experiment 3: non-stationary bandits",
+        "§4.3",
+        "Cumulative regret over time, medians over runs (5 arm configurations × 5 seeds) with "
+        "25–75 % quantile bands (as in the paper's figure); one figure per arm-value setting "
+        "(uniform or separated, stated in each title). BF: Bayesian exponential forgetting; "
+        "BOCD: Bayesian online changepoint detection; UCBAM: UCB with BAM (Alg. 3).",
+    ),
+    "mnist": (
+        "Experiment 4: domain adaptation with rotated MNIST",
+        "§4.4",
+        "Test accuracy per method (dots: seeds; black: mean ± sd; open diamonds: the paper's "
+        "numbers) and the training-domain angles BAM's readout selected. OLS: ordinary least "
+        "squares over all training domains; NIG: Normal-inverse-gamma (unknown noise).",
+    ),
+}
+
+
+# ---------------------------------------------------------------------------- claims
+def claim(
+    experiment: str,
+    section: str,
+    text: str,
+    measured: str | None = None,
+    holds: bool | str | None = None,
+) -> dict[str, str]:
+    """One row of the claim table.
+
+    Args:
+        experiment: The experiment's CLI name (``"tracking"``, ``"cartpole-episodic"``, …).
+        section: The paper's section (``"§4.1"``).
+        text: The paper's claim, in a sentence.
+        measured: What this code measured (``None``: not run).
+        holds: ``True``/``False``, ``"partly"``, or ``None`` (not run).
+    """
+    if measured is None or holds is None:
+        verdict = "not run"
+        measured = measured if measured is not None else "not run"
+    elif isinstance(holds, str):
+        if holds not in VERDICTS:
+            raise ValueError(f"holds must be a bool, None or one of {VERDICTS}, got {holds!r}")
+        verdict = holds
+    else:
+        verdict = "yes" if holds else "no"
+    return {
+        "experiment": experiment,
+        "section": section,
+        "claim": text,
+        "measured": measured,
+        "holds": verdict,
+    }
+
+
+def not_run(
+    experiment: str, section: str, texts: Sequence[str], reason: str = "not run"
+) -> list[dict[str, str]]:
+    """The rows of claims whose experiment has no results."""
+    return [claim(experiment, section, text, reason, None) for text in texts]
+
+
+# ---------------------------------------------------------------------------- timing
+def write_timing(
+    folder: str | os.PathLike[str], seconds: float, command: str, **extra: Any
+) -> Path:
+    """Writes ``folder/timing.json``: the wall time and the exact command of a run."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {
+        "seconds": round(float(seconds), 3),
+        "command": command,
+        "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        **extra,
+    }
+    path = folder / TIMING_FILE
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return path
+
+
+def read_timing(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """``folder/timing.json`` as a dict, or ``None`` if absent or unreadable."""
+    path = Path(folder) / TIMING_FILE
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+# ---------------------------------------------------------------------- environment
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def _git_commit() -> str:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            text=True,
+            capture_output=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            text=True,
+            capture_output=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (not a git checkout)"
+    return f"{commit} (with uncommitted changes)" if dirty else commit
+
+
+def environment() -> dict[str, dict[str, str]]:
+    """Package versions and the machine: ``{"packages": {...}, "machine": {...}}``."""
+    machine = {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "processor": platform.processor() or platform.machine(),
+        "CPU count": str(os.cpu_count()),
+        "commit": _git_commit(),
+    }
+    if hasattr(os, "getloadavg"):
+        machine["load average (1, 5, 15 min)"] = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    for variable in ("MUJOCO_GL", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        if variable in os.environ:
+            machine[variable] = os.environ[variable]
+    return {"packages": {name: _version(name) for name in PACKAGES}, "machine": machine}
+
+
+# --------------------------------------------------------------------------- collect
+def _figures(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.rglob("*.png") if "runs" not in p.relative_to(folder).parts)
+
+
+def collect(directory: str | os.PathLike[str]) -> dict[str, Any]:
+    """Everything the report shows, read from ``directory``: per experiment (every name of
+    :data:`~bam_rl.harness.experiments.REPRODUCTIONS`) whether it ran, its figures, timing and
+    claims; the claim table; the environment."""
+    from bam_rl.harness.experiments import REPRODUCTIONS, get_claims
+
+    directory = Path(directory)
+    experiments = []
+    rows: list[dict[str, str]] = []
+    for name in REPRODUCTIONS:
+        folder = directory / name
+        ran = folder.is_dir() and any(folder.iterdir())
+        claims = get_claims(name)(folder if ran else None)
+        rows.extend(claims)
+        title, section, caption = SECTIONS.get(name, (name, "", ""))
+        experiments.append(
+            {
+                "name": name,
+                "title": title,
+                "section": section,
+                "caption": caption,
+                "ran": ran,
+                "folder": folder,
+                "figures": _figures(folder),
+                "timing": read_timing(folder),
+                "claims": claims,
+            }
+        )
+    return {
+        "directory": directory,
+        "experiments": experiments,
+        "claims": rows,
+        "environment": environment(),
+        "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _seconds(timing: dict[str, Any] | None) -> str:
+    if not timing or "seconds" not in timing:
+        return "not recorded"
+    seconds = float(timing["seconds"])
+    return f"{seconds:,.1f} s" + (f" ({seconds / 60:.1f} min)" if seconds >= 120 else "")
+
+
+def _scale(experiment: dict[str, Any]) -> str:
+    if not experiment["ran"]:
+        return "—"
+    timing = experiment["timing"] or {}
+    if "quick" not in timing:
+        return "unknown"
+    return "quick (smoke test)" if timing["quick"] else "paper"
+
+
+def _tally(rows: Sequence[dict[str, str]]) -> str:
+    counts = {verdict: sum(row["holds"] == verdict for row in rows) for verdict in VERDICTS}
+    return ", ".join(f"{count} {verdict}" for verdict, count in counts.items() if count)
+
+
+# ------------------------------------------------------------------------------ HTML
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto;
+       max-width: 1200px; padding: 0 1em; color: #222; line-height: 1.45; }
+h1 { border-bottom: 2px solid #444; padding-bottom: .2em; }
+h2 { margin-top: 2em; border-bottom: 1px solid #bbb; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.92em; }
+th, td { border: 1px solid #ccc; padding: .35em .6em; vertical-align: top; text-align: left; }
+th { background: #f0f0f0; }
+td.yes { background: #e3f4e1; } td.no { background: #fbe3e1; }
+td.partly { background: #fdf3d9; } td.not-run { background: #eee; color: #666; }
+figure { margin: 1.5em 0; } figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { font-size: 0.9em; color: #444; margin-top: .4em; }
+code, pre { background: #f6f6f6; font-size: 0.9em; } pre { padding: .6em; overflow-x: auto; }
+.muted { color: #666; }
+"""
+
+
+def _html_table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    classes: Sequence[str | None] | None = None,
+) -> str:
+    lines = [
+        "<table>",
+        "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead>",
+        "<tbody>",
+    ]
+    for index, row in enumerate(rows):
+        cells = []
+        for column, value in enumerate(row):
+            css = classes[index] if classes is not None and column == len(row) - 1 else None
+            attribute = f' class="{css}"' if css else ""
+            cells.append(f"<td{attribute}>{html.escape(str(value))}</td>")
+        lines.append("<tr>" + "".join(cells) + "</tr>")
+    lines += ["</tbody>", "</table>"]
+    return "\n".join(lines)
+
+
+def _claim_rows(rows: Sequence[dict[str, str]]) -> list[list[str]]:
+    return [
+        [row["section"], row["experiment"], row["claim"], row["measured"], row["holds"]]
+        for row in rows
+    ]
+
+
+def render_html(data: dict[str, Any]) -> str:
+    """The self-contained HTML report of :func:`collect`'s ``data``."""
+    directory: Path = data["directory"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        "<title>BAM: results report</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+        "<h1>BAM (Bayes with Adaptive Memory): results report</h1>",
+        f'<p class="muted">Generated {html.escape(data["generated"])} from '
+        f"<code>{html.escape(str(directory.resolve()))}</code> by "
+        f"<code>bam-rl report</code>; commit "
+        f"{html.escape(data['environment']['machine']['commit'])}.</p>",
+        "<h2>The paper's claims (§4), measured</h2>",
+        f"<p>{html.escape(_tally(data['claims']))}.</p>",
+    ]
+    rows = data["claims"]
+    parts.append(
+        _html_table(
+            ["§", "experiment", "paper's claim", "measured", "holds?"],
+            _claim_rows(rows),
+            [r["holds"].replace(" ", "-") for r in rows],
+        )
+    )
+    parts.append("<h2>Experiments</h2>")
+    parts.append(
+        _html_table(
+            ["experiment", "§", "scale", "wall time", "command"],
+            [
+                [
+                    e["name"],
+                    e["section"],
+                    _scale(e),
+                    _seconds(e["timing"]) if e["ran"] else "not run",
+                    (e["timing"] or {}).get("command", "—"),
+                ]
+                for e in data["experiments"]
+            ],
+        )
+    )
+    for experiment in data["experiments"]:
+        parts.append(
+            f'<h2 id="{experiment["name"]}">{html.escape(experiment["title"])} '
+            f"({html.escape(experiment['section'])})</h2>"
+        )
+        if not experiment["ran"]:
+            parts.append(
+                f'<p class="muted">Not run: no folder '
+                f"<code>{html.escape(experiment['name'])}/</code> in the results "
+                f"directory. Run <code>bam-rl reproduce {experiment['name']}</code>."
+                "</p>"
+            )
+            continue
+        timing = experiment["timing"] or {}
+        parts.append(
+            f"<p>Wall time: {html.escape(_seconds(timing or None))}. Command: "
+            f"<code>{html.escape(timing.get('command', 'not recorded'))}</code></p>"
+        )
+        for figure in experiment["figures"]:
+            encoded = base64.b64encode(figure.read_bytes()).decode("ascii")
+            relative = figure.relative_to(directory).as_posix()
+            parts.append(
+                f'<figure><img src="data:image/png;base64,{encoded}" '
+                f'alt="{html.escape(relative)}">'
+                f"<figcaption><code>{html.escape(relative)}</code>: "
+                f"{html.escape(experiment['caption'])}</figcaption></figure>"
+            )
+        parts.append(
+            _html_table(
+                ["§", "experiment", "paper's claim", "measured", "holds?"],
+                _claim_rows(experiment["claims"]),
+                [r["holds"].replace(" ", "-") for r in experiment["claims"]],
+            )
+        )
+    env = data["environment"]
+    parts.append("<h2>Software and machine</h2>")
+    parts.append(_html_table(["package", "version"], list(env["packages"].items())))
+    parts.append(_html_table(["machine", "value"], list(env["machine"].items())))
+    parts.append(
+        "<p>Regenerate this report with <code>bam-rl report "
+        f"{html.escape(str(directory))}</code>; <code>bam-rl reproduce all</code> "
+        "writes it at the end.</p>"
+    )
+    parts += ["</body>", "</html>", ""]
+    return "\n".join(parts)
+
+
+# -------------------------------------------------------------------------- Markdown
+def _md_cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render_markdown(data: dict[str, Any]) -> str:
+    """The Markdown twin of :func:`render_html` (figures linked by relative path)."""
+    directory: Path = data["directory"]
+    lines = [
+        "# BAM (Bayes with Adaptive Memory): results report",
+        "",
+        f"Generated {data['generated']} from `{directory.resolve()}` by `bam-rl report`; "
+        f"commit {data['environment']['machine']['commit']}.",
+        "",
+        "## The paper's claims (§4), measured",
+        "",
+        f"{_tally(data['claims'])}.",
+        "",
+        _md_table(
+            ["§", "experiment", "paper's claim", "measured", "holds?"], _claim_rows(data["claims"])
+        ),
+        "",
+        "## Experiments",
+        "",
+        _md_table(
+            ["experiment", "§", "scale", "wall time", "command"],
+            [
+                [
+                    e["name"],
+                    e["section"],
+                    _scale(e),
+                    _seconds(e["timing"]) if e["ran"] else "not run",
+                    f"`{(e['timing'] or {}).get('command', '—')}`",
+                ]
+                for e in data["experiments"]
+            ],
+        ),
+        "",
+    ]
+    for experiment in data["experiments"]:
+        lines += [f"## {experiment['title']} ({experiment['section']})", ""]
+        if not experiment["ran"]:
+            lines += [f"Not run: run `bam-rl reproduce {experiment['name']}`.", ""]
+            continue
+        timing = experiment["timing"] or {}
+        lines += [
+            f"Wall time: {_seconds(timing or None)}. Command: "
+            f"`{timing.get('command', 'not recorded')}`",
+            "",
+        ]
+        for figure in experiment["figures"]:
+            relative = figure.relative_to(directory).as_posix()
+            lines += [
+                f"![{relative}]({relative})",
+                "",
+                f"*`{relative}`: {experiment['caption']}*",
+                "",
+            ]
+    env = data["environment"]
+    lines += [
+        "## Software and machine",
+        "",
+        _md_table(["package", "version"], list(env["packages"].items())),
+        "",
+        _md_table(["machine", "value"], list(env["machine"].items())),
+        "",
+        f"Regenerate with `bam-rl report {directory}`; `bam-rl reproduce all` writes it "
+        "at the end.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def build_report(directory: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """Writes ``directory/report.html`` and ``directory/report.md`` from the experiment
+    folders in ``directory``; returns both paths.
+
+    Raises:
+        FileNotFoundError: If ``directory`` is not a directory.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"results directory {str(directory)!r} does not exist")
+    data = collect(directory)
+    html_path, md_path = directory / "report.html", directory / "report.md"
+    html_path.write_text(render_html(data), encoding="utf-8")
+    md_path.write_text(render_markdown(data), encoding="utf-8")
+    return html_path, md_path
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(*build_report(sys.argv[1] if len(sys.argv) > 1 else "results"), sep="\n")
