@@ -123,3 +123,74 @@ def check_finite_params(name: str, params: Any) -> None:
             raise ValueError(f"{name} must hold finite statistics, got non-finite {field!r}")
     if not np.all(np.isfinite(params.log_h)):
         raise ValueError(f"{name} must hold finite statistics, got a non-finite log_h")
+
+
+def check_real(name: str, value: Any, *, lower: float | None = None, upper: float | None = None,
+               open_lower: bool = False, open_upper: bool = False) -> float:
+    """Returns ``value`` as a Python float after checking it is one finite real number (not a
+    bool, a string or an array of several numbers) within the given bounds; the
+    ``ValueError`` names ``name`` and the accepted range."""
+    low = "" if lower is None else ("(" if open_lower else "[") + f"{lower:g}"
+    high = "" if upper is None else f"{upper:g}" + (")" if open_upper else "]")
+    if lower is not None and upper is not None:
+        expected = f"a finite number in {low}, {high}"
+    elif lower is not None:
+        expected = f"a finite number {'>' if open_lower else '>='} {lower:g}"
+    elif upper is not None:
+        expected = f"a finite number {'<' if open_upper else '<='} {upper:g}"
+    else:
+        expected = "a finite number"
+    if type(value) is not float and type(value) is not int:
+        if isinstance(value, (str, bytes, bool, np.bool_)):
+            raise ValueError(f"{name} must be {expected}, got {value!r}")
+        try:
+            array = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{name} must be {expected}, got {value!r}") from error
+        if array.size != 1 or array.ndim > 1:
+            raise ValueError(f"{name} must be a single number ({expected}), got {value!r}")
+        number = float(array.reshape(-1)[0])
+    else:
+        number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+    if lower is not None and (number < lower or (open_lower and number == lower)):
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+    if upper is not None and (number > upper or (open_upper and number == upper)):
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+    return number
+
+
+def check_positive_real(name: str, value: Any) -> float:
+    """One finite real number > 0 (see :func:`check_real`)."""
+    return check_real(name, value, lower=0.0, open_lower=True)
+
+
+def check_axis(axis: Any, ndim: int, name: str = "axis") -> tuple[int, ...] | None:
+    """Normalises the ``axis`` argument of a family's ``stats``: ``None`` (every axis), an
+    integer or a tuple of distinct integers, each in ``[-ndim, ndim)``; returns ``None`` or
+    a tuple of non-negative axes. ``ValueError`` names the argument and the accepted range."""
+    if axis is None:
+        return None
+    items = axis if isinstance(axis, tuple) else (axis,)
+    out = []
+    for item in items:
+        if isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Integral):
+            raise ValueError(f"{name} must be None, an integer or a tuple of integers in "
+                             f"[{-ndim}, {ndim}) for data with {ndim} axes, got {axis!r}")
+        index = int(item)
+        if not -ndim <= index < ndim:
+            raise ValueError(f"{name} {index} is out of range: the data have {ndim} axes, "
+                             f"so {name} must lie in [{-ndim}, {ndim}) (got {axis!r})")
+        out.append(index % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name} contains repeated entries: {axis!r}")
+    return tuple(out)
+
+
+def all_finite(array: np.ndarray) -> bool:
+    """True when every entry of ``array`` is finite (a cheap reduction first: a finite sum
+    implies finite entries; only an overflowing sum needs the element-wise test)."""
+    if array.ndim == 0:
+        return math.isfinite(array.item())
+    return math.isfinite(array.sum()) or bool(np.isfinite(array).all())

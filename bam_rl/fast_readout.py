@@ -112,7 +112,13 @@ def fast_greedy(
     if isinstance(model, NormalKnownVariance):
         precision = fields["precision"]
         if np.all(precision == precision[0]) and s_t.fields["precision"] == precision[0]:
-            return _gaussian_greedy(model, memory, s_t, lam, score)
+            try:
+                with np.errstate(divide="raise", over="raise", invalid="raise"):
+                    return _gaussian_greedy(model, memory, s_t, lam, score)
+            except ArithmeticError:  # ZeroDivisionError, OverflowError, FloatingPointError
+                # extreme hand-built records (a zero or huge precision): the closed form
+                # divides by zero or overflows, so the generic loop scores them instead
+                pass
     if (
         sum(int(np.prod(shape, dtype=np.int64)) for shape in model.field_shapes.values())
         <= _MAX_GROUPED_FIELD_SIZE
@@ -414,6 +420,8 @@ def _greedy_sorted(
             q = h0 / x
             e = dv - r / (s2 * x)
             value -= lam * math.sqrt(max(q - 1.0 - log(q) + h0 * e * e, 0.0))
+        if not math.isfinite(value):  # extreme records: the caller falls back to the generic
+            raise FloatingPointError("closed-form readout objective is not finite")
         return value
 
     right = list(range(m + 1))  # right[p]: next unselected position >= p (m: none)
@@ -500,16 +508,23 @@ def gaussian_greedy_readout(
 
     Returns:
         Readout weights (0/1) indexed by memory record.
+
+    Raises:
+        ValueError: When the closed form overflows (observations too large in magnitude).
     """
-    return _greedy_sorted(
-        list(values),
-        list(order),
-        float(v),
-        model.noise_var,
-        1.0 / model.prior_var,
-        model.prior_mean,
-        float(lam),
-    )[0]
+    try:
+        return _greedy_sorted(
+            list(values),
+            list(order),
+            float(v),
+            model.noise_var,
+            1.0 / model.prior_var,
+            model.prior_mean,
+            float(lam),
+        )[0]
+    except ArithmeticError as error:
+        raise ValueError(f"the closed-form greedy readout overflowed float64 (observations "
+                         f"too large in magnitude): {error}") from error
 
 
 # ------------------------------------------------------------ Bayesian linear regression

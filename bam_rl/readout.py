@@ -27,14 +27,14 @@ records, repeated records, Bayesian linear regression), which return the same re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
 
-from bam_rl.checks import as_float_array
+from bam_rl.checks import all_finite, as_float_array, check_int, check_real
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
 from bam_rl.fast_readout import FactorCache, fast_greedy, overrides_log_partition
 from bam_rl.memory import Memory
@@ -102,6 +102,11 @@ class _Objective:
         if self.lam > 0:
             value = value - self.lam * np.sqrt(2.0 * np.maximum(self.kl_to_prior(candidates), 0))
         value = np.asarray(value, dtype=np.float64)
+        if not all_finite(value):
+            # never a NaN objective with zero weights: the comparisons would stop silently
+            raise ValueError("readout objective is not finite: the log marginal likelihood of "
+                             "s_t under a candidate prior overflowed float64 (data or stored "
+                             "statistics too large in magnitude for the family)")
         self.evaluations += value.size
         return value
 
@@ -150,10 +155,9 @@ def select(model: ConjugateFamily, memory: Memory, s_t: NaturalParams, lam: floa
     """
     lam = _check_lam(lam)
     _check_inputs(model, memory, s_t)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if not isinstance(fast, (bool, np.bool_)):
-        raise ValueError(f"fast must be a bool, got {fast!r}")
+    options = check_select_options(
+        method, {"q": q, "initial": initial, "max_iter": max_iter, "fast": fast, "cache": cache})
+    q, max_iter, fast = options["q"], options["max_iter"], options["fast"]
     score = _Objective(model, s_t, lam)
     found = (fast_greedy(model, memory, s_t, lam, score, cache)
              if method == "greedy" and fast else None)
@@ -163,9 +167,6 @@ def select(model: ConjugateFamily, memory: Memory, s_t: NaturalParams, lam: floa
     if method == "greedy":
         result = _greedy(model, memory, score)
     elif method == "parallel":
-        q = float(as_float_array("q", q))
-        if not 0.0 <= q <= 1.0:
-            raise ValueError(f"q must lie in [0, 1], got {q!r}")
         result = _parallel(model, memory, score, q)
     elif method == "exhaustive":
         result = _exhaustive(model, memory, score)
@@ -176,14 +177,67 @@ def select(model: ConjugateFamily, memory: Memory, s_t: NaturalParams, lam: floa
     return result
 
 
-def _check_lam(lam: float) -> float:
-    value = float(as_float_array("lam", lam))
-    if value < 0:
-        raise ValueError(f"lam must be >= 0, got {lam!r}")
-    return value
+#: The keyword-only options of :func:`select`.
+OPTIONS = ("q", "initial", "max_iter", "fast", "cache")
+
+
+def check_select_options(method: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Checks a readout method and its options the way :func:`select` will use them.
+
+    The one home of these checks: :func:`select` runs them on every call and
+    :class:`bam_rl.beliefs.BAM` at construction, so a bad option fails at once rather than
+    at the first update.
+
+    Args:
+        method: One of :data:`METHODS`.
+        options: Any of :data:`OPTIONS`: ``q`` (a number in [0, 1]), ``initial`` (``None`` or
+            numeric weights in [0, 1]; their length is checked against the memory by
+            ``select``), ``max_iter`` (an integer >= 1), ``fast`` (a bool), ``cache``
+            (``None`` or a :class:`~bam_rl.fast_readout.FactorCache`).
+
+    Returns:
+        The options, normalised (``q`` a float, ``max_iter`` an int, ``fast`` a bool).
+
+    Raises:
+        ValueError: Naming the method or the option and its accepted range.
+    """
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if not isinstance(options, Mapping):
+        raise ValueError(f"readout options must be a mapping, got {type(options).__name__}")
+    unknown = sorted(str(name) for name in options if name not in OPTIONS)
+    if unknown:
+        raise ValueError(f"unknown readout option(s) {unknown} for method={method!r}; "
+                         f"accepted: {list(OPTIONS)}")
+    checked = dict(options)
+    if "q" in checked:
+        checked["q"] = check_real("q", checked["q"], lower=0.0, upper=1.0)
+    if "max_iter" in checked:
+        checked["max_iter"] = check_int("max_iter", checked["max_iter"])
+    if "fast" in checked:
+        if not isinstance(checked["fast"], (bool, np.bool_)):
+            raise ValueError(f"fast must be a bool, got {checked['fast']!r}")
+        checked["fast"] = bool(checked["fast"])
+    if checked.get("cache") is not None and not isinstance(checked["cache"], FactorCache):
+        raise ValueError(f"cache must be None or a FactorCache, got "
+                         f"{type(checked['cache']).__name__}")
+    initial = checked.get("initial")
+    if initial is not None:
+        weights = as_float_array("initial", initial)
+        if weights.ndim != 1 or np.any((weights < 0) | (weights > 1)):
+            raise ValueError(f"initial must be None or a 1-d array of weights in [0, 1], got "
+                             f"{initial!r}")
+    return checked
+
+
+def _check_lam(lam: Any) -> float:
+    return check_real("lam", lam, lower=0.0)
 
 
 def _check_inputs(model: ConjugateFamily, memory: Memory, s_t: NaturalParams) -> None:
+    if not isinstance(model, ConjugateFamily):
+        raise ValueError(f"model must be a ConjugateFamily (e.g. BetaBinomial()), got "
+                         f"{model!r}")
     if not isinstance(memory, Memory):
         raise ValueError(f"memory must be a Memory, got {type(memory).__name__}")
     model.check_params(s_t, "s_t")

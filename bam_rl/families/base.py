@@ -31,9 +31,29 @@ from typing import Any
 
 import numpy as np
 
-from bam_rl.checks import as_float_array
+from bam_rl.checks import all_finite, as_float_array
 
 Fields = dict[str, np.ndarray]
+
+
+def _as_field(name: str, value: Any) -> np.ndarray:
+    """A field (or ``log_h``) as a float64 array; ``ValueError`` for non-numeric values and
+    for NaN or infinite entries (one non-finite statistic would poison every later belief)."""
+    if type(value) is np.ndarray and value.dtype == np.float64:
+        array = value
+    else:
+        if isinstance(value, (str, bytes)):
+            raise ValueError(f"NaturalParams field {name!r} must be numeric, got {value!r}")
+        try:
+            array = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"NaturalParams field {name!r} must be numeric, got {value!r}"
+                             ) from error
+    if not all_finite(array):
+        raise ValueError(f"NaturalParams field {name!r} must be finite: got NaN or inf (a "
+                         f"non-finite input, or statistics or beliefs whose arithmetic "
+                         f"overflowed float64)")
+    return array
 
 
 class NaturalParams:
@@ -53,13 +73,27 @@ class NaturalParams:
     __array_ufunc__ = None
 
     def __init__(self, family: ConjugateFamily, fields: Mapping[str, Any], log_h: Any = 0.0):
+        if not isinstance(family, ConjugateFamily):
+            raise ValueError(f"family must be a ConjugateFamily, got {type(family).__name__}")
         self.family = family
-        self.fields: Fields = {name: np.asarray(fields[name], dtype=np.float64)
-                               for name in family.field_shapes}
+        shapes = family.field_shapes
+        if not isinstance(fields, Mapping) or len(fields) != len(shapes) or any(
+                name not in fields for name in shapes):
+            given = sorted(fields) if isinstance(fields, Mapping) else type(fields).__name__
+            raise ValueError(f"fields must be a mapping with exactly the fields "
+                             f"{list(shapes)} of {family!r}, got {given}")
+        converted: Fields = {}
+        for name in shapes:
+            converted[name] = _as_field(name, fields[name])
+        self.fields = converted
         self._batch_shape = self._infer_batch_shape()
-        log_h = np.asarray(log_h, dtype=np.float64)
+        log_h = _as_field("log_h", log_h)
         if log_h.shape != self._batch_shape:
-            log_h = np.broadcast_to(log_h, self._batch_shape)
+            try:
+                log_h = np.broadcast_to(log_h, self._batch_shape)
+            except ValueError as error:
+                raise ValueError(f"log_h has shape {log_h.shape}, which does not broadcast to "
+                                 f"the batch shape {self._batch_shape}") from error
         self.log_h = log_h
 
     # ------------------------------------------------------------------ shape
@@ -75,7 +109,11 @@ class NaturalParams:
         first = shapes[0]
         if all(shape == first for shape in shapes):
             return first
-        return np.broadcast_shapes(*shapes)
+        try:
+            return np.broadcast_shapes(*shapes)
+        except ValueError as error:
+            raise ValueError(f"the batch shapes of the fields {shapes} do not broadcast"
+                             ) from error
 
     @property
     def batch_shape(self) -> tuple[int, ...]:
@@ -199,6 +237,32 @@ class NaturalParams:
         return f"NaturalParams[{type(self.family).__name__}, batch={self.batch_shape}]({body})"
 
 
+def _finite_result(what: str, value: Any) -> np.ndarray:
+    """``value`` as an array, or ``ValueError`` naming ``what`` when it is NaN or infinite:
+    with finite, proper inputs that only happens when float64 overflows (data or beliefs too
+    large in magnitude for this family's coordinates)."""
+    array = np.asarray(value, dtype=np.float64)
+    if not all_finite(array):
+        raise ValueError(f"{what} is not finite: the computation overflowed float64 (data or "
+                         f"beliefs too large in magnitude; rescale or centre the data)")
+    return array
+
+
+def make_stats(family: ConjugateFamily, what: str, fields: Mapping[str, Any],
+               log_h: Any = 0.0) -> NaturalParams:
+    """The statistics a family's ``stats`` computed from the data ``what``; ``ValueError``
+    naming ``what`` when they overflowed float64 (data too large in magnitude)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        fields = {name: np.asarray(value, dtype=np.float64) for name, value in fields.items()}
+        log_h = np.asarray(log_h, dtype=np.float64)
+    for name, value in (*fields.items(), ("log_h", log_h)):
+        if not all_finite(value):
+            raise ValueError(f"{what}: the sufficient statistics of {family!r} overflow float64 "
+                             f"(statistic {name!r} is not finite); the data are too large in "
+                             f"magnitude for this family, rescale them")
+    return NaturalParams(family, fields, log_h)
+
+
 def _join(items: Iterable[NaturalParams], join: Callable[..., np.ndarray]) -> NaturalParams:
     items = list(items)
     if not items:
@@ -307,17 +371,34 @@ class ConjugateFamily(ABC):
                size: int | tuple[int, ...] | None = None) -> np.ndarray:
         """Draws θ from ``belief`` (a single, unbatched belief)."""
 
+    def check_belief(self, belief: NaturalParams, name: str = "belief") -> None:
+        """Raises ``ValueError`` naming ``name`` unless ``belief`` is a proper belief of this
+        family (its fields are finite by construction; a family adds its own conditions, e.g.
+        positive concentrations, and the precision checks of :class:`NormalGamma`)."""
+        self.check_params(belief, name)
+        try:
+            self._check_belief(belief.fields)
+        except ValueError as error:
+            raise ValueError(f"{name}: {error}") from error
+
     def log_partition(self, belief: NaturalParams) -> np.ndarray:
-        """Log-normaliser ``A(η)`` of ``belief`` (batched)."""
+        """Log-normaliser ``A(η)`` of ``belief`` (batched).
+
+        Raises:
+            ValueError: For an improper belief, or when ``A`` overflows float64.
+        """
         self.check_params(belief)
         self._check_belief(belief.fields)
-        return self.log_partition_fields(belief.fields)
+        return _finite_result("log_partition", self.log_partition_fields(belief.fields))
 
     def grad_log_partition(self, belief: NaturalParams) -> Fields:
         """``∇A(η)``, the mean parameters of ``belief`` in this family's coordinates."""
         self.check_params(belief)
         self._check_belief(belief.fields)
-        return self.grad_log_partition_fields(belief.fields)
+        grad = self.grad_log_partition_fields(belief.fields)
+        for name, value in grad.items():
+            _finite_result(f"grad_log_partition[{name!r}]", value)
+        return grad
 
     def prepare_datum(self, s: NaturalParams) -> Any:
         """Whatever :meth:`log_marginal_fields` needs of one datum, computed once per datum
@@ -345,8 +426,10 @@ class ConjugateFamily(ABC):
         self.check_params(s, "s")
         self._check_belief(belief.fields)
         post = belief + s
-        value = (self.log_partition_fields(post.fields) - self.log_partition_fields(belief.fields)
-                 + s.log_h)
+        with np.errstate(all="ignore"):
+            value = (self.log_partition_fields(post.fields)
+                     - self.log_partition_fields(belief.fields) + s.log_h)
+        value = _finite_result("log_marginal", value)
         return value if value.ndim else float(value)
 
     def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray:
@@ -358,8 +441,10 @@ class ConjugateFamily(ABC):
         grad_p = self.grad_log_partition_fields(p.fields)
         diff = {k: q.fields[k] - p.fields[k] for k in self.field_shapes}
         diff_params = NaturalParams(self, diff)
-        value = (self.log_partition_fields(q.fields) - self.log_partition_fields(p.fields)
-                 - diff_params.inner(grad_p))
+        with np.errstate(all="ignore"):
+            value = (self.log_partition_fields(q.fields) - self.log_partition_fields(p.fields)
+                     - diff_params.inner(grad_p))
+        value = _finite_result("kl", value)
         # KL >= 0; the Bregman form can round to tiny negatives when A(q) ≈ A(p) is large
         value = np.maximum(value, 0.0)
         return value if value.ndim else float(value)

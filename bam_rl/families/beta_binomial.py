@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 from scipy.special import betaln, digamma, gammaln
 
-from bam_rl.checks import check_integer_valued, check_positive
-from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
+from bam_rl.checks import check_axis, check_integer_valued, check_positive_real
+from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, make_stats
 
 
 def log_binomial_coefficient(n: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -37,8 +37,8 @@ class BetaBinomial(ConjugateFamily):
     field_shapes = {"alpha": (), "beta": ()}
 
     def __init__(self, alpha: float = 1.0, beta: float = 1.0):
-        self.alpha = float(check_positive("alpha", alpha))
-        self.beta = float(check_positive("beta", beta))
+        self.alpha = check_positive_real("alpha", alpha)
+        self.beta = check_positive_real("beta", beta)
         self.prior = NaturalParams(self, {"alpha": self.alpha, "beta": self.beta})
 
     def __repr__(self) -> str:
@@ -66,8 +66,11 @@ class BetaBinomial(ConjugateFamily):
                              ) from error
         if np.any(k > n):
             raise ValueError("successes must be <= trials")
-        return NaturalParams(self, {"alpha": k.sum(axis=axis), "beta": (n - k).sum(axis=axis)},
-                             log_binomial_coefficient(n, k).sum(axis=axis))
+        axes = check_axis(axis, k.ndim)
+        with np.errstate(over="ignore", invalid="ignore"):
+            log_h = log_binomial_coefficient(n, k).sum(axis=axes)
+            fields = {"alpha": k.sum(axis=axes), "beta": (n - k).sum(axis=axes)}
+        return make_stats(self, "successes and trials", fields, log_h)
 
     def _check_belief(self, fields: Fields) -> None:
         if np.any(fields["alpha"] <= 0) or np.any(fields["beta"] <= 0):
@@ -82,13 +85,16 @@ class BetaBinomial(ConjugateFamily):
         return {"alpha": digamma(a) - total, "beta": digamma(b) - total}
 
     def mean(self, belief: NaturalParams) -> np.ndarray:
+        self._check_belief(belief.fields)
         a, b = belief.fields["alpha"], belief.fields["beta"]
         return a / (a + b)
 
     def variance(self, belief: NaturalParams) -> np.ndarray:
+        self._check_belief(belief.fields)
         a, b = belief.fields["alpha"], belief.fields["beta"]
         total = a + b
-        return a * b / (total * total * (total + 1.0))
+        # (a / total)(b / total) / (total + 1): no overflow of a·b or total² for huge counts
+        return (a / total) * (b / total) / (total + 1.0)
 
     def sample(self, belief: NaturalParams, rng: np.random.Generator,
                size: int | tuple[int, ...] | None = None) -> np.ndarray:

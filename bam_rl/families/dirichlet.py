@@ -7,24 +7,14 @@ from typing import Any
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from bam_rl.checks import as_float_array, check_integer_valued, check_positive
-from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
+from bam_rl.checks import check_axis, check_int, check_integer_valued, check_positive
+from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, make_stats
 
 
-def _leading_axes(axis: int | tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
+def _leading_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     """Normalises ``axis`` against the ``ndim`` leading (observation) axes of an array."""
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if np.ndim(axis) == 0 else tuple(axis)
-    out = []
-    for a in axes:
-        a = int(a)
-        if not -ndim <= a < ndim:
-            raise ValueError(f"axis {a} is out of range for {ndim} observation axes")
-        out.append(a % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"axis contains repeated entries: {axis!r}")
-    return tuple(out)
+    axes = check_axis(axis, ndim)
+    return tuple(range(ndim)) if axes is None else axes
 
 
 class DirichletCategorical(ConjugateFamily):
@@ -60,10 +50,7 @@ class DirichletCategorical(ConjugateFamily):
             raise ValueError(f"alpha must be a scalar or a 1-D array, got shape "
                              f"{concentration.shape}")
         if n_categories is not None:
-            k = as_float_array("n_categories", n_categories)
-            if k.ndim or k != np.round(k) or k < 2:
-                raise ValueError(f"n_categories must be an integer >= 2, got {n_categories!r}")
-            n_categories = int(k)
+            n_categories = check_int("n_categories", n_categories, minimum=2)
         if concentration.ndim == 0:
             if n_categories is None:
                 raise ValueError("n_categories is required when alpha is a scalar")
@@ -119,8 +106,10 @@ class DirichletCategorical(ConjugateFamily):
                 raise ValueError(f"counts must have a last axis of length {k} (one per "
                                  f"category), got shape {table.shape}")
         axes = _leading_axes(axis, table.ndim - 1)
-        summed = table.sum(axis=axes)
-        return NaturalParams(self, {"alpha": summed}, np.zeros(summed.shape[:-1]))
+        with np.errstate(over="ignore", invalid="ignore"):
+            summed = table.sum(axis=axes)
+        return make_stats(self, "observations" if counts is None else "counts",
+                          {"alpha": summed}, np.zeros(summed.shape[:-1]))
 
     def _check_belief(self, fields: Fields) -> None:
         if np.any(~(fields["alpha"] > 0)):
@@ -136,13 +125,16 @@ class DirichletCategorical(ConjugateFamily):
         return {"alpha": digamma(a) - digamma(a.sum(axis=-1, keepdims=True))}
 
     def mean(self, belief: NaturalParams) -> np.ndarray:
+        self._check_belief(belief.fields)
         a = belief.fields["alpha"]
         return a / a.sum(axis=-1, keepdims=True)
 
     def variance(self, belief: NaturalParams) -> np.ndarray:
+        self._check_belief(belief.fields)
         a = belief.fields["alpha"]
         total = a.sum(axis=-1, keepdims=True)
-        return a * (total - a) / (total * total * (total + 1.0))
+        p = a / total  # p (1 − p) / (total + 1): no overflow of a·total or total²
+        return p * (1.0 - p) / (total + 1.0)
 
     def sample(self, belief: NaturalParams, rng: np.random.Generator,
                size: int | tuple[int, ...] | None = None) -> np.ndarray:

@@ -20,8 +20,14 @@ import numpy as np
 from scipy.linalg import lapack, solve_triangular
 from scipy.special import digamma, gammaln
 
-from bam_rl.checks import as_float_array, check_int, check_positive
-from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
+from bam_rl.checks import as_float_array, check_int, check_positive_real
+from bam_rl.families.base import (
+    ConjugateFamily,
+    Fields,
+    NaturalParams,
+    _finite_result,
+    make_stats,
+)
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 #: Relative tolerance on ``|Λ − Λᵀ|`` accepted for a belief's precision matrix.
@@ -388,7 +394,7 @@ class _LinearRegressionFamily(ConjugateFamily):
             for index in np.ndindex(*batch):
                 value[index] = self.log_marginal_fields(beliefs[index].fields,
                                                         data[index].copy())
-        value = np.asarray(value, dtype=np.float64)
+        value = _finite_result("log_marginal", value)
         return value if value.ndim else float(value)
 
     def _evidence(self, fields: Fields, datum: Datum, terms: EvidenceTerms) -> np.ndarray:
@@ -436,10 +442,7 @@ class BayesianLinearRegression(_LinearRegressionFamily):
     def __init__(self, dim_in: int, dim_out: int, prior_precision: Any = 1.0,
                  noise_var: float = 1.0, prior_mean: Any = 0.0):
         self._setup(dim_in, dim_out, prior_precision, prior_mean)
-        noise = check_positive("noise_var", noise_var)
-        if noise.ndim != 0:
-            raise ValueError(f"noise_var must be a scalar, got shape {noise.shape}")
-        self.noise_var = float(noise)
+        self.noise_var = check_positive_real("noise_var", noise_var)
         self.field_shapes = {"precision": (self.dim_in, self.dim_in),
                              "B": (self.dim_in, self.dim_out)}
         self.prior = NaturalParams(self, {"precision": self.prior_precision,
@@ -468,10 +471,13 @@ class BayesianLinearRegression(_LinearRegressionFamily):
             ValueError: On shape mismatches, non-finite entries or another ``axis``.
         """
         X, Y, n = self._data(X, Y, axis)
-        xx, xy, yy = self._moments(X, Y)
+        with np.errstate(over="ignore", invalid="ignore"):
+            xx, xy, yy = self._moments(X, Y)
         noise = self.noise_var
-        log_h = -0.5 * yy / noise - 0.5 * n * self.dim_out * (_LOG_2PI + np.log(noise))
-        return NaturalParams(self, {"precision": xx / noise, "B": xy / noise}, log_h)
+        with np.errstate(over="ignore", invalid="ignore"):
+            log_h = -0.5 * yy / noise - 0.5 * n * self.dim_out * (_LOG_2PI + np.log(noise))
+            fields = {"precision": xx / noise, "B": xy / noise}
+        return make_stats(self, "X and Y", fields, log_h)
 
     def _check_belief(self, fields: Fields) -> None:
         self._check_matrices(fields)
@@ -505,7 +511,7 @@ class BayesianLinearRegression(_LinearRegressionFamily):
         self._check_belief(q.fields)
         logs, quad = self._gaussian_kl_terms(self._solve(p.fields, mean=True),
                                              self._solve(q.fields, mean=True))
-        value = np.maximum(0.5 * (logs + quad), 0.0)
+        value = np.maximum(_finite_result("kl", 0.5 * (logs + quad)), 0.0)
         return value if value.ndim else float(value)
 
     def mean(self, belief: NaturalParams) -> np.ndarray:
@@ -590,11 +596,8 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
     def __init__(self, dim_in: int, dim_out: int, prior_precision: Any = 1.0,
                  a: float = 1.0, b: float = 1.0, prior_mean: Any = 0.0):
         self._setup(dim_in, dim_out, prior_precision, prior_mean)
-        shape = check_positive("a", a)
-        scale = check_positive("b", b)
-        if shape.ndim or scale.ndim:
-            raise ValueError("a and b must be scalars")
-        self.a, self.b = float(shape), float(scale)
+        self.a = check_positive_real("a", a)
+        self.b = check_positive_real("b", b)
         d, p = self.dim_in, self.dim_out
         self.field_shapes = {"precision": (d, d), "B": (d, p), "c": (), "a": ()}
         b0 = self.prior_precision @ self.prior_mean.T
@@ -612,10 +615,11 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         Shapes and ``axis`` as for :meth:`BayesianLinearRegression.stats`.
         """
         X, Y, n = self._data(X, Y, axis)
-        xx, xy, yy = self._moments(X, Y)
+        with np.errstate(over="ignore", invalid="ignore"):
+            xx, xy, yy = self._moments(X, Y)
         half_count = 0.5 * n * self.dim_out
-        return NaturalParams(self, {"precision": xx, "B": xy, "c": yy, "a": half_count},
-                             -half_count * _LOG_2PI)
+        return make_stats(self, "X and Y", {"precision": xx, "B": xy, "c": yy, "a": half_count},
+                          -half_count * _LOG_2PI)
 
     def _check_belief(self, fields: Fields) -> None:
         self._check_matrices(fields)
@@ -681,7 +685,8 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         logs, quad = self._gaussian_kl_terms(solved_p, solved_q)
         gamma_kl = ((a_p - a_q) * digamma(a_p) - gammaln(a_p) + gammaln(a_q)
                     + a_q * (np.log(b_p) - np.log(b_q)) + a_p * (b_q - b_p) / b_p)
-        value = np.maximum(gamma_kl + 0.5 * (logs + (a_p / b_p) * quad), 0.0)
+        value = np.maximum(_finite_result("kl", gamma_kl + 0.5 * (logs + (a_p / b_p) * quad)),
+                           0.0)
         return value if value.ndim else float(value)
 
     def mean(self, belief: NaturalParams) -> tuple[np.ndarray, np.ndarray]:

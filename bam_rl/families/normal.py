@@ -3,15 +3,26 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from bam_rl.checks import as_float_array, check_positive
-from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
+from bam_rl.checks import as_float_array, check_axis, check_positive_real, check_real
+from bam_rl.families.base import (
+    ConjugateFamily,
+    Fields,
+    NaturalParams,
+    _finite_result,
+    make_stats,
+)
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
+#: Smallest float64 variance whose precision ``1 / var`` is finite.
+_TINY = float(np.nextafter(1.0 / np.finfo(np.float64).max, 1.0))
+#: ``NormalGamma``: ``β`` below this fraction of ``beta_shifted`` has lost its precision.
+_BETA_RTOL = 1e-11
 
 
 def _count(y: np.ndarray, axis: int | tuple[int, ...] | None) -> np.ndarray:
@@ -44,9 +55,17 @@ class NormalKnownVariance(ConjugateFamily):
     field_shapes = {"precision_mean": (), "precision": ()}
 
     def __init__(self, mean: float = 0.0, var: float = 1.0, noise_var: float = 1.0):
-        self.prior_mean = float(as_float_array("mean", mean))
-        self.prior_var = float(check_positive("var", var))
-        self.noise_var = float(check_positive("noise_var", noise_var))
+        self.prior_mean = check_real("mean", mean)
+        self.prior_var = check_positive_real("var", var)
+        self.noise_var = check_positive_real("noise_var", noise_var)
+        for name, value in (("var", self.prior_var), ("noise_var", self.noise_var)):
+            if not math.isfinite(1.0 / value):
+                raise ValueError(f"{name} must be a finite number > 0 whose precision 1/{name} "
+                                 f"is finite (at least {_TINY:g}), got {value!r}")
+        if not math.isfinite(self.prior_mean / self.prior_var):
+            raise ValueError(f"mean / var must be finite (the prior's natural parameter "
+                             f"overflows float64), got mean={self.prior_mean!r}, "
+                             f"var={self.prior_var!r}")
         self.prior = NaturalParams(self, {"precision_mean": self.prior_mean / self.prior_var,
                                           "precision": 1.0 / self.prior_var})
 
@@ -70,13 +89,14 @@ class NormalKnownVariance(ConjugateFamily):
             ValueError: For NaN or infinite observations.
         """
         y = as_float_array("observations", observations)
+        axes = check_axis(axis, y.ndim)
         noise = self.noise_var
-        n = _count(y, axis)
-        return NaturalParams(
-            self,
-            {"precision_mean": y.sum(axis=axis) / noise, "precision": n / noise},
-            -(y * y).sum(axis=axis) / (2.0 * noise) - 0.5 * n * np.log(2.0 * np.pi * noise),
-        )
+        n = _count(y, axes)
+        with np.errstate(over="ignore", invalid="ignore"):
+            fields = {"precision_mean": y.sum(axis=axes) / noise, "precision": n / noise}
+            log_h = (-(y * y).sum(axis=axes) / (2.0 * noise)
+                     - 0.5 * n * np.log(2.0 * np.pi * noise))
+        return make_stats(self, "observations", fields, log_h)
 
     def _check_belief(self, fields: Fields) -> None:
         if np.any(~(fields["precision"] > 0)):
@@ -105,14 +125,17 @@ class NormalKnownVariance(ConjugateFamily):
         hp, hq = p.fields["precision"], q.fields["precision"]
         diff = p.fields["precision_mean"] / hp - q.fields["precision_mean"] / hq
         ratio_minus_1 = hq / hp - 1.0  # v_p / v_q − 1
-        value = 0.5 * (ratio_minus_1 - np.log1p(ratio_minus_1) + hq * diff * diff)
-        value = np.maximum(value, 0.0)
+        with np.errstate(all="ignore"):
+            value = 0.5 * (ratio_minus_1 - np.log1p(ratio_minus_1) + hq * diff * diff)
+        value = np.maximum(_finite_result("kl", value), 0.0)
         return value if value.ndim else float(value)
 
     def mean(self, belief: NaturalParams) -> np.ndarray:
+        self._check_belief(belief.fields)
         return belief.fields["precision_mean"] / belief.fields["precision"]
 
     def variance(self, belief: NaturalParams) -> np.ndarray:
+        self._check_belief(belief.fields)
         return 1.0 / belief.fields["precision"]
 
     def sample(self, belief: NaturalParams, rng: np.random.Generator,
@@ -140,8 +163,9 @@ class NormalGamma(ConjugateFamily):
     ``m`` and scale ``sqrt(β (κ + 1) / (α κ))``.
 
     ``β`` is recovered as ``beta_shifted − kappa_mean² / (2 kappa)``; for data whose spread
-    is tiny next to its magnitude (``Var y ≲ 1e-12 · E[y²]``) this difference loses its
-    precision, so centre such data first.
+    is tiny next to its magnitude (``Var y ≲ 1e-11 · E[y²]``, e.g. 1e8 ± 1) this difference
+    loses its precision, and every use of such a belief (moments, sampling, ``A``, KL, the
+    evidence) raises ``ValueError`` naming the precision loss; centre such data first.
 
     Args:
         mean: Prior location ``m`` of μ.
@@ -161,14 +185,20 @@ class NormalGamma(ConjugateFamily):
 
     def __init__(self, mean: float = 0.0, kappa: float = 1.0, alpha: float = 1.0,
                  beta: float = 1.0):
-        self.prior_mean = float(as_float_array("mean", mean))
-        self.kappa = float(check_positive("kappa", kappa))
-        self.alpha = float(check_positive("alpha", alpha))
-        self.beta = float(check_positive("beta", beta))
+        self.prior_mean = check_real("mean", mean)
+        self.kappa = check_positive_real("kappa", kappa)
+        self.alpha = check_positive_real("alpha", alpha)
+        self.beta = check_positive_real("beta", beta)
+        kappa_mean = self.kappa * self.prior_mean
+        beta_shifted = self.beta + 0.5 * kappa_mean * self.prior_mean
+        if not (math.isfinite(kappa_mean) and math.isfinite(beta_shifted)):
+            raise ValueError(f"mean must be a finite number with kappa·mean²/2 + beta finite "
+                             f"(the prior's natural parameters overflow float64), got "
+                             f"mean={self.prior_mean!r}, kappa={self.kappa!r}")
         self.prior = NaturalParams(self, {
-            "kappa_mean": self.kappa * self.prior_mean,
+            "kappa_mean": kappa_mean,
             "kappa": self.kappa,
-            "beta_shifted": self.beta + 0.5 * self.kappa * self.prior_mean ** 2,
+            "beta_shifted": beta_shifted,
             "alpha": self.alpha,
         })
 
@@ -189,13 +219,12 @@ class NormalGamma(ConjugateFamily):
             ValueError: For NaN or infinite observations.
         """
         y = as_float_array("observations", observations)
-        n = _count(y, axis)
-        return NaturalParams(
-            self,
-            {"kappa_mean": y.sum(axis=axis), "kappa": n,
-             "beta_shifted": 0.5 * (y * y).sum(axis=axis), "alpha": 0.5 * n},
-            -0.5 * n * _LOG_2PI,
-        )
+        axes = check_axis(axis, y.ndim)
+        n = _count(y, axes)
+        with np.errstate(over="ignore", invalid="ignore"):
+            fields = {"kappa_mean": y.sum(axis=axes), "kappa": n,
+                      "beta_shifted": 0.5 * (y * y).sum(axis=axes), "alpha": 0.5 * n}
+        return make_stats(self, "observations", fields, -0.5 * n * _LOG_2PI)
 
     @staticmethod
     def standard_params(fields: Fields) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -205,21 +234,43 @@ class NormalGamma(ConjugateFamily):
         beta = fields["beta_shifted"] - 0.5 * fields["kappa_mean"] * m
         return m, kappa, fields["alpha"], beta
 
+    @staticmethod
+    def _precise_beta(fields: Fields, beta: np.ndarray) -> np.ndarray:
+        """``β`` after checking the belief is proper and ``β`` kept its precision.
+
+        ``β = beta_shifted − kappa_mean² / (2 kappa)`` is a difference; when it falls below
+        ``1e-11 · beta_shifted`` it carries a relative rounding error above ~1e-4 and may come
+        out as 0 or negative (data whose spread is tiny next to their magnitude), so a
+        ``ValueError`` naming the precision loss is raised instead of returning ``E[τ] = inf``
+        or a negative variance. A ``β`` clearly below zero is an improper belief.
+        """
+        bound = _BETA_RTOL * np.abs(fields["beta_shifted"])
+        if np.all(beta > bound):
+            return beta
+        if np.any(beta < -bound):
+            raise ValueError("belief beta (beta_shifted − kappa_mean² / (2 kappa)) must be > 0")
+        raise ValueError(
+            "NormalGamma belief lost its precision: beta = beta_shifted − kappa_mean² / "
+            "(2 kappa) is below 1e-11 · beta_shifted, so E[τ] and the variances would be "
+            "rounding noise (data whose spread is tiny next to their magnitude, e.g. 1e8 ± 1, "
+            "or a prior mean far from 0 with a small beta); centre or rescale the data first")
+
     def _check_belief(self, fields: Fields) -> None:
         if np.any(~(fields["kappa"] > 0)):
             raise ValueError("belief kappa must be > 0")
         if np.any(~(fields["alpha"] > 0)):
             raise ValueError("belief alpha must be > 0")
         _, _, _, beta = self.standard_params(fields)
-        if np.any(~(beta > 0)):
-            raise ValueError("belief beta (beta_shifted − kappa_mean² / (2 kappa)) must be > 0")
+        self._precise_beta(fields, beta)
 
     def log_partition_fields(self, fields: Fields) -> np.ndarray:
         _, kappa, alpha, beta = self.standard_params(fields)
+        beta = self._precise_beta(fields, beta)
         return gammaln(alpha) - alpha * np.log(beta) + 0.5 * _LOG_2PI - 0.5 * np.log(kappa)
 
     def grad_log_partition_fields(self, fields: Fields) -> Fields:
         m, kappa, alpha, beta = self.standard_params(fields)
+        beta = self._precise_beta(fields, beta)
         e_tau = alpha / beta
         return {
             "kappa_mean": m * e_tau,                          # E[τμ]
@@ -234,22 +285,25 @@ class NormalGamma(ConjugateFamily):
         For ``α <= 1/2`` the marginal of μ (Student-t with ``2α`` degrees of freedom) has no
         mean; its location ``m`` (median and mode) is reported instead.
         """
+        self._check_belief(belief.fields)
         m, _, alpha, beta = self.standard_params(belief.fields)
         m, e_tau = np.broadcast_arrays(m, alpha / beta)
         return np.stack([m, e_tau], axis=-1)
 
     def variance(self, belief: NaturalParams) -> np.ndarray:
         """``[Var μ, Var τ]`` along a trailing axis; ``Var μ`` is infinite for ``α <= 1``."""
+        self._check_belief(belief.fields)
         _, kappa, alpha, beta = self.standard_params(belief.fields)
         with np.errstate(divide="ignore", invalid="ignore"):
             var_mu = np.where(alpha > 1.0, beta / (kappa * (alpha - 1.0)), np.inf)
-        var_mu, var_tau = np.broadcast_arrays(var_mu, alpha / (beta * beta))
+        var_mu, var_tau = np.broadcast_arrays(var_mu, alpha / beta / beta)
         return np.stack([var_mu, var_tau], axis=-1)
 
     def sample(self, belief: NaturalParams, rng: np.random.Generator,
                size: int | tuple[int, ...] | None = None) -> np.ndarray:
         """Draws ``(μ, τ)`` pairs, shape ``size + (2,)`` (``size`` as in numpy)."""
         m, kappa, alpha, beta = self.standard_params(belief.fields)
+        beta = self._precise_beta(belief.fields, beta)
         tau = rng.gamma(alpha, 1.0 / beta, size=size)
         mu = rng.normal(m, 1.0 / np.sqrt(kappa * tau))
         return np.stack([mu, tau], axis=-1)

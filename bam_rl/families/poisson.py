@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from bam_rl.checks import check_integer_valued, check_positive
-from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
+from bam_rl.checks import check_axis, check_integer_valued, check_positive_real
+from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, make_stats
 
 
 class GammaPoisson(ConjugateFamily):
@@ -33,8 +33,8 @@ class GammaPoisson(ConjugateFamily):
     field_shapes = {"alpha": (), "beta": ()}
 
     def __init__(self, alpha: float = 1.0, beta: float = 1.0):
-        self.alpha = float(check_positive("alpha", alpha))
-        self.beta = float(check_positive("beta", beta))
+        self.alpha = check_positive_real("alpha", alpha)
+        self.beta = check_positive_real("beta", beta)
         self.prior = NaturalParams(self, {"alpha": self.alpha, "beta": self.beta})
 
     def __repr__(self) -> str:
@@ -52,9 +52,11 @@ class GammaPoisson(ConjugateFamily):
             ValueError: For negative, fractional or non-finite counts.
         """
         x = check_integer_valued("counts", counts)
-        return NaturalParams(self, {"alpha": x.sum(axis=axis),
-                                    "beta": np.ones_like(x).sum(axis=axis)},
-                             -gammaln(x + 1.0).sum(axis=axis))
+        axes = check_axis(axis, x.ndim)
+        with np.errstate(over="ignore", invalid="ignore"):
+            fields = {"alpha": x.sum(axis=axes), "beta": np.ones_like(x).sum(axis=axes)}
+            log_h = -gammaln(x + 1.0).sum(axis=axes)
+        return make_stats(self, "counts", fields, log_h)
 
     def _check_belief(self, fields: Fields) -> None:
         if np.any(~(fields["alpha"] > 0)) or np.any(~(fields["beta"] > 0)):
@@ -70,11 +72,13 @@ class GammaPoisson(ConjugateFamily):
         return {"alpha": digamma(a) - np.log(b), "beta": -a / b}
 
     def mean(self, belief: NaturalParams) -> np.ndarray:
+        self._check_belief(belief.fields)
         return belief.fields["alpha"] / belief.fields["beta"]
 
     def variance(self, belief: NaturalParams) -> np.ndarray:
+        self._check_belief(belief.fields)
         b = belief.fields["beta"]
-        return belief.fields["alpha"] / (b * b)
+        return belief.fields["alpha"] / b / b  # no overflow of b² for huge rates
 
     def sample(self, belief: NaturalParams, rng: np.random.Generator,
                size: int | tuple[int, ...] | None = None) -> np.ndarray:
