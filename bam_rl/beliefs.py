@@ -417,7 +417,8 @@ RULES = ("recursive", "forgetting", "bocd", "bam", "bam_bocd", "power")
 def make_rule(model: ConjugateFamily, rule: str = "recursive", *,
               forgetting: float = hyperparams.FORGETTING,
               hazard: float = hyperparams.BANDIT_HAZARD,
-              lam: float = 0.0, method: str = "greedy", power: float = 0.5) -> BeliefRule:
+              lam: float = 0.0, method: str = "greedy", power: float = 0.5,
+              capacity: int | None = None) -> BeliefRule:
     """Builds a belief rule by name (the one place rules are built by name).
 
     Defaults are the paper's (:mod:`bam_rl.hyperparams`): forgetting 0.8 and the bandits'
@@ -435,6 +436,7 @@ def make_rule(model: ConjugateFamily, rule: str = "recursive", *,
         lam: BAM's complexity penalty.
         method: BAM's readout selector.
         power: Power-prior exponent.
+        capacity: Memory bound of the BAM rules (``None``: unbounded, as in the paper).
 
     Raises:
         ValueError: For an unknown rule name (and the rules' own argument checks).
@@ -446,9 +448,10 @@ def make_rule(model: ConjugateFamily, rule: str = "recursive", *,
     if rule == "bocd":
         return BOCD(model, hazard=hazard)
     if rule == "bam":
-        return BAM(model, lam=lam, method=method)
+        return BAM(model, lam=lam, method=method, capacity=capacity)
     if rule == "bam_bocd":
-        return BAMWithChangepoints(model, lam=lam, method=method, hazard=hazard)
+        return BAMWithChangepoints(model, lam=lam, method=method, hazard=hazard,
+                                   capacity=capacity)
     if rule == "power":
         return PowerPrior(model, alpha=power)
     raise ValueError(f"rule must be one of {RULES}, got {rule!r}")

@@ -186,3 +186,12 @@ def test_refused_input_leaves_every_rule_unchanged(rule_name, bad, n_before, see
     with pytest.raises(ValueError):
         rule.update(BAD[bad](model))
     assert state_of(rule) == before
+
+
+def test_make_rule_passes_a_capacity_to_the_bam_rules():
+    from bam_rl.beliefs import make_rule
+
+    model = BetaBinomial()
+    assert make_rule(model, "bam", capacity=8).memory.capacity == 8
+    assert make_rule(model, "bam_bocd", capacity=8).memory.capacity == 8
+    assert make_rule(model, "bam").memory.capacity is None
