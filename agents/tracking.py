@@ -124,12 +124,12 @@ class BeliefTracker(BaseAgent):
     @property
     def mean(self) -> float:
         """Posterior mean of θ given the data so far."""
-        return float(self.rule.mean)
+        return float(np.asarray(self.rule.mean))  # a Beta belief: θ is one number
 
     @property
     def variance(self) -> float:
         """Posterior variance of θ given the data so far."""
-        return float(self.rule.variance)
+        return float(np.asarray(self.rule.variance))
 
     def summary(self) -> dict[str, float]:
         """``mean`` and ``variance`` of θ, the ``count`` absorbed last; for BAM rules also

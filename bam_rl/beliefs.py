@@ -27,7 +27,7 @@ import numpy as np
 from bam_rl import hyperparams
 from bam_rl.bocd import ChangepointDetector
 from bam_rl.checks import as_float_array, check_finite_params, check_real
-from bam_rl.families.base import ConjugateFamily, NaturalParams
+from bam_rl.families.base import ConjugateFamily, NaturalParams, Theta
 from bam_rl.memory import Memory
 from bam_rl.readout import (
     MAX_EXHAUSTIVE_ITEMS,
@@ -85,12 +85,12 @@ class BeliefRule(ABC):
         self.t = 0
 
     @property
-    def mean(self) -> np.ndarray:
+    def mean(self) -> Theta:
         """Posterior mean of θ_t."""
         return self.belief.mean
 
     @property
-    def variance(self) -> np.ndarray:
+    def variance(self) -> Theta:
         """Posterior variance of θ_t (element-wise)."""
         return self.belief.variance
 
@@ -103,7 +103,7 @@ class BeliefRule(ABC):
         """The belief this rule would use as the prior for the next datum."""
         return self.belief
 
-    def sample(self, rng: np.random.Generator) -> np.ndarray:
+    def sample(self, rng: np.random.Generator) -> Theta:
         """Draws θ for the next datum (Thompson sampling) from :meth:`prior_for_next`."""
         return self.model.sample(self.prior_for_next(), rng)
 
@@ -210,7 +210,7 @@ class BOCD(BeliefRule):
         self.detector.update(s)
         return self.detector.map_belief
 
-    def sample(self, rng: np.random.Generator) -> np.ndarray:
+    def sample(self, rng: np.random.Generator) -> Theta:
         """Draws a run length from the predictive run-length posterior (a fresh segment with
         the hazard's probability), then θ from that segment's belief (Mellor & Shapiro)."""
         weights = self.detector.run_length_probabilities
@@ -222,13 +222,13 @@ class BOCD(BeliefRule):
         self.detector.reset()
 
     @property
-    def mean(self) -> np.ndarray:
+    def mean(self) -> Theta:
         if self.t == 0:
             return self.model.prior.mean
         return self.detector.theta_moments("filtered")[0]
 
     @property
-    def variance(self) -> np.ndarray:
+    def variance(self) -> Theta:
         if self.t == 0:
             return self.model.prior.variance
         return self.detector.theta_moments("filtered")[1]

@@ -390,7 +390,7 @@ class ChangepointDetector:
         return float(self._last_log_predictive)
 
     # ----------------------------------------------------------------- beliefs
-    def _params(self, rows: slice | np.ndarray | None = None) -> NaturalParams:
+    def _params(self, rows: int | slice | np.ndarray | None = None) -> NaturalParams:
         if rows is None:
             rows = slice(None)
         return NaturalParams(self.model,

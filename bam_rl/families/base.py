@@ -34,6 +34,9 @@ import numpy as np
 from bam_rl.checks import all_finite, as_float_array
 
 Fields = dict[str, np.ndarray]
+#: A value of θ (a moment or a draw): one array, or a tuple of arrays for families with several
+#: parameters (NormalGamma's ``(μ, τ)``, the Normal-inverse-gamma regression's ``(M, σ²)``).
+Theta = np.ndarray | tuple[np.ndarray, ...]
 
 
 def _as_field(name: str, value: Any) -> np.ndarray:
@@ -212,12 +215,12 @@ class NaturalParams:
 
     # ------------------------------------------------------------ conveniences
     @property
-    def mean(self) -> np.ndarray:
+    def mean(self) -> Theta:
         """Posterior mean of θ under this belief (batched)."""
         return self.family.mean(self)
 
     @property
-    def variance(self) -> np.ndarray:
+    def variance(self) -> Theta:
         """Posterior variance of θ (element-wise) under this belief (batched)."""
         return self.family.variance(self)
 
@@ -359,16 +362,16 @@ class ConjugateFamily(ABC):
         """Raises ``ValueError`` when ``fields`` is not a proper (normalisable) belief."""
 
     @abstractmethod
-    def mean(self, belief: NaturalParams) -> np.ndarray:
+    def mean(self, belief: NaturalParams) -> Theta:
         """``E[θ]`` under ``belief``."""
 
     @abstractmethod
-    def variance(self, belief: NaturalParams) -> np.ndarray:
+    def variance(self, belief: NaturalParams) -> Theta:
         """Element-wise ``Var[θ]`` under ``belief``."""
 
     @abstractmethod
     def sample(self, belief: NaturalParams, rng: np.random.Generator,
-               size: int | tuple[int, ...] | None = None) -> np.ndarray:
+               size: int | tuple[int, ...] | None = None) -> Theta:
         """Draws θ from ``belief`` (a single, unbatched belief)."""
 
     def check_belief(self, belief: NaturalParams, name: str = "belief") -> None:
@@ -417,7 +420,7 @@ class ConjugateFamily(ABC):
         self.check_params(s, "s")
         return belief + s
 
-    def log_marginal(self, belief: NaturalParams, s: NaturalParams) -> np.ndarray:
+    def log_marginal(self, belief: NaturalParams, s: NaturalParams) -> np.ndarray | float:
         """``log p(D | belief)`` for a datum with statistics ``s``; broadcasts over batches.
 
         Returns a float for unbatched inputs, else an array of the broadcast batch shape.
@@ -432,7 +435,7 @@ class ConjugateFamily(ABC):
         value = _finite_result("log_marginal", value)
         return value if value.ndim else float(value)
 
-    def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray:
+    def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray | float:
         """``KL(p ‖ q)`` between beliefs, the Bregman divergence of ``A``; batched."""
         self.check_params(p, "p")
         self.check_params(q, "q")

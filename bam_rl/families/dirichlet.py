@@ -148,7 +148,7 @@ class DirichletCategorical(ConjugateFamily):
         if a.ndim == 1:
             return rng.dirichlet(a, size=size)
         batch = a.shape[:-1]
-        shape = batch if size is None else ((size,) if np.ndim(size) == 0 else tuple(size))
+        shape = batch if size is None else tuple(int(n) for n in np.atleast_1d(size))
         try:
             a = np.broadcast_to(a, tuple(shape) + (self.n_categories,))
         except ValueError as error:

@@ -217,6 +217,13 @@ class _Solved(NamedTuple):
     quad: np.ndarray                   # tr(Bᵀ Λ⁻¹ B)
     mean: np.ndarray | None            # Λ⁻¹ B, when requested
 
+    @property
+    def posterior_mean(self) -> np.ndarray:
+        """``Λ⁻¹ B``; only for solves that asked for it (``mean=True``)."""
+        if self.mean is None:
+            raise ValueError("the mean was not solved for (use mean=True)")
+        return self.mean
+
 
 # --------------------------------------------------------------------------------- validation
 def _check_symmetric(name: str, matrix: np.ndarray) -> None:
@@ -335,7 +342,7 @@ class _LinearRegressionFamily(ConjugateFamily):
         latter by ``E_p[1/σ²]``. Both solves must carry their means.
         """
         trace = _frobenius_sq(_solve_lower(p.factor, q.factor))       # tr(Λq Λp⁻¹)
-        delta = q.mean - p.mean
+        delta = q.posterior_mean - p.posterior_mean
         quad = _frobenius_sq(np.swapaxes(q.factor, -1, -2) @ delta)   # Σ_i δ_iᵀ Λq δ_i
         return self.dim_out * (trace - self.dim_in + p.logdet - q.logdet), quad
 
@@ -377,7 +384,7 @@ class _LinearRegressionFamily(ConjugateFamily):
         terms = evidence_terms(fields["precision"], fields["B"], datum)
         return self._evidence(fields, datum, terms)
 
-    def log_marginal(self, belief: NaturalParams, s: NaturalParams) -> np.ndarray:
+    def log_marginal(self, belief: NaturalParams, s: NaturalParams) -> np.ndarray | float:
         """``log p(D | belief)``; broadcasts over batches (see :meth:`log_marginal_fields`).
 
         Returns a float for unbatched inputs, else an array of the broadcast batch shape.
@@ -490,8 +497,8 @@ class BayesianLinearRegression(_LinearRegressionFamily):
     def grad_log_partition_fields(self, fields: Fields) -> Fields:
         solved = self._solve(fields, mean=True)
         cov = _covariance(solved.factor)
-        outer = solved.mean @ np.swapaxes(solved.mean, -1, -2)   # Λ⁻¹ B Bᵀ Λ⁻¹
-        return {"precision": -0.5 * (self.dim_out * cov + outer), "B": solved.mean}
+        outer = solved.posterior_mean @ np.swapaxes(solved.posterior_mean, -1, -2)   # Λ⁻¹ B Bᵀ Λ⁻¹
+        return {"precision": -0.5 * (self.dim_out * cov + outer), "B": solved.posterior_mean}
 
     def _evidence(self, fields: Fields, datum: Datum, terms: EvidenceTerms) -> np.ndarray:
         # log h + ½‖c‖² − (p/2) log|K| − ½ tr(EᵀK⁻¹E): log h + ½‖c‖² cancels only the part of
@@ -499,7 +506,7 @@ class BayesianLinearRegression(_LinearRegressionFamily):
         return (datum.stats.log_h + 0.5 * datum.coef_sq - 0.5 * self.dim_out * terms.logdet_ratio
                 - 0.5 * terms.residual)
 
-    def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray:
+    def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray | float:
         """``KL(p ‖ q)`` in closed form, ``Σ_i KL(N(m_i, Λp⁻¹) ‖ N(m0_i, Λq⁻¹))``; batched.
 
         ``½[p·tr(Λq Λp⁻¹) + Σ_i δ_iᵀ Λq δ_i − p·d + p·log(|Λp|/|Λq|)]`` with traces from
@@ -516,7 +523,7 @@ class BayesianLinearRegression(_LinearRegressionFamily):
 
     def mean(self, belief: NaturalParams) -> np.ndarray:
         """Posterior mean of ``M``, shape ``batch + (dim_out, dim_in)``."""
-        mean = self._solve(self._validated(belief), mean=True).mean
+        mean = self._solve(self._validated(belief), mean=True).posterior_mean
         shape = (*belief.batch_shape, self.dim_out, self.dim_in)
         return np.broadcast_to(np.swapaxes(mean, -1, -2), shape).copy()
 
@@ -532,7 +539,7 @@ class BayesianLinearRegression(_LinearRegressionFamily):
         """Draws ``M``: shape ``size + batch + (dim_out, dim_in)``; reuses the Cholesky factor."""
         solved = self._solve(self._validated(belief), mean=True)
         shape = (*_size_tuple(size), *belief.batch_shape)
-        return (np.swapaxes(solved.mean, -1, -2)
+        return (np.swapaxes(solved.posterior_mean, -1, -2)
                 + self._standard_draws(solved.factor, rng, shape))
 
     def predict(self, belief: NaturalParams, X: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -646,7 +653,7 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
 
     def grad_log_partition_fields(self, fields: Fields) -> Fields:
         solved, scale, a = self._with_scale(fields, mean=True)
-        mean = solved.mean
+        mean = solved.posterior_mean
         ratio = a / scale                                          # E[1/σ²]
         r = ratio[..., None, None]
         cov = _covariance(solved.factor)
@@ -670,7 +677,7 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
                 + gammaln(post_a) - gammaln(a) + a * np.log(scale)
                 - post_a * np.log(post_scale))
 
-    def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray:
+    def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray | float:
         """``KL(p ‖ q)`` in closed form over ``(M, σ²)``; batched.
 
         ``KL(IG(a_p, b_p) ‖ IG(a_q, b_q)) + ½[p·tr(Λq Λp⁻¹) + (a_p/b_p) Σ_i δ_iᵀ Λq δ_i −
@@ -697,7 +704,7 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         solved, scale, a = self._with_scale(self._validated(belief), mean=True)
         batch = belief.batch_shape
         noise = np.where(a > 1, scale / np.where(a > 1, a - 1, 1.0), np.inf)
-        mean = np.swapaxes(solved.mean, -1, -2)
+        mean = np.swapaxes(solved.posterior_mean, -1, -2)
         return (np.broadcast_to(mean, (*batch, self.dim_out, self.dim_in)).copy(),
                 np.broadcast_to(noise, batch).copy())
 
@@ -725,7 +732,7 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         noise = np.broadcast_to(scale, batch) / rng.gamma(np.broadcast_to(a, batch),
                                                           size=shape)
         draws = self._standard_draws(solved.factor, rng, shape)
-        mean = np.swapaxes(solved.mean, -1, -2)
+        mean = np.swapaxes(solved.posterior_mean, -1, -2)
         return mean + np.sqrt(noise)[..., None, None] * draws, noise
 
     def predict(self, belief: NaturalParams, X: Any

@@ -112,7 +112,7 @@ class NormalKnownVariance(ConjugateFamily):
         # E[θ] and E[−θ²/2]
         return {"precision_mean": m, "precision": -0.5 * (m * m + 1.0 / h2)}
 
-    def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray:
+    def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray | float:
         """``KL(p ‖ q)`` between Gaussian beliefs, in the closed form.
 
         Equal to the generic Bregman divergence, but without the cancellation of the large
