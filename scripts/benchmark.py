@@ -19,13 +19,16 @@ Rows: (workload, ours, peer, ratio = peer time / our time; > 1 means we are fast
   family's plain ``A(η + s) − A(η)`` evidence. Rows print (workload, ours, peer, ratio, bar,
   met).
 
-Usage: ``python scripts/benchmark.py [--quick] [--only readout|fast|bocd]``.
+Usage: ``python scripts/benchmark.py [--quick] [--only GROUP ...] [--json PATH]`` — the table
+of ``bam-rl bench`` (:mod:`bam_rl.harness.bench`), which loads the row functions of this
+script (``fast``; ``readout`` and ``bocd-pkg`` on request) and of the other
+``scripts/benchmark_*.py``.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -80,9 +83,13 @@ def readout_rows(quick: bool) -> list[tuple[str, float, float]]:
         s_t = model.stats(successes=3, trials=15)
         ours = select(model, memory, s_t, method="greedy").weights
         np.testing.assert_array_equal(ours, literal_greedy(model, memory, s_t))
-        rows.append((f"greedy readout, Beta-Binomial, m={size}",
-                     best_time(lambda m=memory, s=s_t: select(model, m, s)),
-                     best_time(lambda m=memory, s=s_t: literal_greedy(model, m, s), 1)))
+        rows.append(
+            (
+                f"greedy readout, Beta-Binomial, m={size}",
+                best_time(lambda m=memory, s=s_t: select(model, m, s)),
+                best_time(lambda m=memory, s=s_t: literal_greedy(model, m, s), 1),
+            )
+        )
     blr = BayesianLinearRegression(dim_in=200, dim_out=4, prior_precision=1.0, noise_var=0.1)
     truths = [rng.normal(size=(4, 200)) * 0.1 for _ in range(3)]
     memory = Memory()
@@ -91,9 +98,13 @@ def readout_rows(quick: bool) -> list[tuple[str, float, float]]:
         memory.add(blr.stats(x, x @ truths[j % 3].T + rng.normal(0, 0.3, (200, 4))))
     x = rng.normal(size=(200, 200))
     s_t = blr.stats(x, x @ truths[0].T + rng.normal(0, 0.3, (200, 4)))
-    rows.append((f"greedy readout, BLR 200x4, m={len(memory)}",
-                 best_time(lambda: select(blr, memory, s_t), 1),
-                 best_time(lambda: literal_greedy(blr, memory, s_t), 1)))
+    rows.append(
+        (
+            f"greedy readout, BLR 200x4, m={len(memory)}",
+            best_time(lambda: select(blr, memory, s_t), 1),
+            best_time(lambda: literal_greedy(blr, memory, s_t), 1),
+        )
+    )
     return rows
 
 
@@ -128,10 +139,18 @@ def fast_readout_rows(quick: bool) -> list[Row]:
         slow = select(model, memory, s_t, fast=False)
         assert np.array_equal(fast.weights, slow.weights) and fast.path == "gaussian"
         ours = median_time(lambda m=memory, s=s_t, mo=model: select(mo, m, s), 21)
-        peer = median_time(lambda m=memory, s=s_t, mo=model: select(mo, m, s, fast=False), 1 if
-                           quick else 3)
-        rows.append((f"greedy, 1000 one-point Normal records, {label} "
-                     f"({int(fast.weights.sum())})", ours, peer, 5e-3, ours <= 5e-3))
+        peer = median_time(
+            lambda m=memory, s=s_t, mo=model: select(mo, m, s, fast=False), 1 if quick else 3
+        )
+        rows.append(
+            (
+                f"greedy, 1000 one-point Normal records, {label} ({int(fast.weights.sum())})",
+                ours,
+                peer,
+                5e-3,
+                ours <= 5e-3,
+            )
+        )
     # time against memory size, fitted exponent
     sizes = (10, 100, 1000) if quick else (10, 100, 1000, 10000)
     times = []
@@ -143,8 +162,15 @@ def fast_readout_rows(quick: bool) -> list[Row]:
         print(f"  one-point Normal greedy: m={size:>6}  kept={kept:>5}  median {times[-1]:.2e} s")
     slope = np.polyfit(np.log(sizes), np.log(times), 1)[0]
     print(f"  fitted growth exponent (time ~ m^k): k = {slope:.2f}")
-    rows.append((f"greedy vs memory size {sizes[0]}..{sizes[-1]}: exponent {slope:.2f}",
-                 times[-1], float("nan"), None, None))
+    rows.append(
+        (
+            f"greedy vs memory size {sizes[0]}..{sizes[-1]}: exponent {slope:.2f}",
+            times[-1],
+            float("nan"),
+            None,
+            None,
+        )
+    )
     rows += thompson_rows(quick)
     rows += regression_rows(quick)
     return rows
@@ -152,23 +178,52 @@ def fast_readout_rows(quick: bool) -> list[Row]:
 
 def thompson_rows(quick: bool) -> list[Row]:
     steps = 2000 if quick else 10000
-    command = ["bam-rl", "run", "--env", "bam_rl/SwitchingBandit-v0", "--agent", "thompson-bam",
-               "--steps", str(steps), "--seeds", "1"]
+    command = [
+        sys.executable,
+        "-m",
+        "bam_rl",
+        "run",
+        "--env",
+        "bam_rl/SwitchingBandit-v0",
+        "--agent",
+        "thompson-bam",
+        "--steps",
+        str(steps),
+        "--seeds",
+        "1",
+    ]
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     if done.returncode != 0:
         print(done.stderr[-2000:], file=sys.stderr)
         return [(f"thompson-bam {steps} steps: FAILED", float("nan"), float("nan"), None, None)]
+    print(
+        f"  thompson-bam {steps} steps: {seconds:.1f} s wall, {cpu:.1f} s CPU "
+        f"(load {os.getloadavg()[0]:.2f})"
+    )
     bar = 10.0 if not quick else None
-    return [(f"`bam-rl run` thompson-bam, SwitchingBandit, {steps} steps (peer: issue's 470 s)",
-             seconds, 470.0 * steps / 10000, bar, None if bar is None else seconds <= bar)]
+    return [
+        (
+            f"`bam-rl run` thompson-bam, SwitchingBandit, {steps} steps, wall (CPU {cpu:.1f} s; "
+            f"peer: issue's 470 s)",
+            seconds,
+            470.0 * steps / 10000,
+            bar,
+            None if bar is None else seconds <= bar,
+        )
+    ]
 
 
-def regression_case(rng, dim_in, dim_out, n_records, rows, new_rows, prior_precision, noise_var,
-                    features):
-    model = BayesianLinearRegression(dim_in, dim_out, prior_precision=prior_precision,
-                                     noise_var=noise_var)
+def regression_case(
+    rng, dim_in, dim_out, n_records, rows, new_rows, prior_precision, noise_var, features
+):
+    model = BayesianLinearRegression(
+        dim_in, dim_out, prior_precision=prior_precision, noise_var=noise_var
+    )
     truths = [rng.normal(size=(dim_out, dim_in)) * 0.3 for _ in range(3)]
 
     def datum(j, n):
@@ -215,29 +270,38 @@ def regression_rows(quick: bool) -> list[Row]:
     sizes = (10, 30) if quick else (10, 30, 90, 300)
     features = rff_features(rng, 200)
     for n_records in sizes:
-        model, memory, s_t = regression_case(rng, 200, 4, n_records, 200, 200, 1e-4, 1e-6,
-                                             features)
+        model, memory, s_t = regression_case(rng, 200, 4, n_records, 200, 200, 1e-4, 1e-6, features)
         start = time.perf_counter()
         fast = select(model, memory, s_t)
         ours = time.perf_counter() - start
-        line = (f"  BLR 200x4 greedy (MPPI model): m={n_records:>4}  {ours:.2f} s  "
-                f"rounds={len(fast.scores)} kept={int(fast.weights.sum())} path={fast.path}")
+        line = (
+            f"  BLR 200x4 greedy (MPPI model): m={n_records:>4}  {ours:.2f} s  "
+            f"rounds={len(fast.scores)} kept={int(fast.weights.sum())} path={fast.path}"
+        )
         if n_records == 90 or (quick and n_records == sizes[-1]):
             start = time.perf_counter()
             literal = literal_greedy(model, memory, s_t)
             peer = time.perf_counter() - start
             same = np.array_equal(literal, fast.weights)
-            rows.append((f"greedy BLR 200x4, m={n_records} x 200 rows (MPPI model, "
-                         f"same readout: {same})", ours, peer, 1.0,
-                         ours <= 1.0 and peer / ours >= 3.0))
+            rows.append(
+                (
+                    f"greedy BLR 200x4, m={n_records} x 200 rows (MPPI model, "
+                    f"same readout: {same})",
+                    ours,
+                    peer,
+                    1.0,
+                    ours <= 1.0 and peer / ours >= 3.0,
+                )
+            )
             line += f"  literal Alg. 1 {peer:.2f} s"
         print(line)
     # rotated MNIST: d_in 785, d_out 10, Λ0 = 0.1 I, 32 records of 1,875 rows, D_t of 10 rows
     features = pixel_features(rng, 785)
     for noise_var in (1e-4, 1e-2, 1.0) if not quick else (1e-2,):
         n_records = 8 if quick else 32
-        model, memory, s_t = regression_case(rng, 785, 10, n_records, 1875, 10, 0.1,
-                                             noise_var, features)
+        model, memory, s_t = regression_case(
+            rng, 785, 10, n_records, 1875, 10, 0.1, noise_var, features
+        )
         start = time.perf_counter()
         fast = select(model, memory, s_t)
         ours = time.perf_counter() - start
@@ -246,24 +310,42 @@ def regression_rows(quick: bool) -> list[Row]:
             start = time.perf_counter()
             literal = literal_greedy(model, memory, s_t)
             peer = time.perf_counter() - start
-            print(f"  MNIST literal Alg. 1 (plain evidence) same readout: "
-                  f"{np.array_equal(literal, fast.weights)}")
-        rows.append((f"greedy BLR 785x10, m={n_records} x 1875 rows, D_t 10 rows, "
-                     f"σ²={noise_var:g} (rounds {len(fast.scores)})", ours, peer, 1.0,
-                     ours <= 1.0))
+            print(
+                f"  MNIST literal Alg. 1 (plain evidence) same readout: "
+                f"{np.array_equal(literal, fast.weights)}"
+            )
+        rows.append(
+            (
+                f"greedy BLR 785x10, m={n_records} x 1875 rows, D_t 10 rows, "
+                f"σ²={noise_var:g} (rounds {len(fast.scores)})",
+                ours,
+                peer,
+                1.0,
+                ours <= 1.0,
+            )
+        )
         # many selections over one memory (the experiment's inner loop) with a FactorCache
         cache = FactorCache()
         times = []
         for trial in range(2 if quick else 6):
-            _, _, other = regression_case(np.random.default_rng(100 + trial), 785, 10, 0, 1875,
-                                          10, 0.1, noise_var, features)
+            _, _, other = regression_case(
+                np.random.default_rng(100 + trial), 785, 10, 0, 1875, 10, 0.1, noise_var, features
+            )
             start = time.perf_counter()
             cached = select(model, memory, other, cache=cache)
             times.append(time.perf_counter() - start)
         assert np.array_equal(cached.weights, select(model, memory, other).weights)
         later = statistics.median(times[1:])
-        rows.append((f"  same, new D_t each call, FactorCache (median of calls 2..; first "
-                     f"{times[0]:.2f} s, hits {cache.hits})", later, ours, 1.0, later <= 1.0))
+        rows.append(
+            (
+                f"  same, new D_t each call, FactorCache (median of calls 2..; first "
+                f"{times[0]:.2f} s, hits {cache.hits})",
+                later,
+                ours,
+                1.0,
+                later <= 1.0,
+            )
+        )
     return rows
 
 
@@ -287,38 +369,35 @@ def bocd_rows(quick: bool) -> list[tuple[str, float, float]]:
                 detector.update(s)
 
         def peer(data=data):
-            detector = BayesianOnlineChangePointDetection(ConstantHazard(250),
-                                                          StudentT(0.0, 1.0, 1.0, 1.0))
+            detector = BayesianOnlineChangePointDetection(
+                ConstantHazard(250), StudentT(0.0, 1.0, 1.0, 1.0)
+            )
             for x in data:
                 detector.update(x)
 
         peer_time = best_time(peer, 1)
-        rows.append((f"BOCD unpruned, {steps} steps (per step)",
-                     best_time(lambda: ours(0.0), 1) / steps, peer_time / steps))
-        rows.append((f"BOCD pruned 1e-10, {steps} steps (per step)",
-                     best_time(lambda: ours(1e-10), 1) / steps, peer_time / steps))
+        rows.append(
+            (
+                f"BOCD unpruned, {steps} steps (per step)",
+                best_time(lambda: ours(0.0), 1) / steps,
+                peer_time / steps,
+            )
+        )
+        rows.append(
+            (
+                f"BOCD pruned 1e-10, {steps} steps (per step)",
+                best_time(lambda: ours(1e-10), 1) / steps,
+                peer_time / steps,
+            )
+        )
     return rows
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller workloads")
-    parser.add_argument("--only", choices=("readout", "fast", "bocd"), default=None,
-                        help="run one group of rows")
-    args = parser.parse_args()
-    groups = {"readout": readout_rows, "fast": fast_readout_rows, "bocd": bocd_rows}
-    rows = []
-    for name, build in groups.items():
-        if args.only in (None, name):
-            rows += [(*row, None, None) if len(row) == 3 else row for row in build(args.quick)]
-    width = max(len(name) for name, *_ in rows)
-    print(f"{'workload':<{width}}  {'ours (s)':>10}  {'peer (s)':>10}  {'ratio':>7}  "
-          f"{'bar (s)':>8}  met")
-    for name, ours, peer, bar, met in rows:
-        bar_text = "" if bar is None else f"{bar:.3g}"
-        met_text = "" if met is None else ("yes" if met else "NO")
-        print(f"{name:<{width}}  {ours:>10.2e}  {peer:>10.2e}  {peer / ours:>7.1f}  "
-              f"{bar_text:>8}  {met_text}")
+    """The bench table (``bam_rl.harness.bench``; the same as ``bam-rl bench``)."""
+    from bam_rl.harness.bench import main as bench_main
+
+    raise SystemExit(bench_main())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,67 @@
+"""Smoke tests of ``bam-rl bench`` (the table and the JSON rows; no timing is asserted)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from bam_rl.harness import bench
+from bam_rl.harness.cli import main
+
+
+def test_format_table_reports_missing_peers_and_bars():
+    rows = [
+        bench.make_row("fast thing", 0.5, 2.0, 1.0, True, "g"),
+        bench.make_row("peer missing (NOT INSTALLED)", 0.5, group="g"),
+        bench.make_row("ratio bar", 2.0, 1.0, "≥ 1.7×", False, "g"),
+    ]
+    assert rows[0]["ratio"] == pytest.approx(4.0) and rows[0]["bar"] == "≤ 1 s"
+    assert math.isnan(rows[1]["ratio"]) and rows[1]["met"] is None
+    table = bench.format_table(rows).splitlines()
+    assert table[0].split()[:6] == ["workload", "ours", "peer", "ratio", "bar", "met"]
+    assert " yes " in table[2]
+    assert " NO " in table[4]
+    assert "—" in table[3]
+
+
+def test_bench_cli_quick_writes_json(tmp_path, capsys):
+    path = tmp_path / "rows.json"
+    assert main(["bench", "--quick", "--only", "envs", "bocd", "--json", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert "workload" in printed and "GravityCartPole" in printed
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    assert payload["quick"] is True and payload["cores"] >= 1
+    rows = payload["rows"]
+    assert {row["group"] for row in rows} == {"envs", "bocd"}
+    for row in rows:
+        assert set(row) == {"group", "workload", "ours", "peer", "ratio", "bar", "met", "load"}
+        assert "FAILED" not in row["workload"]
+    # the posterior checks hold even at smoke size (they are not timings)
+    checks = [row for row in rows if "vs unpruned" in row["workload"]]
+    assert checks and all(row["met"] for row in checks)
+
+
+def test_a_failing_group_becomes_a_row(monkeypatch):
+    def broken(args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(bench.GROUPS, "envs", broken)
+    parser = bench.argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    rows = bench.run(["envs"], parser.parse_args(["--quick"]))
+    assert len(rows) == 1 and "FAILED" in rows[0]["workload"] and "boom" in rows[0]["workload"]
+
+
+def test_mppi_table_is_parsed_into_rows():
+    stdout = (
+        "workload    ours wall (cpu)    peer wall (cpu)   ratio\n"
+        "MPPI control step 32x50 (float32)    24.467ms ( 4.592)    66.855ms (10.928)    2.73\n"
+        "GroundTruthMPPI control step 32x50    197.819ms (29.150)\n"
+        "BAM greedy readout, 90 trials    8.586 s  (30 selected; 31 greedy rounds)\n"
+    )
+    rows = bench.parse_mppi(stdout)
+    assert [row["ours"] for row in rows] == pytest.approx([0.024467, 0.197819, 8.586])
+    assert rows[0]["peer"] == pytest.approx(0.066855) and math.isnan(rows[1]["peer"])
+    assert "pytorch_mppi" in rows[0]["workload"] and "4.592" in rows[0]["workload"]
