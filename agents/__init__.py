@@ -1,4 +1,6 @@
-"""Decision makers behind one ``reset``/``act``/``observe``/``save``/``load`` interface (ARCHITECTURE.md, "Agents").
+"""Decision makers behind one ``reset``/``act``/``observe``/``save``/``load`` interface.
+
+See ARCHITECTURE.md, "Where to add things" for the agent protocol.
 
 ``SB3Agent`` is importable without Stable-Baselines3 or torch installed: :mod:`agents.sb3`
 imports them only when an :class:`SB3Agent` is built or loaded.
@@ -11,4 +13,13 @@ from agents.sb3 import SB3Agent
 from agents.tracking import BeliefTracker
 from agents.ucbam import UCBAM
 
-__all__ = ["UCB", "UCBAM", "Agent", "BaseAgent", "BeliefTracker", "RandomAgent", "SB3Agent", "ThompsonSampling"]
+__all__ = [
+    "UCB",
+    "UCBAM",
+    "Agent",
+    "BaseAgent",
+    "BeliefTracker",
+    "RandomAgent",
+    "SB3Agent",
+    "ThompsonSampling",
+]

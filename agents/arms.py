@@ -53,15 +53,18 @@ def reward_statistics(model: ConjugateFamily, reward: float) -> NaturalParams:
     value = check_finite_scalar("reward", reward)
     if isinstance(model, BetaBinomial):
         if value not in (0.0, 1.0):
-            raise ValueError(f"reward must be 0 or 1 for Bernoulli arms (BetaBinomial), "
-                             f"got {reward!r}")
+            raise ValueError(
+                f"reward must be 0 or 1 for Bernoulli arms (BetaBinomial), got {reward!r}"
+            )
         return model.stats(successes=value, trials=1)
     if isinstance(model, (NormalKnownVariance, NormalGamma)):
         return model.stats(value)
     if isinstance(model, GammaPoisson):
         return model.stats(value)
-    raise ValueError(f"no reward model for {model!r}: use NormalKnownVariance, NormalGamma, "
-                     "BetaBinomial or GammaPoisson")
+    raise ValueError(
+        f"no reward model for {model!r}: use NormalKnownVariance, NormalGamma, "
+        "BetaBinomial or GammaPoisson"
+    )
 
 
 def expected_reward(theta: Any) -> float:
@@ -72,8 +75,10 @@ def expected_reward(theta: Any) -> float:
 
 def check_reward_model(model: Any) -> None:
     if not isinstance(model, (BetaBinomial, NormalKnownVariance, NormalGamma, GammaPoisson)):
-        raise ValueError(f"model must be NormalKnownVariance, NormalGamma, BetaBinomial or "
-                         f"GammaPoisson for bandit rewards, got {model!r}")
+        raise ValueError(
+            f"model must be NormalKnownVariance, NormalGamma, BetaBinomial or "
+            f"GammaPoisson for bandit rewards, got {model!r}"
+        )
 
 
 def gaussian_model(noise_std: Any, prior_mean: Any, prior_var: Any) -> NormalKnownVariance:
@@ -82,7 +87,7 @@ def gaussian_model(noise_std: Any, prior_mean: Any, prior_var: Any) -> NormalKno
     noise_std = check_finite_scalar("noise_std", noise_std)
     if noise_std <= 0:
         raise ValueError(f"noise_std must be > 0, got {noise_std!r}")
-    return NormalKnownVariance(mean=prior_mean, var=prior_var, noise_var=noise_std ** 2)
+    return NormalKnownVariance(mean=prior_mean, var=prior_var, noise_var=noise_std**2)
 
 
 class UCBStatistics:

@@ -55,6 +55,7 @@ __all__ = [
     "ThompsonSampling",
 ]
 
+
 # ------------------------------------------------------------------------------- UCB
 class UCB(BaseAgent):
     """Upper confidence bound with confidence level ``f(t) = 1 + t log² t`` (App. D.3).
@@ -100,8 +101,15 @@ class UCB(BaseAgent):
         check_observation(observation)
         return self.stats.choose()
 
-    def observe(self, action: Any, reward: float, next_observation: Any, terminated: bool,
-                truncated: bool, info: dict[str, Any]) -> None:
+    def observe(
+        self,
+        action: Any,
+        reward: float,
+        next_observation: Any,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> None:
         """Adds the reward to the pulled arm's statistics.
 
         Raises:
@@ -159,12 +167,16 @@ class ThompsonSampling(BaseAgent):
         check_reward_model(rule.model)
         self.model = rule.model
         self.fast = type(rule) is RecursiveBayes and type(rule.model) in (
-            BetaBinomial, NormalKnownVariance)
+            BetaBinomial,
+            NormalKnownVariance,
+        )
         if self.fast:
             self.rule_name = "RecursiveBayes"
             self.rules: list[BeliefRule] = []
-            self._fields = {name: np.full(self.n_arms, float(value))
-                            for name, value in rule.belief.fields.items()}
+            self._fields = {
+                name: np.full(self.n_arms, float(value))
+                for name, value in rule.belief.fields.items()
+            }
             self._refresh_all()
         else:
             self.rule_name = type(rule).__name__
@@ -172,9 +184,17 @@ class ThompsonSampling(BaseAgent):
 
     # -------------------------------------------------------------- factories
     @classmethod
-    def gaussian(cls, n_arms: int, rule: str = "recursive", *, noise_std: float = hyperparams.BANDIT_NOISE_STD,
-                 prior_mean: float = 0.5, prior_var: float = 0.25, seed: int | None = None,
-                 **rule_options: Any) -> ThompsonSampling:
+    def gaussian(
+        cls,
+        n_arms: int,
+        rule: str = "recursive",
+        *,
+        noise_std: float = hyperparams.BANDIT_NOISE_STD,
+        prior_mean: float = 0.5,
+        prior_var: float = 0.25,
+        seed: int | None = None,
+        **rule_options: Any,
+    ) -> ThompsonSampling:
         """Gaussian arms with known noise (the paper's switching bandit, σ = 0.25).
 
         The model is ``NormalKnownVariance(prior_mean, prior_var, noise_std²)``. The paper
@@ -194,9 +214,16 @@ class ThompsonSampling(BaseAgent):
         return cls(n_arms, make_rule(model, rule, **rule_options), seed=seed)
 
     @classmethod
-    def bernoulli(cls, n_arms: int, rule: str = "recursive", *, prior_alpha: float = 1.0,
-                  prior_beta: float = 1.0, seed: int | None = None,
-                  **rule_options: Any) -> ThompsonSampling:
+    def bernoulli(
+        cls,
+        n_arms: int,
+        rule: str = "recursive",
+        *,
+        prior_alpha: float = 1.0,
+        prior_beta: float = 1.0,
+        seed: int | None = None,
+        **rule_options: Any,
+    ) -> ThompsonSampling:
         """Bernoulli arms (rewards 0/1) with a ``Beta(prior_alpha, prior_beta)`` prior.
 
         Args:
@@ -250,8 +277,15 @@ class ThompsonSampling(BaseAgent):
         check_observation(observation)
         return int(np.argmax(self.sample_arms()))
 
-    def observe(self, action: Any, reward: float, next_observation: Any, terminated: bool,
-                truncated: bool, info: dict[str, Any]) -> None:
+    def observe(
+        self,
+        action: Any,
+        reward: float,
+        next_observation: Any,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> None:
         """Updates the pulled arm's rule with the reward's statistics.
 
         Raises:
@@ -272,8 +306,9 @@ class ThompsonSampling(BaseAgent):
             self._refresh(arm)
         else:
             if value not in (0.0, 1.0):
-                raise ValueError(f"reward must be 0 or 1 for Bernoulli arms (BetaBinomial), "
-                                 f"got {reward!r}")
+                raise ValueError(
+                    f"reward must be 0 or 1 for Bernoulli arms (BetaBinomial), got {reward!r}"
+                )
             fields["alpha"][arm] += value
             fields["beta"][arm] += 1.0 - value
 
@@ -294,15 +329,18 @@ class ThompsonSampling(BaseAgent):
 
     def summary(self) -> dict[str, float]:
         """``n_memories`` (total stored data) for rules with a memory, else nothing."""
-        memories = [memory for rule in self.rules
-                    if (memory := getattr(rule, "memory", None)) is not None]
+        memories = [
+            memory for rule in self.rules if (memory := getattr(rule, "memory", None)) is not None
+        ]
         if not memories:
             return {}
         return {"n_memories": float(sum(len(memory) for memory in memories))}
 
     def __repr__(self) -> str:
-        return (f"ThompsonSampling(n_arms={self.n_arms}, rule={self.rule_name}"
-                f"({self.model!r}), seed={self.seed!r})")
+        return (
+            f"ThompsonSampling(n_arms={self.n_arms}, rule={self.rule_name}"
+            f"({self.model!r}), seed={self.seed!r})"
+        )
 
 
 # ------------------------------------------------------------------------ re-exports

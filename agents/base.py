@@ -1,4 +1,6 @@
-"""The agent interface (ARCHITECTURE.md, "Agents") and a small base class with seeding, validation and save/load.
+"""The agent interface and a small base class with seeding, validation and save/load.
+
+See ARCHITECTURE.md for where agents sit among the layers.
 
 Every decision maker of this package is driven through one protocol, so the harness, the
 tests and user code need not know which agent they hold::
@@ -49,8 +51,15 @@ class Agent(Protocol):
     def act(self, observation: Any) -> Any:
         """Returns an action in the environment's action space for ``observation``."""
 
-    def observe(self, action: Any, reward: float, next_observation: Any, terminated: bool,
-                truncated: bool, info: dict[str, Any]) -> None:
+    def observe(
+        self,
+        action: Any,
+        reward: float,
+        next_observation: Any,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> None:
         """Learns from one transition (the arguments of ``env.step`` and its results)."""
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -69,8 +78,11 @@ def check_arm(name: str, action: Any, n_arms: int) -> int:
     """
     if type(action) is int or (isinstance(action, np.integer)):
         arm = int(action)
-    elif (isinstance(action, np.ndarray) and action.size == 1
-          and np.issubdtype(action.dtype, np.integer)):
+    elif (
+        isinstance(action, np.ndarray)
+        and action.size == 1
+        and np.issubdtype(action.dtype, np.integer)
+    ):
         arm = int(action.reshape(-1)[0])
     else:
         raise ValueError(f"{name} must be an integer arm index in [0, {n_arms}), got {action!r}")
@@ -113,8 +125,15 @@ class BaseAgent:
     def act(self, observation: Any) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def observe(self, action: Any, reward: float, next_observation: Any, terminated: bool,
-                truncated: bool, info: dict[str, Any]) -> None:  # pragma: no cover - abstract
+    def observe(
+        self,
+        action: Any,
+        reward: float,
+        next_observation: Any,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def summary(self) -> dict[str, float]:

@@ -57,6 +57,13 @@ class RandomAgent(BaseAgent):
         action = np.where(bounded, uniform, action)
         return np.clip(action, low, high).astype(self.dtype)
 
-    def observe(self, action: Any, reward: float, next_observation: Any, terminated: bool,
-                truncated: bool, info: dict[str, Any]) -> None:
+    def observe(
+        self,
+        action: Any,
+        reward: float,
+        next_observation: Any,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> None:
         """Learns nothing."""

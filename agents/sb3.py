@@ -35,45 +35,122 @@ _ALGORITHMS: dict[str, tuple[str, ...]] = {
     "sb3_contrib": ("ARS", "CrossQ", "MaskablePPO", "QRDQN", "RecurrentPPO", "TQC", "TRPO"),
 }
 _CLASSES: dict[str, dict[str, tuple[str, ...]]] = {
-    "activation_fn": {"torch.nn": (
-        "CELU", "ELU", "GELU", "Hardsigmoid", "Hardswish", "Hardtanh", "Identity", "LeakyReLU",
-        "LogSigmoid", "Mish", "PReLU", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softplus",
-        "Softsign", "Tanh", "Tanhshrink")},
+    "activation_fn": {
+        "torch.nn": (
+            "CELU",
+            "ELU",
+            "GELU",
+            "Hardsigmoid",
+            "Hardswish",
+            "Hardtanh",
+            "Identity",
+            "LeakyReLU",
+            "LogSigmoid",
+            "Mish",
+            "PReLU",
+            "ReLU",
+            "ReLU6",
+            "SELU",
+            "SiLU",
+            "Sigmoid",
+            "Softplus",
+            "Softsign",
+            "Tanh",
+            "Tanhshrink",
+        )
+    },
     "optimizer_class": {
-        "torch.optim": ("Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "RAdam",
-                        "RMSprop", "SGD"),
-        "stable_baselines3.common.sb2_compat.rmsprop_tf_like": ("RMSpropTFLike",)},
-    "features_extractor_class": {"stable_baselines3.common.torch_layers": (
-        "CombinedExtractor", "FlattenExtractor", "NatureCNN")},
+        "torch.optim": (
+            "Adadelta",
+            "Adagrad",
+            "Adam",
+            "AdamW",
+            "Adamax",
+            "NAdam",
+            "RAdam",
+            "RMSprop",
+            "SGD",
+        ),
+        "stable_baselines3.common.sb2_compat.rmsprop_tf_like": ("RMSpropTFLike",),
+    },
+    "features_extractor_class": {
+        "stable_baselines3.common.torch_layers": (
+            "CombinedExtractor",
+            "FlattenExtractor",
+            "NatureCNN",
+        )
+    },
 }
 # The keys save() writes; load() accepts no others.
-_DOCUMENT_KEYS = frozenset({
-    "format", "algorithm", "policy", "hyperparameters", "approximated_schedules",
-    "policy_kwargs", "parameters", "variables", "spaces", "agent"})
-_AGENT_KEYS = frozenset({
-    "deterministic", "learn_online", "seed", "total_timesteps", "num_timesteps", "rng",
-    "bit_generator"})
-_SPACE_KEYS = {"Box": frozenset({"type", "dtype"}),
-               "Discrete": frozenset({"type", "n", "start"})}
+_DOCUMENT_KEYS = frozenset(
+    {
+        "format",
+        "algorithm",
+        "policy",
+        "hyperparameters",
+        "approximated_schedules",
+        "policy_kwargs",
+        "parameters",
+        "variables",
+        "spaces",
+        "agent",
+    }
+)
+_AGENT_KEYS = frozenset(
+    {
+        "deterministic",
+        "learn_online",
+        "seed",
+        "total_timesteps",
+        "num_timesteps",
+        "rng",
+        "bit_generator",
+    }
+)
+_SPACE_KEYS = {"Box": frozenset({"type", "dtype"}), "Discrete": frozenset({"type", "n", "start"})}
 # Policy constructor arguments that the algorithm supplies itself.
-_BOX_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
-               "uint16", "uint32", "uint64")
+_BOX_DTYPES = (
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+)
 _POLICY_SUPPLIED = frozenset({"self", "observation_space", "action_space", "lr_schedule"})
 # Constructor arguments that describe the environment, the machine or objects we do not save.
-_EXCLUDED = frozenset({
-    "self", "policy", "env", "device", "verbose", "seed", "tensorboard_log",
-    "_init_setup_model", "policy_kwargs", "action_noise", "replay_buffer_class",
-    "replay_buffer_kwargs", "rollout_buffer_class", "rollout_buffer_kwargs",
-    "supported_action_spaces", "monitor_wrapper",
-})
+_EXCLUDED = frozenset(
+    {
+        "self",
+        "policy",
+        "env",
+        "device",
+        "verbose",
+        "seed",
+        "tensorboard_log",
+        "_init_setup_model",
+        "policy_kwargs",
+        "action_noise",
+        "replay_buffer_class",
+        "replay_buffer_kwargs",
+        "rollout_buffer_class",
+        "rollout_buffer_kwargs",
+        "supported_action_spaces",
+        "monitor_wrapper",
+    }
+)
 
 
 def _sb3() -> Any:
     try:
         import stable_baselines3
     except ImportError as error:  # pragma: no cover - depends on the installation
-        raise ImportError("SB3Agent needs Stable-Baselines3: pip install 'bam-rl[sb3]'"
-                          ) from error
+        raise ImportError("SB3Agent needs Stable-Baselines3: pip install 'bam-rl[sb3]'") from error
     return stable_baselines3
 
 
@@ -115,8 +192,7 @@ def _exported(modules: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, typ
 
 def _allowed(role: str) -> dict[str, type]:
     """The allow-listed classes for ``role`` (``"algorithm"`` or a key of ``_CLASSES``)."""
-    table: dict[str, tuple[str, ...]] = (_ALGORITHMS if role == "algorithm"
-                                         else _CLASSES[role])
+    table: dict[str, tuple[str, ...]] = _ALGORITHMS if role == "algorithm" else _CLASSES[role]
     return _exported(tuple((module, tuple(names)) for module, names in table.items()))
 
 
@@ -125,19 +201,23 @@ def _allowed_class(role: str, name: Any) -> type:
     classes = _allowed(role) if role == "algorithm" or role in _CLASSES else {}
     if not isinstance(name, str) or name not in classes:
         accepted = ", ".join(sorted(cls.__name__ for cls in classes.values())) or "none"
-        raise ValueError(f"refusing to construct {name!r} as {role}: not an allow-listed "
-                         f"class (accepted: {accepted})")
+        raise ValueError(
+            f"refusing to construct {name!r} as {role}: not an allow-listed "
+            f"class (accepted: {accepted})"
+        )
     return classes[name]
 
 
-def _check_keys(where: str, mapping: Any, accepted: frozenset[str] | set[str],
-                required: bool = False) -> dict[str, Any]:
+def _check_keys(
+    where: str, mapping: Any, accepted: frozenset[str] | set[str], required: bool = False
+) -> dict[str, Any]:
     if not isinstance(mapping, dict):
         raise ValueError(f"{where} must be a JSON object, got {type(mapping).__name__}")
     unknown = set(mapping) - set(accepted)
     if unknown:
-        raise ValueError(f"{where} holds unknown keys {sorted(unknown)}; "
-                         f"accepted: {sorted(accepted)}")
+        raise ValueError(
+            f"{where} holds unknown keys {sorted(unknown)}; accepted: {sorted(accepted)}"
+        )
     missing = set(accepted) - set(mapping) if required else set()
     if missing:
         raise ValueError(f"{where} lacks the keys {sorted(missing)}")
@@ -182,8 +262,7 @@ def _parameters(cls: type) -> set[str]:
         if init is None:
             continue
         parameters = inspect.signature(init).parameters.values()
-        names |= {p.name for p in parameters
-                  if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        names |= {p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
         if not any(p.kind is p.VAR_KEYWORD for p in parameters):
             break
     return names
@@ -212,9 +291,10 @@ def _rebuild_space(description: dict[str, Any], name: str, arrays: dict[str, np.
     if kind == "Box":
         low, high = arrays[f"space:{name}:low"], arrays[f"space:{name}:high"]
         dtype = description["dtype"]
-        if (not isinstance(dtype, str) or dtype not in _BOX_DTYPES):
-            raise ValueError(f"the {name} space's dtype must be one of {_BOX_DTYPES}, "
-                             f"got {dtype!r}")
+        if not isinstance(dtype, str) or dtype not in _BOX_DTYPES:
+            raise ValueError(
+                f"the {name} space's dtype must be one of {_BOX_DTYPES}, got {dtype!r}"
+            )
         return spaces.Box(low, high, shape=low.shape, dtype=np.dtype(dtype))
     if kind == "Discrete":
         return spaces.Discrete(int(description["n"]), start=int(description["start"]))
@@ -289,23 +369,33 @@ class SB3Agent(BaseAgent):
             is requested for an on-policy algorithm.
     """
 
-    def __init__(self, algorithm: Any, deterministic: bool = True, learn_online: bool | None = None,
-                 seed: int | None = None, total_timesteps: int | None = None):
+    def __init__(
+        self,
+        algorithm: Any,
+        deterministic: bool = True,
+        learn_online: bool | None = None,
+        seed: int | None = None,
+        total_timesteps: int | None = None,
+    ):
         super().__init__(seed)
         _sb3()
         from stable_baselines3.common.base_class import BaseAlgorithm
         from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
         if not isinstance(algorithm, BaseAlgorithm):
-            raise ValueError(f"algorithm must be a Stable-Baselines3 algorithm instance, "
-                             f"got {type(algorithm).__name__}")
+            raise ValueError(
+                f"algorithm must be a Stable-Baselines3 algorithm instance, "
+                f"got {type(algorithm).__name__}"
+            )
         self.algorithm: Any = algorithm  # SB3 attributes differ between on- and off-policy
         self.off_policy = isinstance(algorithm, OffPolicyAlgorithm)
         if learn_online is None:
             learn_online = self.off_policy
         if learn_online and not self.off_policy:
-            raise ValueError(f"learn_online=True needs an off-policy algorithm; "
-                             f"{type(algorithm).__name__} is on-policy (use its learn())")
+            raise ValueError(
+                f"learn_online=True needs an off-policy algorithm; "
+                f"{type(algorithm).__name__} is on-policy (use its learn())"
+            )
         self.deterministic = bool(deterministic)
         self.learn_online = bool(learn_online)
         if total_timesteps is not None:
@@ -370,15 +460,25 @@ class SB3Agent(BaseAgent):
         from gymnasium import spaces
 
         space = self.action_space
-        if isinstance(space, spaces.Box) and np.all(np.isfinite(space.low)) and np.all(
-                np.isfinite(space.high)):
+        if (
+            isinstance(space, spaces.Box)
+            and np.all(np.isfinite(space.low))
+            and np.all(np.isfinite(space.high))
+        ):
             return self.rng.uniform(space.low, space.high).astype(space.dtype)
         if isinstance(space, spaces.Discrete):
             return int(space.start + self.rng.integers(space.n))
         return space.sample()
 
-    def observe(self, action: Any, reward: float, next_observation: Any, terminated: bool,
-                truncated: bool, info: dict[str, Any]) -> None:
+    def observe(
+        self,
+        action: Any,
+        reward: float,
+        next_observation: Any,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> None:
         """Stores the transition and trains (off-policy, learning online); else validates only.
 
         Raises:
@@ -394,18 +494,24 @@ class SB3Agent(BaseAgent):
         if not self.learn_online:
             return
         if previous is None:
-            raise ValueError("observe() before reset()/act(): the transition's first "
-                             "observation is unknown")
+            raise ValueError(
+                "observe() before reset()/act(): the transition's first observation is unknown"
+            )
         algorithm = self.algorithm
         done = bool(terminated or truncated)
         algorithm.replay_buffer.add(
-            np.asarray(previous)[None], np.asarray(next_observation)[None], buffer_action,
-            reward_value.reshape(1), np.array([done]),
-            [{"TimeLimit.truncated": bool(truncated and not terminated)}])
+            np.asarray(previous)[None],
+            np.asarray(next_observation)[None],
+            buffer_action,
+            reward_value.reshape(1),
+            np.array([done]),
+            [{"TimeLimit.truncated": bool(truncated and not terminated)}],
+        )
         algorithm.num_timesteps += 1
         if self.total_timesteps is not None:
-            algorithm._update_current_progress_remaining(algorithm.num_timesteps,
-                                                         self.total_timesteps)
+            algorithm._update_current_progress_remaining(
+                algorithm.num_timesteps, self.total_timesteps
+            )
         algorithm._on_step()
         self._steps_since_train += 1
         if done:
@@ -415,11 +521,14 @@ class SB3Agent(BaseAgent):
                 noise.reset()
         frequency = algorithm.train_freq
         unit = getattr(frequency.unit, "value", frequency.unit)
-        due = (self._steps_since_train if unit == "step" else self._episodes_since_train)
+        due = self._steps_since_train if unit == "step" else self._episodes_since_train
         if due >= frequency.frequency:  # the end of one of SB3's collect_rollouts calls
             if algorithm.num_timesteps > algorithm.learning_starts:
-                steps = (algorithm.gradient_steps if algorithm.gradient_steps >= 0
-                         else self._steps_since_train)
+                steps = (
+                    algorithm.gradient_steps
+                    if algorithm.gradient_steps >= 0
+                    else self._steps_since_train
+                )
                 if steps > 0:
                     algorithm.train(gradient_steps=steps, batch_size=algorithm.batch_size)
                     algorithm.policy.set_training_mode(False)
@@ -441,11 +550,16 @@ class SB3Agent(BaseAgent):
         space = self.action_space
         if isinstance(space, spaces.Discrete):
             if isinstance(action, (bool, np.bool_)) or not (
-                    isinstance(action, (int, np.integer))
-                    or (isinstance(action, np.ndarray) and action.size == 1
-                        and np.issubdtype(action.dtype, np.integer))):
-                raise ValueError(f"action must be an integer in the action space {space}, "
-                                 f"got {action!r}")
+                isinstance(action, (int, np.integer))
+                or (
+                    isinstance(action, np.ndarray)
+                    and action.size == 1
+                    and np.issubdtype(action.dtype, np.integer)
+                )
+            ):
+                raise ValueError(
+                    f"action must be an integer in the action space {space}, got {action!r}"
+                )
             value = int(np.asarray(action).reshape(-1)[0])
             if not space.start <= value < space.start + space.n:
                 raise ValueError(f"action {value!r} is outside the action space {space}")
@@ -504,14 +618,17 @@ class SB3Agent(BaseAgent):
         try:
             policy_kwargs = _encode(dict(algorithm.policy_kwargs), "policy_kwargs")
         except KeyError as error:
-            raise ValueError(f"cannot save policy_kwargs entry {error.args[0]!r} as JSON"
-                             ) from error
+            raise ValueError(
+                f"cannot save policy_kwargs entry {error.args[0]!r} as JSON"
+            ) from error
         try:  # a file that load() would refuse is not written
             _allowed_class("algorithm", qualified_name(type(algorithm)))
             if type(algorithm.policy) not in type(algorithm).policy_aliases.values():
-                raise ValueError(f"refusing to save the custom policy class "
-                                 f"{qualified_name(type(algorithm.policy))}: load() rebuilds only "
-                                 f"the algorithm's own policies")
+                raise ValueError(
+                    f"refusing to save the custom policy class "
+                    f"{qualified_name(type(algorithm.policy))}: load() rebuilds only "
+                    f"the algorithm's own policies"
+                )
             _check_saved_classes(dict(algorithm.policy_kwargs))
         except ValueError as error:
             raise ValueError(f"cannot save this SB3Agent: {error}") from error
@@ -525,8 +642,7 @@ class SB3Agent(BaseAgent):
             "parameters": list(state),
             "variables": variables,
             "spaces": {
-                "observation": _describe_space(algorithm.observation_space, "observation",
-                                               arrays),
+                "observation": _describe_space(algorithm.observation_space, "observation", arrays),
                 "action": _describe_space(algorithm.action_space, "action", arrays),
             },
             "agent": {
@@ -542,8 +658,7 @@ class SB3Agent(BaseAgent):
         write_archive(path, document, arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], env: Any = None,
-             device: str = "auto") -> SB3Agent:
+    def load(cls, path: str | os.PathLike[str], env: Any = None, device: str = "auto") -> SB3Agent:
         """Rebuilds an agent written by :meth:`save`.
 
         Args:
@@ -568,33 +683,49 @@ class SB3Agent(BaseAgent):
         try:
             _check_keys("the file", document, _DOCUMENT_KEYS, required=True)
             algorithm_cls: Any = _allowed_class("algorithm", document["algorithm"])
-            policies = {qualified_name(value): value
-                        for value in algorithm_cls.policy_aliases.values()}
+            policies = {
+                qualified_name(value): value for value in algorithm_cls.policy_aliases.values()
+            }
             if document["policy"] not in policies:
-                raise ValueError(f"refusing to construct {document['policy']!r} as the policy "
-                                 f"of {algorithm_cls.__name__}: accepted: {sorted(policies)}")
+                raise ValueError(
+                    f"refusing to construct {document['policy']!r} as the policy "
+                    f"of {algorithm_cls.__name__}: accepted: {sorted(policies)}"
+                )
             policy_cls = policies[document["policy"]]
-            policy: Any = next((alias for alias, value in algorithm_cls.policy_aliases.items()
-                                if value is policy_cls), policy_cls)
+            policy: Any = next(
+                (
+                    alias
+                    for alias, value in algorithm_cls.policy_aliases.items()
+                    if value is policy_cls
+                ),
+                policy_cls,
+            )
             accepted = _parameters(algorithm_cls) - _EXCLUDED
             saved = _check_keys("hyperparameters", document["hyperparameters"], accepted)
             hyperparameters = {k: _decode(v, k) for k, v in saved.items()}
             _check_keys("policy_kwargs", document["policy_kwargs"], {"__dict__"}, required=True)
-            _check_keys("policy_kwargs", document["policy_kwargs"]["__dict__"],
-                        _parameters(policy_cls) - _POLICY_SUPPLIED)
+            _check_keys(
+                "policy_kwargs",
+                document["policy_kwargs"]["__dict__"],
+                _parameters(policy_cls) - _POLICY_SUPPLIED,
+            )
             policy_kwargs = _decode(document["policy_kwargs"])
             meta = _check_keys("agent", document["agent"], _AGENT_KEYS, required=True)
             for key in ("parameters", "variables", "approximated_schedules"):
                 names_ = document[key]
                 if not isinstance(names_, list) or not all(isinstance(n, str) for n in names_):
                     raise ValueError(f"{key} must be a list of names")
-            spaces_ = _check_keys("spaces", document["spaces"], {"observation", "action"},
-                                  required=True)
+            spaces_ = _check_keys(
+                "spaces", document["spaces"], {"observation", "action"}, required=True
+            )
             if env is None:
-                env = _space_env(_rebuild_space(spaces_["observation"], "observation", arrays),
-                                 _rebuild_space(spaces_["action"], "action", arrays))
-            algorithm = algorithm_cls(policy, env, policy_kwargs=policy_kwargs, device=device,
-                                      **hyperparameters)
+                env = _space_env(
+                    _rebuild_space(spaces_["observation"], "observation", arrays),
+                    _rebuild_space(spaces_["action"], "action", arrays),
+                )
+            algorithm = algorithm_cls(
+                policy, env, policy_kwargs=policy_kwargs, device=device, **hyperparameters
+            )
             unknown = set(document["variables"]) - set(algorithm._get_torch_save_params()[1])
             if unknown:
                 raise ValueError(f"variables holds unknown names {sorted(unknown)}")
@@ -606,26 +737,35 @@ class SB3Agent(BaseAgent):
             for name in names:
                 array = np.array(arrays[f"param:{name}"])
                 if tuple(array.shape) != tuple(state[name].shape):
-                    raise ValueError(f"parameter {name!r} has shape {array.shape}, "
-                                     f"expected {tuple(state[name].shape)}")
+                    raise ValueError(
+                        f"parameter {name!r} has shape {array.shape}, "
+                        f"expected {tuple(state[name].shape)}"
+                    )
                 weights[name] = torch.from_numpy(array)
             algorithm.policy.load_state_dict(weights, strict=True)
             with torch.no_grad():
                 for name in document["variables"]:
                     variable = getattr(algorithm, name)
                     variable.copy_(torch.from_numpy(np.array(arrays[f"var:{name}"])))
-            agent = cls(algorithm, deterministic=bool(meta["deterministic"]),
-                        learn_online=bool(meta["learn_online"]), seed=meta["seed"],
-                        total_timesteps=meta["total_timesteps"])
+            agent = cls(
+                algorithm,
+                deterministic=bool(meta["deterministic"]),
+                learn_online=bool(meta["learn_online"]),
+                seed=meta["seed"],
+                total_timesteps=meta["total_timesteps"],
+            )
             algorithm.num_timesteps = int(meta["num_timesteps"])
             agent.rng = restore_generator(meta["bit_generator"], meta["rng"])
         except ValueError as error:
             raise ValueError(f"{str(path)!r}: {error}") from error
         except Exception as error:  # whatever SB3 or torch raise on bad data
-            raise ValueError(f"{str(path)!r} holds a malformed SB3Agent state: {error!r}"
-                             ) from error
+            raise ValueError(
+                f"{str(path)!r} holds a malformed SB3Agent state: {error!r}"
+            ) from error
         return agent
 
     def __repr__(self) -> str:
-        return (f"SB3Agent({type(self.algorithm).__name__}, deterministic={self.deterministic}, "
-                f"learn_online={self.learn_online})")
+        return (
+            f"SB3Agent({type(self.algorithm).__name__}, deterministic={self.deterministic}, "
+            f"learn_online={self.learn_online})"
+        )

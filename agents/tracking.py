@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
+from typing import Any
 
 import numpy as np
 
@@ -65,10 +64,13 @@ class BeliefTracker(BaseAgent):
             raise ValueError(f"rule must be a belief rule from bam_rl.beliefs, got {rule!r}")
         if not isinstance(rule.model, BetaBinomial):
             raise ValueError(
-                f"rule.model must be a BetaBinomial for the Binomial stream, got {rule.model!r}")
+                f"rule.model must be a BetaBinomial for the Binomial stream, got {rule.model!r}"
+            )
         self.rule = rule
         self.n_trials_given = None if n_trials is None else check_int("n_trials", n_trials)
-        self.n_trials: int = DEFAULT_N_TRIALS if n_trials is None else check_int("n_trials", n_trials)
+        self.n_trials: int = (
+            DEFAULT_N_TRIALS if n_trials is None else check_int("n_trials", n_trials)
+        )
         self.last_count = math.nan  # the count absorbed last (none yet)
 
     @classmethod
@@ -101,8 +103,15 @@ class BeliefTracker(BaseAgent):
         as_float_array("observation", observation)
         return np.clip(np.asarray([self.mean], dtype=np.float32), 0.0, 1.0)
 
-    def observe(self, action: Any, reward: float, next_observation: Any, terminated: bool,
-                truncated: bool, info: dict[str, Any]) -> None:
+    def observe(
+        self,
+        action: Any,
+        reward: float,
+        next_observation: Any,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> None:
         """Absorbs the revealed count ``next_observation`` (``k_t`` of ``n_trials``).
 
         Raises:
@@ -115,8 +124,10 @@ class BeliefTracker(BaseAgent):
         check_finite_scalar("reward", reward)
         count = check_finite_scalar("next_observation", next_observation)
         if count != round(count) or not 0 <= count <= self.n_trials:
-            raise ValueError(f"next_observation must be a count in [0, {self.n_trials}], "
-                             f"got {next_observation!r}")
+            raise ValueError(
+                f"next_observation must be a count in [0, {self.n_trials}], "
+                f"got {next_observation!r}"
+            )
         self.rule.update(self.rule.model.stats(successes=count, trials=self.n_trials))
         self.last_count = count
 

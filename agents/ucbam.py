@@ -77,8 +77,14 @@ class UCBAM(BaseAgent):
         known: The flag of Algorithm 3.
     """
 
-    def __init__(self, n_arms: int, model: ConjugateFamily, lam: float = 0.0,
-                 seed: int | None = None, fast_readout: bool = True):
+    def __init__(
+        self,
+        n_arms: int,
+        model: ConjugateFamily,
+        lam: float = 0.0,
+        seed: int | None = None,
+        fast_readout: bool = True,
+    ):
         super().__init__(seed)
         self.n_arms = check_int("n_arms", n_arms)
         check_reward_model(model)
@@ -97,9 +103,17 @@ class UCBAM(BaseAgent):
         self.fast_readout = bool(fast_readout)
 
     @classmethod
-    def gaussian(cls, n_arms: int, *, noise_std: float = hyperparams.BANDIT_NOISE_STD, prior_mean: float = 0.5,
-                 prior_var: float = 0.25, lam: float = 0.0, seed: int | None = None,
-                 fast_readout: bool = True) -> UCBAM:
+    def gaussian(
+        cls,
+        n_arms: int,
+        *,
+        noise_std: float = hyperparams.BANDIT_NOISE_STD,
+        prior_mean: float = 0.5,
+        prior_var: float = 0.25,
+        lam: float = 0.0,
+        seed: int | None = None,
+        fast_readout: bool = True,
+    ) -> UCBAM:
         """UCBAM with Gaussian arms of known noise (defaults as
         :meth:`~agents.bandits.ThompsonSampling.gaussian`)."""
         model = gaussian_model(noise_std, prior_mean, prior_var)
@@ -116,12 +130,21 @@ class UCBAM(BaseAgent):
         """Thompson over the arm beliefs if ``known``, else the UCB choice."""
         check_observation(observation)
         if self.known:
-            draws = [expected_reward(self.model.sample(belief, self.rng)) for belief in self.beliefs]
+            draws = [
+                expected_reward(self.model.sample(belief, self.rng)) for belief in self.beliefs
+            ]
             return int(np.argmax(draws))
         return self.stats.choose()
 
-    def observe(self, action: Any, reward: float, next_observation: Any, terminated: bool,
-                truncated: bool, info: dict[str, Any]) -> None:
+    def observe(
+        self,
+        action: Any,
+        reward: float,
+        next_observation: Any,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> None:
         """The ``known`` test, the BAM update of the pulled arm and its memory (Alg. 3).
 
         Raises:
@@ -137,8 +160,9 @@ class UCBAM(BaseAgent):
         value = check_finite_scalar("reward", reward)
         memory = self.memories[arm]
         if len(memory):
-            weights = select(model, memory, s_v, lam=self.lam, method="greedy",
-                             fast=self.fast_readout).weights
+            weights = select(
+                model, memory, s_v, lam=self.lam, method="greedy", fast=self.fast_readout
+            ).weights
             prior = memory.weighted_sum(weights, base=model.prior)
             self.last_readout_size = int(np.count_nonzero(weights))
         else:
@@ -156,9 +180,11 @@ class UCBAM(BaseAgent):
     def summary(self) -> dict[str, float]:
         """``known`` (0/1), ``n_memories`` (total stored pulls) and ``readout_size`` (how many
         memories the latest BAM update selected)."""
-        return {"known": float(self.known),
-                "n_memories": float(sum(len(m) for m in self.memories)),
-                "readout_size": float(self.last_readout_size)}
+        return {
+            "known": float(self.known),
+            "n_memories": float(sum(len(m) for m in self.memories)),
+            "readout_size": float(self.last_readout_size),
+        }
 
     def __repr__(self) -> str:
         return f"UCBAM(n_arms={self.n_arms}, model={self.model!r}, lam={self.lam:g})"

@@ -201,8 +201,9 @@ class BOCD(BeliefRule):
             ``max_run_length=None`` it grows as O(t) (~8 ms per step by t = 4·10⁴).
     """
 
-    def __init__(self, model: ConjugateFamily, hazard: Any = hyperparams.TRACKING_HAZARD,
-                 **options: Any):
+    def __init__(
+        self, model: ConjugateFamily, hazard: Any = hyperparams.TRACKING_HAZARD, **options: Any
+    ):
         super().__init__(model)
         self.detector = ChangepointDetector(model, hazard, **options)
 
@@ -260,8 +261,14 @@ class BAM(BeliefRule):
         **select_options: Passed to :func:`~bam_rl.readout.select` (e.g. ``q``).
     """
 
-    def __init__(self, model: ConjugateFamily, lam: float = 0.0, method: str = "greedy",
-                 capacity: int | None = None, **select_options: Any):
+    def __init__(
+        self,
+        model: ConjugateFamily,
+        lam: float = 0.0,
+        method: str = "greedy",
+        capacity: int | None = None,
+        **select_options: Any,
+    ):
         super().__init__(model)
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -270,8 +277,10 @@ class BAM(BeliefRule):
             raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
         self.memory = Memory(capacity=capacity)
         if method == "exhaustive" and (capacity is None or capacity > MAX_EXHAUSTIVE_ITEMS):
-            raise ValueError(f"method='exhaustive' enumerates 2^m readouts and needs a capacity "
-                             f"of at most {MAX_EXHAUSTIVE_ITEMS}, got capacity={capacity!r}")
+            raise ValueError(
+                f"method='exhaustive' enumerates 2^m readouts and needs a capacity "
+                f"of at most {MAX_EXHAUSTIVE_ITEMS}, got capacity={capacity!r}"
+            )
         self.lam = lam_value
         self.method = method
         self.select_options = check_select_options(method, select_options)
@@ -283,8 +292,9 @@ class BAM(BeliefRule):
 
         Changes nothing: the rule's update records the readout once the datum is stored.
         """
-        result = select(self.model, self.memory, s, lam=self.lam, method=self.method,
-                        **self.select_options)
+        result = select(
+            self.model, self.memory, s, lam=self.lam, method=self.method, **self.select_options
+        )
         if len(self.memory) == 0:
             return result, self.model.prior
         return result, self.memory.weighted_sum(result.weights, base=self.model.prior)
@@ -310,7 +320,10 @@ class BAM(BeliefRule):
                 f"{type(self).__name__}: the unbounded memory now holds more than "
                 f"{UNBOUNDED_MEMORY_WARNING} records; each step costs O(records) (about 80 ms "
                 f"per step at 10^4 Beta-Binomial records) and keeps growing. Pass capacity= "
-                f"(e.g. 256) for long runs.", PerformanceWarning, stacklevel=4)
+                f"(e.g. 256) for long runs.",
+                PerformanceWarning,
+                stacklevel=4,
+            )
 
     def reset(self) -> None:
         """Back to the base prior for a new episode; the memory is kept (that is the point)."""
@@ -349,9 +362,16 @@ class BAMWithChangepoints(BAM):
         **select_options: Passed to :func:`~bam_rl.readout.select`.
     """
 
-    def __init__(self, model: ConjugateFamily, lam: float = 0.0, method: str = "greedy",
-                 hazard: Any = hyperparams.TRACKING_HAZARD, capacity: int | None = None,
-                 bocd_options: dict[str, Any] | None = None, **select_options: Any):
+    def __init__(
+        self,
+        model: ConjugateFamily,
+        lam: float = 0.0,
+        method: str = "greedy",
+        hazard: Any = hyperparams.TRACKING_HAZARD,
+        capacity: int | None = None,
+        bocd_options: dict[str, Any] | None = None,
+        **select_options: Any,
+    ):
         super().__init__(model, lam=lam, method=method, capacity=capacity, **select_options)
         self.detector = ChangepointDetector(model, hazard, **(bocd_options or {}))
         self._segment_start = 0
@@ -391,8 +411,10 @@ class BAMWithChangepoints(BAM):
         self.changepoints = []
 
     def __repr__(self) -> str:
-        return (f"BAMWithChangepoints({self.model!r}, lam={self.lam:g}, "
-                f"method={self.method!r}, hazard={self.detector.hazard!r})")
+        return (
+            f"BAMWithChangepoints({self.model!r}, lam={self.lam:g}, "
+            f"method={self.method!r}, hazard={self.detector.hazard!r})"
+        )
 
 
 __all__ = [
@@ -414,11 +436,17 @@ __all__ = [
 RULES = ("recursive", "forgetting", "bocd", "bam", "bam_bocd", "power")
 
 
-def make_rule(model: ConjugateFamily, rule: str = "recursive", *,
-              forgetting: float = hyperparams.FORGETTING,
-              hazard: float = hyperparams.BANDIT_HAZARD,
-              lam: float = 0.0, method: str = "greedy", power: float = 0.5,
-              capacity: int | None = None) -> BeliefRule:
+def make_rule(
+    model: ConjugateFamily,
+    rule: str = "recursive",
+    *,
+    forgetting: float = hyperparams.FORGETTING,
+    hazard: float = hyperparams.BANDIT_HAZARD,
+    lam: float = 0.0,
+    method: str = "greedy",
+    power: float = 0.5,
+    capacity: int | None = None,
+) -> BeliefRule:
     """Builds a belief rule by name (the one place rules are built by name).
 
     Defaults are the paper's (:mod:`bam_rl.hyperparams`): forgetting 0.8 and the bandits'
@@ -450,8 +478,7 @@ def make_rule(model: ConjugateFamily, rule: str = "recursive", *,
     if rule == "bam":
         return BAM(model, lam=lam, method=method, capacity=capacity)
     if rule == "bam_bocd":
-        return BAMWithChangepoints(model, lam=lam, method=method, hazard=hazard,
-                                   capacity=capacity)
+        return BAMWithChangepoints(model, lam=lam, method=method, hazard=hazard, capacity=capacity)
     if rule == "power":
         return PowerPrior(model, alpha=power)
     raise ValueError(f"rule must be one of {RULES}, got {rule!r}")

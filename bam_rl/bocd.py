@@ -38,8 +38,10 @@ HazardLike = float | Callable[[np.ndarray], Any]
 #: their results.
 DEFAULT_MAX_RUN_LENGTH = 10_000
 
-_HAZARD_MESSAGE = ("hazard must be a constant in the open interval (0, 1) or a callable "
-                   "mapping run lengths to probabilities in (0, 1)")
+_HAZARD_MESSAGE = (
+    "hazard must be a constant in the open interval (0, 1) or a callable "
+    "mapping run lengths to probabilities in (0, 1)"
+)
 
 
 def _logsumexp(values: np.ndarray) -> float:
@@ -131,9 +133,14 @@ class ChangepointDetector:
         0.291667
     """
 
-    def __init__(self, model: ConjugateFamily, hazard: HazardLike = 1 / 100, *,
-                 prune_threshold: float = 1e-10,
-                 max_run_length: int | None = DEFAULT_MAX_RUN_LENGTH):
+    def __init__(
+        self,
+        model: ConjugateFamily,
+        hazard: HazardLike = 1 / 100,
+        *,
+        prune_threshold: float = 1e-10,
+        max_run_length: int | None = DEFAULT_MAX_RUN_LENGTH,
+    ):
         if not isinstance(model, ConjugateFamily):
             raise ValueError(f"model must be a ConjugateFamily, got {type(model).__name__}")
         self.model = model
@@ -142,8 +149,9 @@ class ChangepointDetector:
             self._log_h = self._log_1mh = 0.0
         else:
             try:  # one number, not a bool, a string or an array
-                value = check_real("hazard", hazard, lower=0.0, upper=1.0, open_lower=True,
-                                   open_upper=True)
+                value = check_real(
+                    "hazard", hazard, lower=0.0, upper=1.0, open_lower=True, open_upper=True
+                )
             except ValueError as error:
                 raise ValueError(f"{_HAZARD_MESSAGE}, got {hazard!r}") from error
             self._hazard_fn = None
@@ -151,25 +159,32 @@ class ChangepointDetector:
             self._log_1mh = math.log1p(-value)
             hazard = value
         self.hazard = hazard
-        threshold = check_real("prune_threshold", prune_threshold, lower=0.0, upper=1.0,
-                               open_upper=True)
+        threshold = check_real(
+            "prune_threshold", prune_threshold, lower=0.0, upper=1.0, open_upper=True
+        )
         self.prune_threshold = threshold
         self._log_threshold = math.log(threshold) if threshold > 0 else -math.inf
         if max_run_length is not None:
-            if (isinstance(max_run_length, (bool, np.bool_))
-                    or not isinstance(max_run_length, numbers.Integral) or max_run_length < 1):
-                raise ValueError(f"max_run_length must be None or an integer >= 1, got "
-                                 f"{max_run_length!r}")
+            if (
+                isinstance(max_run_length, (bool, np.bool_))
+                or not isinstance(max_run_length, numbers.Integral)
+                or max_run_length < 1
+            ):
+                raise ValueError(
+                    f"max_run_length must be None or an integer >= 1, got {max_run_length!r}"
+                )
             max_run_length = int(max_run_length)
         self.max_run_length = max_run_length
 
         prior = model.prior
         self._names = tuple(model.field_shapes)
-        self._event_shapes = tuple((name, tuple(event))
-                                   for name, event in model.field_shapes.items())
+        self._event_shapes = tuple(
+            (name, tuple(event)) for name, event in model.field_shapes.items()
+        )
         self._prior_fields = {
             name: np.broadcast_to(prior.fields[name], tuple(event)).astype(np.float64)
-            for name, event in model.field_shapes.items()}
+            for name, event in model.field_shapes.items()
+        }
         self._prior_log_h = float(prior.log_h)
         self._prior_log_partition = float(model.log_partition_fields(self._prior_fields))
         self.reset()
@@ -180,8 +195,9 @@ class ChangepointDetector:
         self._t = 0
         self._run_lengths = np.zeros(1, dtype=np.int64)
         self._log_post = np.zeros(1)
-        self._fields = {name: value[np.newaxis].copy()
-                        for name, value in self._prior_fields.items()}
+        self._fields = {
+            name: value[np.newaxis].copy() for name, value in self._prior_fields.items()
+        }
         self._belief_log_h = np.full(1, self._prior_log_h)
         self._log_partition = np.full(1, self._prior_log_partition)
         # log P(r_{t-1} = r) π_r for the rows 1: (the segments containing D_t); None at t = 0
@@ -190,8 +206,9 @@ class ChangepointDetector:
         self._last_log_predictive = math.nan
         return self
 
-    def _hazard_logs(self, run_lengths: np.ndarray) -> tuple[np.ndarray | float,
-                                                             np.ndarray | float]:
+    def _hazard_logs(
+        self, run_lengths: np.ndarray
+    ) -> tuple[np.ndarray | float, np.ndarray | float]:
         """``(log H(r), log(1 − H(r)))`` for the live run lengths."""
         if self._hazard_fn is None:
             return self._log_h, self._log_1mh
@@ -200,11 +217,12 @@ class ChangepointDetector:
             values = np.asarray(raw, dtype=np.float64)
             values = np.broadcast_to(values, run_lengths.shape)
         except (TypeError, ValueError) as error:
-            raise ValueError(f"hazard must return one probability in (0, 1) per run length "
-                             f"(shape {run_lengths.shape}), got {raw!r}") from error
+            raise ValueError(
+                f"hazard must return one probability in (0, 1) per run length "
+                f"(shape {run_lengths.shape}), got {raw!r}"
+            ) from error
         if not np.all((values > 0.0) & (values < 1.0)):
-            raise ValueError(f"hazard returned values outside the open interval (0, 1): "
-                             f"{values!r}")
+            raise ValueError(f"hazard returned values outside the open interval (0, 1): {values!r}")
         return np.log(values), np.log1p(-values)
 
     def update(self, s: NaturalParams) -> ChangepointDetector:
@@ -228,33 +246,38 @@ class ChangepointDetector:
                 model.check_params(s, "s")
             except ValueError as error:
                 raise ValueError(f"s must be statistics of {model!r}: {error}") from error
-        if s.log_h.ndim or any(s.fields[name].shape != event
-                               for name, event in self._event_shapes):
-            raise ValueError(f"s must be the statistics of a single datum (unbatched), got "
-                             f"{s!r}; sum a batch into one datum with .sum() first")
+        if s.log_h.ndim or any(s.fields[name].shape != event for name, event in self._event_shapes):
+            raise ValueError(
+                f"s must be the statistics of a single datum (unbatched), got "
+                f"{s!r}; sum a batch into one datum with .sum() first"
+            )
         s_log_h = float(s.log_h)
 
         # predictive of every live run length: one batched log-partition evaluation
         post = {name: self._fields[name] + s.fields[name] for name in self._names}
         for name in self._names:
             if not all_finite(post[name]):
-                raise ValueError(f"s: adding the datum to a run-length belief overflows float64 "
-                                 f"(field {name!r}); the data are too large in magnitude")
+                raise ValueError(
+                    f"s: adding the datum to a run-length belief overflows float64 "
+                    f"(field {name!r}); the data are too large in magnitude"
+                )
         post_log_partition = np.asarray(model.log_partition_fields(post), dtype=np.float64)
         log_pred = post_log_partition - self._log_partition + s_log_h
-        joint = self._log_post + log_pred           # log P(r_{t-1} = r, D_t | D_<t)
+        joint = self._log_post + log_pred  # log P(r_{t-1} = r, D_t | D_<t)
         log_h, log_1mh = self._hazard_logs(self._run_lengths)
         growth = joint + log_1mh
         if self._hazard_fn is None:
-            total = _logsumexp(joint)                # H + (1 − H) = 1 exactly
+            total = _logsumexp(joint)  # H + (1 − H) = 1 exactly
             change = total + log_h
         else:
             change = _logsumexp(joint + log_h)
             growth_total = _logsumexp(growth)
             total = float(np.logaddexp(change, growth_total))
         if not math.isfinite(total):
-            raise ValueError(f"s: the datum has zero or undefined probability under every run "
-                             f"length (log evidence increment {total})")
+            raise ValueError(
+                f"s: the datum has zero or undefined probability under every run "
+                f"length (log evidence increment {total})"
+            )
 
         n = joint.shape[0] + 1
         log_post = np.empty(n)
@@ -292,7 +315,7 @@ class ChangepointDetector:
                 last = n if within is None else int(np.count_nonzero(within))
                 mask[0] = True
                 mask[int(log_post[:last].argmax())] = True
-                mask[1 + int(log_filtered[:last - 1].argmax())] = True
+                mask[1 + int(log_filtered[: last - 1].argmax())] = True
                 keep = mask
         elif within is not None:
             keep = within
@@ -371,8 +394,7 @@ class ChangepointDetector:
         Raises:
             ValueError: If ``lag`` is not an integer >= 0.
         """
-        if (isinstance(lag, (bool, np.bool_)) or not isinstance(lag, numbers.Integral)
-                or lag < 0):
+        if isinstance(lag, (bool, np.bool_)) or not isinstance(lag, numbers.Integral) or lag < 0:
             raise ValueError(f"lag must be an integer >= 0, got {lag!r}")
         index = int(np.searchsorted(self._run_lengths, int(lag)))
         if index < len(self._run_lengths) and self._run_lengths[index] == lag:
@@ -393,9 +415,11 @@ class ChangepointDetector:
     def _params(self, rows: int | slice | np.ndarray | None = None) -> NaturalParams:
         if rows is None:
             rows = slice(None)
-        return NaturalParams(self.model,
-                             {name: np.array(value[rows]) for name, value in self._fields.items()},
-                             np.array(self._belief_log_h[rows]))
+        return NaturalParams(
+            self.model,
+            {name: np.array(value[rows]) for name, value in self._fields.items()},
+            np.array(self._belief_log_h[rows]),
+        )
 
     @property
     def beliefs(self) -> NaturalParams:
@@ -466,10 +490,11 @@ class ChangepointDetector:
             weights, beliefs = self.run_length_probabilities, self.beliefs
         else:
             raise ValueError(f"kind must be 'filtered' or 'predictive', got {kind!r}")
-        return _mixture_moments(weights, self.model.mean(beliefs),
-                                self.model.variance(beliefs))
+        return _mixture_moments(weights, self.model.mean(beliefs), self.model.variance(beliefs))
 
     def __repr__(self) -> str:
-        return (f"ChangepointDetector({self.model!r}, hazard={self.hazard!r}, prune_threshold="
-                f"{self.prune_threshold:g}, max_run_length={self.max_run_length!r}, t={self._t}, "
-                f"live={len(self._run_lengths)})")
+        return (
+            f"ChangepointDetector({self.model!r}, hazard={self.hazard!r}, prune_threshold="
+            f"{self.prune_threshold:g}, max_run_length={self.max_run_length!r}, t={self._t}, "
+            f"live={len(self._run_lengths)})"
+        )

@@ -125,8 +125,15 @@ def check_finite_params(name: str, params: Any) -> None:
         raise ValueError(f"{name} must hold finite statistics, got a non-finite log_h")
 
 
-def check_real(name: str, value: Any, *, lower: float | None = None, upper: float | None = None,
-               open_lower: bool = False, open_upper: bool = False) -> float:
+def check_real(
+    name: str,
+    value: Any,
+    *,
+    lower: float | None = None,
+    upper: float | None = None,
+    open_lower: bool = False,
+    open_upper: bool = False,
+) -> float:
     """Returns ``value`` as a Python float after checking it is one finite real number (not a
     bool, a string or an array of several numbers) within the given bounds; the
     ``ValueError`` names ``name`` and the accepted range."""
@@ -176,12 +183,16 @@ def check_axis(axis: Any, ndim: int, name: str = "axis") -> tuple[int, ...] | No
     out = []
     for item in items:
         if isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Integral):
-            raise ValueError(f"{name} must be None, an integer or a tuple of integers in "
-                             f"[{-ndim}, {ndim}) for data with {ndim} axes, got {axis!r}")
+            raise ValueError(
+                f"{name} must be None, an integer or a tuple of integers in "
+                f"[{-ndim}, {ndim}) for data with {ndim} axes, got {axis!r}"
+            )
         index = int(item)
         if not -ndim <= index < ndim:
-            raise ValueError(f"{name} {index} is out of range: the data have {ndim} axes, "
-                             f"so {name} must lie in [{-ndim}, {ndim}) (got {axis!r})")
+            raise ValueError(
+                f"{name} {index} is out of range: the data have {ndim} axes, "
+                f"so {name} must lie in [{-ndim}, {ndim}) (got {axis!r})"
+            )
         out.append(index % ndim)
     if len(set(out)) != len(out):
         raise ValueError(f"{name} contains repeated entries: {axis!r}")

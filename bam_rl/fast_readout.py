@@ -523,8 +523,10 @@ def gaussian_greedy_readout(
             float(lam),
         )[0]
     except ArithmeticError as error:
-        raise ValueError(f"the closed-form greedy readout overflowed float64 (observations "
-                         f"too large in magnitude): {error}") from error
+        raise ValueError(
+            f"the closed-form greedy readout overflowed float64 (observations "
+            f"too large in magnitude): {error}"
+        ) from error
 
 
 # ------------------------------------------------------------ Bayesian linear regression
@@ -653,6 +655,8 @@ class _Candidates:
         if not self.low_rank and rank:
             self.post_precision = precision + datum.stats.fields["precision"]
         if factor is None:
+            if precision is None:
+                raise ValueError("evidence needs the precision or its factor")
             factor = self.factorise(precision)
         if rank == 0:
             z, _ = lapack.dtrtrs(factor, B, lower=1)
@@ -749,7 +753,7 @@ def _regression_greedy(
         round_scores = np.full(size, -np.inf)
         for j in np.flatnonzero(unselected):
             key = key_of([*chosen, int(j)])
-            factor = None if key is None else cache.get(key)
+            factor = None if key is None or cache is None else cache.get(key)
             if factor is not None and not scorer.needs_precision():
                 # a cached factor: the candidate's d × d precision is never formed
                 extra = {k: current[k] + stats[k][j] for k in scalars}

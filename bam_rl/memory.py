@@ -116,8 +116,9 @@ class Memory:
 
     def _allocate(self, family: ConjugateFamily, rows: int) -> None:
         self.family = family
-        self._fields = {name: np.zeros((rows, *event))
-                        for name, event in family.field_shapes.items()}
+        self._fields = {
+            name: np.zeros((rows, *event)) for name, event in family.field_shapes.items()
+        }
         self._log_h = np.zeros(rows)
         self._times = np.zeros(rows, dtype=np.int64)
         self._counts = np.zeros(rows, dtype=np.int64)
@@ -154,15 +155,19 @@ class Memory:
         family = s.family
         posterior, other_posteriors = family.prior + s, family.prior + others
         with np.errstate(all="ignore"):
-            row = (np.atleast_1d(family.kl(posterior, other_posteriors))
-                   + np.atleast_1d(family.kl(other_posteriors, posterior)))
+            row = np.atleast_1d(family.kl(posterior, other_posteriors)) + np.atleast_1d(
+                family.kl(other_posteriors, posterior)
+            )
         if not np.all(np.isfinite(row)):
-            raise ValueError("cannot store the datum in a bounded memory: the symmetric KL "
-                             "to a stored record is not finite (extreme or degenerate data?)")
+            raise ValueError(
+                "cannot store the datum in a bounded memory: the symmetric KL "
+                "to a stored record is not finite (extreme or degenerate data?)"
+            )
         return row
 
-    def _plan_bounded_add(self, s: NaturalParams
-                          ) -> tuple[np.ndarray, tuple[int, int, NaturalParams, np.ndarray] | None]:
+    def _plan_bounded_add(
+        self, s: NaturalParams
+    ) -> tuple[np.ndarray, tuple[int, int, NaturalParams, np.ndarray] | None]:
         """Everything a bounded ``add`` computes, before any state changes: the new record's
         distance row and, when the memory overflows, the pair to merge, the merged statistics
         and the merged record's distances to the records that stay."""
@@ -183,14 +188,16 @@ class Memory:
             first, second = sorted((int(a), int(b)))
             stats = concatenate([self.stats, stack([s])])  # the records with the new one last
             merged = stats[first] + stats[second]
-            keep = np.array([i for i in range(size + 1) if i not in (first, second)],
-                            dtype=np.int64)
+            keep = np.array(
+                [i for i in range(size + 1) if i not in (first, second)], dtype=np.int64
+            )
             merged_row = self._distance_row(merged, stats[keep]) if keep.size else np.zeros(0)
             merge = (first, second, merged, merged_row)
         return matrix, merge
 
-    def _commit_bounded_add(self, matrix: np.ndarray,
-                            merge: tuple[int, int, NaturalParams, np.ndarray] | None) -> None:
+    def _commit_bounded_add(
+        self, matrix: np.ndarray, merge: tuple[int, int, NaturalParams, np.ndarray] | None
+    ) -> None:
         self._distances = matrix
         if merge is None:
             return

@@ -95,8 +95,11 @@ class _Objective:
         model = self.model
         if self.plain:
             posterior = {k: candidates[k] + self.s_t.fields[k] for k in candidates}
-            value = (model.log_partition_fields(posterior) - model.log_partition_fields(candidates)
-                     + self.s_t.log_h)
+            value = (
+                model.log_partition_fields(posterior)
+                - model.log_partition_fields(candidates)
+                + self.s_t.log_h
+            )
         else:
             value = model.log_marginal_fields(candidates, self.datum)
         if self.lam > 0:
@@ -104,9 +107,11 @@ class _Objective:
         value = np.asarray(value, dtype=np.float64)
         if not all_finite(value):
             # never a NaN objective with zero weights: the comparisons would stop silently
-            raise ValueError("readout objective is not finite: the log marginal likelihood of "
-                             "s_t under a candidate prior overflowed float64 (data or stored "
-                             "statistics too large in magnitude for the family)")
+            raise ValueError(
+                "readout objective is not finite: the log marginal likelihood of "
+                "s_t under a candidate prior overflowed float64 (data or stored "
+                "statistics too large in magnitude for the family)"
+            )
         self.evaluations += value.size
         return value
 
@@ -114,8 +119,9 @@ class _Objective:
         return np.asarray(self.model.kl(NaturalParams(self.model, candidates), self.prior))
 
 
-def objective(model: ConjugateFamily, memory: Memory, s_t: NaturalParams, weights: Any,
-              lam: float = 0.0) -> np.ndarray | float:
+def objective(
+    model: ConjugateFamily, memory: Memory, s_t: NaturalParams, weights: Any, lam: float = 0.0
+) -> np.ndarray | float:
     """``J(W)`` for one readout ``(m,)`` or a batch of readouts ``(k, m)``."""
     lam = _check_lam(lam)
     _check_inputs(model, memory, s_t)
@@ -124,10 +130,19 @@ def objective(model: ConjugateFamily, memory: Memory, s_t: NaturalParams, weight
     return values if values.ndim else float(values)
 
 
-def select(model: ConjugateFamily, memory: Memory, s_t: NaturalParams, lam: float = 0.0,
-           method: str = "greedy", *, q: float = 0.5, initial: Any = None,
-           max_iter: int = 200, fast: bool = True,
-           cache: FactorCache | None = None) -> ReadoutResult:
+def select(
+    model: ConjugateFamily,
+    memory: Memory,
+    s_t: NaturalParams,
+    lam: float = 0.0,
+    method: str = "greedy",
+    *,
+    q: float = 0.5,
+    initial: Any = None,
+    max_iter: int = 200,
+    fast: bool = True,
+    cache: FactorCache | None = None,
+) -> ReadoutResult:
     """Chooses readout weights for the new datum ``s_t`` over the records in ``memory``.
 
     Args:
@@ -156,14 +171,23 @@ def select(model: ConjugateFamily, memory: Memory, s_t: NaturalParams, lam: floa
     lam = _check_lam(lam)
     _check_inputs(model, memory, s_t)
     options = check_select_options(
-        method, {"q": q, "initial": initial, "max_iter": max_iter, "fast": fast, "cache": cache})
+        method, {"q": q, "initial": initial, "max_iter": max_iter, "fast": fast, "cache": cache}
+    )
     q, max_iter, fast = options["q"], options["max_iter"], options["fast"]
     score = _Objective(model, s_t, lam)
-    found = (fast_greedy(model, memory, s_t, lam, score, cache)
-             if method == "greedy" and fast else None)
+    found = (
+        fast_greedy(model, memory, s_t, lam, score, cache) if method == "greedy" and fast else None
+    )
     if found is not None:
-        return ReadoutResult(found.weights, found.objective, found.base_objective, found.scores,
-                             method, found.n_evaluations, found.path)
+        return ReadoutResult(
+            found.weights,
+            found.objective,
+            found.base_objective,
+            found.scores,
+            method,
+            found.n_evaluations,
+            found.path,
+        )
     if method == "greedy":
         result = _greedy(model, memory, score)
     elif method == "parallel":
@@ -207,8 +231,9 @@ def check_select_options(method: str, options: Mapping[str, Any]) -> dict[str, A
         raise ValueError(f"readout options must be a mapping, got {type(options).__name__}")
     unknown = sorted(str(name) for name in options if name not in OPTIONS)
     if unknown:
-        raise ValueError(f"unknown readout option(s) {unknown} for method={method!r}; "
-                         f"accepted: {list(OPTIONS)}")
+        raise ValueError(
+            f"unknown readout option(s) {unknown} for method={method!r}; accepted: {list(OPTIONS)}"
+        )
     checked = dict(options)
     if "q" in checked:
         checked["q"] = check_real("q", checked["q"], lower=0.0, upper=1.0)
@@ -219,14 +244,16 @@ def check_select_options(method: str, options: Mapping[str, Any]) -> dict[str, A
             raise ValueError(f"fast must be a bool, got {checked['fast']!r}")
         checked["fast"] = bool(checked["fast"])
     if checked.get("cache") is not None and not isinstance(checked["cache"], FactorCache):
-        raise ValueError(f"cache must be None or a FactorCache, got "
-                         f"{type(checked['cache']).__name__}")
+        raise ValueError(
+            f"cache must be None or a FactorCache, got {type(checked['cache']).__name__}"
+        )
     initial = checked.get("initial")
     if initial is not None:
         weights = as_float_array("initial", initial)
         if weights.ndim != 1 or np.any((weights < 0) | (weights > 1)):
-            raise ValueError(f"initial must be None or a 1-d array of weights in [0, 1], got "
-                             f"{initial!r}")
+            raise ValueError(
+                f"initial must be None or a 1-d array of weights in [0, 1], got {initial!r}"
+            )
     return checked
 
 
@@ -236,8 +263,7 @@ def _check_lam(lam: Any) -> float:
 
 def _check_inputs(model: ConjugateFamily, memory: Memory, s_t: NaturalParams) -> None:
     if not isinstance(model, ConjugateFamily):
-        raise ValueError(f"model must be a ConjugateFamily (e.g. BetaBinomial()), got "
-                         f"{model!r}")
+        raise ValueError(f"model must be a ConjugateFamily (e.g. BetaBinomial()), got {model!r}")
     if not isinstance(memory, Memory):
         raise ValueError(f"memory must be a Memory, got {type(memory).__name__}")
     model.check_params(s_t, "s_t")
@@ -275,8 +301,7 @@ def _greedy(model: ConjugateFamily, memory: Memory, score: _Objective) -> Readou
     return ReadoutResult(weights, best, base, rounds)
 
 
-def _parallel(model: ConjugateFamily, memory: Memory, score: _Objective, q: float
-              ) -> ReadoutResult:
+def _parallel(model: ConjugateFamily, memory: Memory, score: _Objective, q: float) -> ReadoutResult:
     size = len(memory)
     base = float(score(model.prior.fields))
     weights = np.zeros(size)
@@ -292,8 +317,9 @@ def _parallel(model: ConjugateFamily, memory: Memory, score: _Objective, q: floa
     return ReadoutResult(weights, value, base, [singles])
 
 
-def _exhaustive(model: ConjugateFamily, memory: Memory, score: _Objective,
-                chunk: int = 4096) -> ReadoutResult:
+def _exhaustive(
+    model: ConjugateFamily, memory: Memory, score: _Objective, chunk: int = 4096
+) -> ReadoutResult:
     size = len(memory)
     if size > MAX_EXHAUSTIVE_ITEMS:
         raise ValueError(
@@ -316,8 +342,9 @@ def _exhaustive(model: ConjugateFamily, memory: Memory, score: _Objective,
     return ReadoutResult(weights, float(all_values[best]), base, [all_values])
 
 
-def _continuous(model: ConjugateFamily, memory: Memory, score: _Objective, initial: Any,
-                max_iter: int) -> ReadoutResult:
+def _continuous(
+    model: ConjugateFamily, memory: Memory, score: _Objective, initial: Any, max_iter: int
+) -> ReadoutResult:
     size = len(memory)
     if initial is None:
         start = _greedy(model, memory, score).weights
@@ -337,17 +364,28 @@ def _continuous(model: ConjugateFamily, memory: Memory, score: _Objective, initi
         belief = model.prior + stats.weighted_sum(weights)
         value = float(score(belief.fields))
         posterior = belief + score.s_t
-        gradient = stats.inner(_difference(model.grad_log_partition_fields(posterior.fields),
-                                           model.grad_log_partition_fields(belief.fields)))
+        gradient = stats.inner(
+            _difference(
+                model.grad_log_partition_fields(posterior.fields),
+                model.grad_log_partition_fields(belief.fields),
+            )
+        )
         if score.lam > 0:
             kl = float(score.kl_to_prior(belief.fields))
             if kl > 1e-300:
                 gradient = gradient - score.lam * stats.inner(
-                    _kl_gradient(model, belief)) / np.sqrt(2.0 * kl)
+                    _kl_gradient(model, belief)
+                ) / np.sqrt(2.0 * kl)
         return -value, -np.asarray(gradient, dtype=np.float64)
 
-    solution = minimize(negative_objective, start, jac=True, method="L-BFGS-B",
-                        bounds=[(0.0, 1.0)] * size, options={"maxiter": max_iter})
+    solution = minimize(
+        negative_objective,
+        start,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, 1.0)] * size,
+        options={"maxiter": max_iter},
+    )
     weights = np.clip(solution.x, 0.0, 1.0)
     value = float(score(memory.weighted_sum(weights, base=model.prior).fields))
     if not value >= start_value:  # the optimiser may only improve on its starting point

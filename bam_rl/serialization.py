@@ -89,19 +89,29 @@ class _Encoder:
             return {"__list__": items, "tuple": isinstance(value, tuple)}
         if isinstance(value, dict):
             if not all(isinstance(k, str) for k in value):
-                return {"__items__": [[self.encode(k, path), self.encode(v, f"{path}[{k!r}]")]
-                                      for k, v in value.items()]}
+                return {
+                    "__items__": [
+                        [self.encode(k, path), self.encode(v, f"{path}[{k!r}]")]
+                        for k, v in value.items()
+                    ]
+                }
             return {"__dict__": {k: self.encode(v, f"{path}.{k}") for k, v in value.items()}}
         if isinstance(value, np.random.Generator):
-            return {"__generator__": self.encode(value.bit_generator.state, path),
-                    "bit_generator": type(value.bit_generator).__name__}
+            return {
+                "__generator__": self.encode(value.bit_generator.state, path),
+                "bit_generator": type(value.bit_generator).__name__,
+            }
         if isinstance(value, ConjugateFamily):
-            return {"__family__": qualified_name(type(value)),
-                    "kwargs": self.encode(value.init_kwargs, path)}
+            return {
+                "__family__": qualified_name(type(value)),
+                "kwargs": self.encode(value.init_kwargs, path),
+            }
         if isinstance(value, NaturalParams):
-            return {"__natural__": self.encode(value.family, path),
-                    "fields": self.encode(value.fields, path),
-                    "log_h": self.encode(np.asarray(value.log_h), path)}
+            return {
+                "__natural__": self.encode(value.family, path),
+                "fields": self.encode(value.fields, path),
+                "log_h": self.encode(np.asarray(value.log_h), path),
+            }
         if inspect.isroutine(value) or isinstance(value, type):
             raise ValueError(f"cannot save the callable at {path}: {value!r}")
         cls = type(value)
@@ -109,8 +119,10 @@ class _Encoder:
         if not name.startswith(ALLOWED_PREFIXES):
             raise ValueError(f"cannot save an object of type {name} at {path}")
         state = _object_state(value)
-        return {"__object__": name,
-                "state": {k: self.encode(v, f"{path}.{k}") for k, v in state.items()}}
+        return {
+            "__object__": name,
+            "state": {k: self.encode(v, f"{path}.{k}") for k, v in state.items()},
+        }
 
 
 def qualified_name(cls: type) -> str:
@@ -146,8 +158,9 @@ def _object_state(value: Any) -> dict[str, Any]:
     return state
 
 
-def import_class(name: Any, prefixes: tuple[str, ...] = ALLOWED_PREFIXES,
-                 base: type | None = None) -> type:
+def import_class(
+    name: Any, prefixes: tuple[str, ...] = ALLOWED_PREFIXES, base: type | None = None
+) -> type:
     """Imports a class by qualified name, only from modules under ``prefixes``.
 
     The name is trusted no further than its prefix: the attribute walk after the import never
@@ -222,8 +235,7 @@ def _annotation(node: ast.expr | None, namespace: dict[str, Any]) -> _Expected |
         return None if left is None or right is None else left + right
     if isinstance(node, ast.Subscript):
         origin = _lookup(node.value, namespace)
-        arguments = (list(node.slice.elts) if isinstance(node.slice, ast.Tuple)
-                     else [node.slice])
+        arguments = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
         if origin is typing.Optional:
             inner = _annotation(arguments[0], namespace)
             return None if inner is None else (*inner, type(None))
@@ -289,23 +301,35 @@ def _attribute_types(cls: type) -> dict[str, _Expected]:
                 continue
             for node in ast.walk(function):
                 target = getattr(node, "target", None)
-                targets = (node.targets if isinstance(node, ast.Assign)
-                           else [target] if target is not None else [])
+                targets = (
+                    node.targets
+                    if isinstance(node, ast.Assign)
+                    else [target]
+                    if target is not None
+                    else []
+                )
                 for leaf in targets:
-                    if not (isinstance(leaf, ast.Attribute) and isinstance(leaf.value, ast.Name)
-                            and leaf.value.id == "self"):
+                    if not (
+                        isinstance(leaf, ast.Attribute)
+                        and isinstance(leaf.value, ast.Name)
+                        and leaf.value.id == "self"
+                    ):
                         continue
                     if isinstance(node, ast.AnnAssign):
                         annotated[leaf.attr] = _annotation(node.annotation, namespace)
-                    elif (function.name == "__init__" and isinstance(node, ast.Assign)
-                          and leaf.attr not in inferred):
+                    elif (
+                        function.name == "__init__"
+                        and isinstance(node, ast.Assign)
+                        and leaf.attr not in inferred
+                    ):
                         inferred[leaf.attr] = _assigned(node.value, namespace)
         for name, kind in inferred.items():
             if name not in annotated:
                 declared[name] = kind
         declared.update(annotated)
-    return {name: kind for name, kind in declared.items()
-            if kind is not None and kind != (type(None),)}
+    return {
+        name: kind for name, kind in declared.items() if kind is not None and kind != (type(None),)
+    }
 
 
 def _flatten(expected: _Expected) -> list[Any]:
@@ -343,8 +367,9 @@ def _check_attribute(cls: type, name: str, value: Any) -> None:
         return  # plain data under a plain annotation: not checked (numbers, arrays, ...)
     if not _fits(value, expected):
         names = ", ".join(sorted({getattr(k, "__name__", str(k)) for k in _flatten(expected)}))
-        raise ValueError(f"{cls.__name__}.{name} must hold {names}, the file holds a "
-                         f"{type(value).__name__}")
+        raise ValueError(
+            f"{cls.__name__}.{name} must hold {names}, the file holds a {type(value).__name__}"
+        )
 
 
 class _Decoder:
@@ -382,14 +407,17 @@ class _Decoder:
 
             family = self.decode(value["__natural__"])
             if not isinstance(family, ConjugateFamily):
-                raise ValueError(f"natural parameters of a {type(family).__name__}, "
-                                 "not of a conjugate family")
+                raise ValueError(
+                    f"natural parameters of a {type(family).__name__}, not of a conjugate family"
+                )
             return NaturalParams(family, self.decode(value["fields"]), self.decode(value["log_h"]))
         if "__object__" in value:
             cls = import_class(value["__object__"])
             if f"{cls.__module__}.".startswith(REFUSED_PREFIXES):
-                raise ValueError(f"refusing to load a {qualified_name(cls)}: objects of the run "
-                                 "layer are not saved state")
+                raise ValueError(
+                    f"refusing to load a {qualified_name(cls)}: objects of the run "
+                    "layer are not saved state"
+                )
             state = value["state"]
             if not isinstance(state, dict):
                 raise ValueError(f"malformed state of a {cls.__name__}")
@@ -432,8 +460,10 @@ def _read_npz(data: bytes, max_bytes: int) -> dict[str, np.ndarray]:
                 raise ValueError(f"duplicate entry {info.filename!r}")
             compressed = max(info.compress_size, 1)
             if info.file_size > MAX_EXPANSION * compressed + 4096:
-                raise ValueError(f"entry {key!r} expands {info.file_size} bytes from "
-                                 f"{info.compress_size} (more than {MAX_EXPANSION}x)")
+                raise ValueError(
+                    f"entry {key!r} expands {info.file_size} bytes from "
+                    f"{info.compress_size} (more than {MAX_EXPANSION}x)"
+                )
             total += info.file_size
             if total > max_bytes:
                 raise ValueError(f"the archive holds more than max_bytes={max_bytes} bytes")
@@ -451,8 +481,10 @@ def _read_npz(data: bytes, max_bytes: int) -> dict[str, np.ndarray]:
                 for dimension in shape:
                     size *= int(dimension)
                 if size > info.file_size:
-                    raise ValueError(f"entry {key!r} claims a {shape} array of {size} bytes "
-                                     f"but holds {info.file_size}")
+                    raise ValueError(
+                        f"entry {key!r} claims a {shape} array of {size} bytes "
+                        f"but holds {info.file_size}"
+                    )
                 array = np.frombuffer(stream.read(size), dtype=dtype, count=-1)
                 if array.nbytes != size:
                     raise ValueError(f"entry {key!r} is truncated")
@@ -464,8 +496,9 @@ def _read_npz(data: bytes, max_bytes: int) -> dict[str, np.ndarray]:
     return arrays
 
 
-def write_archive(path: str | os.PathLike[str], document: dict[str, Any],
-                  arrays: dict[str, np.ndarray]) -> Path:
+def write_archive(
+    path: str | os.PathLike[str], document: dict[str, Any], arrays: dict[str, np.ndarray]
+) -> Path:
     """Writes ``arrays`` plus ``document`` (as the JSON entry ``__json__``) to an ``.npz``
     archive atomically; returns the path."""
     entries = dict(arrays)
@@ -476,8 +509,9 @@ def write_archive(path: str | os.PathLike[str], document: dict[str, Any],
     return path
 
 
-def read_archive(path: str | os.PathLike[str], fmt: str, kind: str,
-                 max_bytes: int = MAX_BYTES) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def read_archive(
+    path: str | os.PathLike[str], fmt: str, kind: str, max_bytes: int = MAX_BYTES
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Reads an archive written by :func:`write_archive` without unpickling anything.
 
     Args:
@@ -507,8 +541,9 @@ def read_archive(path: str | os.PathLike[str], fmt: str, kind: str,
         document = json.loads(arrays.pop("__json__").tobytes().decode())
         _check_depth(document)
     except Exception as error:  # untrusted bytes: every failure is a ValueError
-        raise ValueError(f"{str(path)!r} is not a readable {kind} file: "
-                         f"{type(error).__name__}: {error}") from error
+        raise ValueError(
+            f"{str(path)!r} is not a readable {kind} file: {type(error).__name__}: {error}"
+        ) from error
     if not isinstance(document, dict) or document.get("format") != fmt:
         raise ValueError(f"{str(path)!r} is not a {kind} file (format {fmt} expected)")
     return document, arrays
@@ -521,8 +556,9 @@ def save_object(obj: Any, path: str | os.PathLike[str]) -> Path:
     return write_archive(path, document, encoder.arrays)
 
 
-def load_object(path: str | os.PathLike[str], expected: type | None = None,
-                max_bytes: int = MAX_BYTES) -> Any:
+def load_object(
+    path: str | os.PathLike[str], expected: type | None = None, max_bytes: int = MAX_BYTES
+) -> Any:
     """Reads an object written by :func:`save_object`.
 
     Args:
@@ -546,5 +582,6 @@ def load_object(path: str | os.PathLike[str], expected: type | None = None,
         raise ValueError(f"{str(path)!r} holds a malformed state: {error!r}") from error
     if expected is not None and not isinstance(obj, expected):
         raise ValueError(
-            f"{str(path)!r} holds a {type(obj).__name__}, expected {expected.__name__}")
+            f"{str(path)!r} holds a {type(obj).__name__}, expected {expected.__name__}"
+        )
     return obj

@@ -17,8 +17,11 @@ def positive_int(name: str, value: Any) -> int:
 
 def int_in_range(name: str, value: Any, low: int, high: int) -> int:
     """Return ``value`` as an int in ``[low, high]`` or raise ``ValueError`` naming ``name``."""
-    if (isinstance(value, bool) or not isinstance(value, int | np.integer)
-            or not low <= value <= high):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | np.integer)
+        or not low <= value <= high
+    ):
         raise ValueError(f"{name} must be an int in [{low}, {high}], got {value!r}")
     return int(value)
 
@@ -73,13 +76,14 @@ def scalar_action(action: Any, low: float, high: float, meaning: str) -> float:
                 raise TypeError(type(action))
             arr = np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"action must be a number in [{low:g}, {high:g}], got {action!r}"
-                             ) from exc
+            raise ValueError(
+                f"action must be a number in [{low:g}, {high:g}], got {action!r}"
+            ) from exc
         if arr.size != 1:
             raise ValueError(
-                f"action must have exactly one element in [{low:g}, {high:g}], got {action!r}")
+                f"action must have exactly one element in [{low:g}, {high:g}], got {action!r}"
+            )
         value = float(arr.reshape(-1)[0])
     if not low <= value <= high:  # also rejects NaN
-        raise ValueError(f"action must be a finite {meaning} in [{low:g}, {high:g}], "
-                         f"got {value!r}")
+        raise ValueError(f"action must be a finite {meaning} in [{low:g}, {high:g}], got {value!r}")
     return value

@@ -372,7 +372,6 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
         obs = self._get_obs()
         return obs, float(obs[2]), False, self._steps == self.max_steps, self._info()
 
-
     def _raise_simulation_warning(self) -> None:
         counts = self.data.warning.number
         names = [mujoco.mjtWarning(int(i)).name for i in np.flatnonzero(counts)]
@@ -403,8 +402,10 @@ def _positive_float(name: str, value: Any, allow_zero: bool = False) -> float:
 
 
 def _schedule(schedule: Any) -> tuple[float, ...]:
-    message = (f"gravity_schedule must be a non-empty sequence of gravities in "
-               f"[{GRAVITY_RANGE[0]:g}, {GRAVITY_RANGE[1]:g}] m/s²")
+    message = (
+        f"gravity_schedule must be a non-empty sequence of gravities in "
+        f"[{GRAVITY_RANGE[0]:g}, {GRAVITY_RANGE[1]:g}] m/s²"
+    )
     if isinstance(schedule, str | bytes | dict):
         raise ValueError(f"{message}, got {schedule!r}")
     try:

@@ -247,8 +247,10 @@ class SwitchingBanditEnv(_BlockBandit):
             low_range = _interval("low_range", low_range)
             high_range = _interval("high_range", high_range)
             if high_range[0] < low_range[1]:
-                raise ValueError(f"high_range must start at or above the end of low_range, got "
-                                 f"low_range={low_range!r}, high_range={high_range!r}")
+                raise ValueError(
+                    f"high_range must start at or above the end of low_range, got "
+                    f"low_range={low_range!r}, high_range={high_range!r}"
+                )
         if config_seed is None:
             config_seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
         elif isinstance(config_seed, bool) or not isinstance(config_seed, int | np.integer):
@@ -261,8 +263,9 @@ class SwitchingBanditEnv(_BlockBandit):
         self.low_range, self.high_range = low_range, high_range
         rng = np.random.default_rng(self.config_seed)
         if low_range is not None and high_range is not None:  # the separated setting
-            values = np.column_stack([rng.uniform(*low_range, size=n_arms),
-                                      rng.uniform(*high_range, size=n_arms)])
+            values = np.column_stack(
+                [rng.uniform(*low_range, size=n_arms), rng.uniform(*high_range, size=n_arms)]
+            )
         else:
             values = np.sort(rng.uniform(lo, hi, size=(n_arms, 2)), axis=1)
         self.low_values: np.ndarray = values[:, 0].copy()

@@ -17,8 +17,9 @@ def best_time(run: Callable[[], object], repeats: int = 3) -> float:
     return best
 
 
-def protocol_loop(env: Any, agent: Any, n_steps: int, seed: int, record: bool = False
-                  ) -> list[Any] | None:
+def protocol_loop(
+    env: Any, agent: Any, n_steps: int, seed: int, record: bool = False
+) -> list[Any] | None:
     """The bare env + agent loop (the floor ``rollout`` is measured against); returns the
     actions when ``record``."""
     act, observe, step, reset = agent.act, agent.observe, env.step, env.reset

@@ -42,14 +42,16 @@ AGENTS: dict[str, Callable[[int], Any]] = {
 def throughput(name: str, n_steps: int, repeats: int) -> tuple[float, float | None]:
     """``(loop steps/s, rollout steps/s or None)`` for one agent."""
     env = gym.make(ENV_ID, max_steps=n_steps)
-    loop_time = best_time(lambda: protocol_loop(env, AGENTS[name](0), n_steps, seed=0,
-                                                record=True), repeats)
+    loop_time = best_time(
+        lambda: protocol_loop(env, AGENTS[name](0), n_steps, seed=0, record=True), repeats
+    )
     try:
         from bam_rl.harness import rollout
     except ImportError:
         return n_steps / loop_time, None
-    rollout_time = best_time(lambda: rollout(env, AGENTS[name](0), n_steps=n_steps, seed=0),
-                             repeats)
+    rollout_time = best_time(
+        lambda: rollout(env, AGENTS[name](0), n_steps=n_steps, seed=0), repeats
+    )
     return n_steps / loop_time, n_steps / rollout_time
 
 
@@ -69,8 +71,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--select-steps", type=int, default=0)
     args = parser.parse_args(argv)
 
-    print(f"# {platform.machine()}, Python {platform.python_version()}, "
-          f"gymnasium {gym.__version__}, {ENV_ID} (10 arms)")
+    print(
+        f"# {platform.machine()}, Python {platform.python_version()}, "
+        f"gymnasium {gym.__version__}, {ENV_ID} (10 arms)"
+    )
     print(f"{'agent':<10} {'loop steps/s':>13} {'rollout steps/s':>16}  target")
     for name in AGENTS:
         raw, harness = throughput(name, args.steps, args.repeats)
@@ -81,14 +85,18 @@ def main(argv: list[str] | None = None) -> None:
 
     seconds, _ = ucbam_time(args.ucbam_steps, fast_readout=True)
     verdict = "ok" if seconds < TARGET_UCBAM_SECONDS or args.ucbam_steps != 10_000 else "MISSED"
-    print(f"ucbam      {args.ucbam_steps:,} steps in {seconds:.2f} s (closed-form greedy readout)"
-          f"  < {TARGET_UCBAM_SECONDS:g} s {verdict}")
+    print(
+        f"ucbam      {args.ucbam_steps:,} steps in {seconds:.2f} s (closed-form greedy readout)"
+        f"  < {TARGET_UCBAM_SECONDS:g} s {verdict}"
+    )
     if args.select_steps > 0:
         slow, select_actions = ucbam_time(args.select_steps, fast_readout=False)
         fast, short_actions = ucbam_time(args.select_steps, fast_readout=True)
         same = "same arms" if select_actions == short_actions else "ARMS DIFFER"
-        print(f"ucbam      {args.select_steps:,} steps: select {slow:.2f} s, closed form "
-              f"{fast:.2f} s, ratio {slow / fast:.1f}x, {same}")
+        print(
+            f"ucbam      {args.select_steps:,} steps: select {slow:.2f} s, closed form "
+            f"{fast:.2f} s, ratio {slow / fast:.1f}x, {same}"
+        )
 
 
 if __name__ == "__main__":

@@ -36,8 +36,9 @@ def measure(agent_name: str, n_steps: int, repeats: int) -> tuple[float, float]:
         agent = make_agent(agent_name, env, seed=r)
         raw_best = min(raw_best, best_time(lambda a=agent: protocol_loop(env, a, n_steps, 0), 1))
         agent = make_agent(agent_name, env, seed=r)
-        roll_best = min(roll_best, best_time(
-            lambda a=agent: rollout(env, a, n_steps=n_steps, seed=0), 1))
+        roll_best = min(
+            roll_best, best_time(lambda a=agent: rollout(env, a, n_steps=n_steps, seed=0), 1)
+        )
     env.close()
     return n_steps / roll_best, n_steps / raw_best
 
@@ -48,18 +49,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    print(f"# {platform.machine()}, Python {platform.python_version()}, gymnasium "
-          f"{gym.__version__}, {ENV_ID}, {args.steps} steps, best of {args.repeats}")
+    print(
+        f"# {platform.machine()}, Python {platform.python_version()}, gymnasium "
+        f"{gym.__version__}, {ENV_ID}, {args.steps} steps, best of {args.repeats}"
+    )
     print()
-    header = (f"{'agent':<10} {'rollout/s':>11} {'raw loop/s':>11} {'rollout/raw':>11} "
-              f"{'overhead':>10}  target")
+    header = (
+        f"{'agent':<10} {'rollout/s':>11} {'raw loop/s':>11} {'rollout/raw':>11} "
+        f"{'overhead':>10}  target"
+    )
     print(header)
     for name in ("ucb", "thompson"):
         ours, raw = measure(name, args.steps, args.repeats)
         overhead_us = (1.0 / ours - 1.0 / raw) * 1e6
         verdict = "ok" if ours >= TARGET_STEPS_PER_S else "MISSED"
-        print(f"{name:<10} {ours:>11,.0f} {raw:>11,.0f} {ours / raw:>11.2f} "
-              f"{overhead_us:>7.2f} µs  >= {TARGET_STEPS_PER_S:,} {verdict}")
+        print(
+            f"{name:<10} {ours:>11,.0f} {raw:>11,.0f} {ours / raw:>11.2f} "
+            f"{overhead_us:>7.2f} µs  >= {TARGET_STEPS_PER_S:,} {verdict}"
+        )
 
 
 if __name__ == "__main__":

@@ -42,10 +42,16 @@ N_STEPS = 20_000
 def grid() -> list[Any]:
     from bam_rl.harness import make_grid
 
-    return make_grid(["ucb", "random", "thompson"], {
-        "a": ("bam_rl/SwitchingBandit-v0", {"config_seed": 0}),
-        "b": ("bam_rl/SwitchingBandit-v0", {"config_seed": 1})},
-        seeds=2, n_steps=N_STEPS, root_seed=0)
+    return make_grid(
+        ["ucb", "random", "thompson"],
+        {
+            "a": ("bam_rl/SwitchingBandit-v0", {"config_seed": 0}),
+            "b": ("bam_rl/SwitchingBandit-v0", {"config_seed": 1}),
+        },
+        seeds=2,
+        n_steps=N_STEPS,
+        root_seed=0,
+    )
 
 
 # ------------------------------------------------------------------------------ child
@@ -64,8 +70,9 @@ def child(point: str, out: str, fmt: str, backend: str) -> None:
         for method in ("to_csv", "to_parquet"):
             real = getattr(pd.DataFrame, method)
 
-            def half(self: pd.DataFrame, path: Any, *args: Any, _real: Any = real,
-                     **kwargs: Any) -> Any:
+            def half(
+                self: pd.DataFrame, path: Any, *args: Any, _real: Any = real, **kwargs: Any
+            ) -> Any:
                 if not str(path).endswith(".tmp"):
                     return _real(self, path, *args, **kwargs)
                 writes["n"] += 1
@@ -102,8 +109,9 @@ def child(point: str, out: str, fmt: str, backend: str) -> None:
 
 # ------------------------------------------------------------------------------ parent
 def run_files(out: Path) -> list[Path]:
-    return sorted(p for p in out.iterdir() if p.suffix in (".csv", ".parquet")
-                  and not p.name.startswith("."))
+    return sorted(
+        p for p in out.iterdir() if p.suffix in (".csv", ".parquet") and not p.name.startswith(".")
+    )
 
 
 def unverified_files(out: Path) -> list[str]:
@@ -123,8 +131,7 @@ def kill_once(out: Path, point: str, fmt: str, backend: str = "serial") -> dict[
     """Starts a child sweep in its own process group and SIGKILLs the group at ``point``."""
     before = len(run_files(out))
     command = [sys.executable, __file__, "--child", point, str(out), fmt, backend]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True,
-                               start_new_session=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, start_new_session=True)
     killed = False
     try:
         deadline = time.monotonic() + 120
@@ -148,8 +155,13 @@ def kill_once(out: Path, point: str, fmt: str, backend: str = "serial") -> dict[
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     temporaries = [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
-    return {"point": point, "killed": killed, "files": len(run_files(out)),
-            "temporaries": temporaries, "unverified": unverified_files(out)}
+    return {
+        "point": point,
+        "killed": killed,
+        "files": len(run_files(out)),
+        "temporaries": temporaries,
+        "unverified": unverified_files(out),
+    }
 
 
 def main() -> int:
@@ -179,15 +191,23 @@ def main() -> int:
         for fmt in ("csv", "parquet"):
             out = base / fmt
             out.mkdir(parents=True, exist_ok=True)
-            plan = ["computing", "mid-write", "record-before-rename", "computing", "loky",
-                    "mid-write"]
+            plan = [
+                "computing",
+                "mid-write",
+                "record-before-rename",
+                "computing",
+                "loky",
+                "mid-write",
+            ]
             for number, point in enumerate(plan):
                 backend = "loky" if point == "loky" else "serial"
                 result = kill_once(out, point, fmt, backend)
                 kills.append(result)
                 if result["unverified"]:
-                    failures.append(f"{fmt}/{point}: visible files without a matching record "
-                                    f"{result['unverified']}")
+                    failures.append(
+                        f"{fmt}/{point}: visible files without a matching record "
+                        f"{result['unverified']}"
+                    )
                 repaired["temporaries"] += len(result["temporaries"])
                 if number == 2:  # damage a finished file between kills
                     victim = run_files(out)[0]
@@ -196,11 +216,11 @@ def main() -> int:
                     repaired["damaged"] += 1
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the "recomputing run ..." warnings
-                resumed = run_many(grid(), backend="serial", out_dir=out, progress=False,
-                                   fmt=fmt)
+                resumed = run_many(grid(), backend="serial", out_dir=out, progress=False, fmt=fmt)
             keys = ["method", "config", "seed_index", "step"]
-            merged = reference.merge(resumed, on=keys, how="outer", indicator=True,
-                                     suffixes=("", "_resumed"))
+            merged = reference.merge(
+                resumed, on=keys, how="outer", indicator=True, suffixes=("", "_resumed")
+            )
             lost = int((merged["_merge"] == "left_only").sum())
             extra = int((merged["_merge"] == "right_only").sum())
             duplicated = int(resumed.duplicated(keys).sum())
@@ -216,19 +236,26 @@ def main() -> int:
             try:
                 pd.testing.assert_frame_equal(resumed, reference)
             except AssertionError as error:
-                failures.append(f"{fmt}: resumed frame differs from the uninterrupted one: "
-                                f"{str(error)[:200]}")
+                failures.append(
+                    f"{fmt}: resumed frame differs from the uninterrupted one: {str(error)[:200]}"
+                )
             if lost or extra or duplicated or corrupted or stale:
-                failures.append(f"{fmt}: {lost} lost, {extra} unexpected, {duplicated} "
-                                f"duplicated, {corrupted} corrupted rows, stale {stale}")
+                failures.append(
+                    f"{fmt}: {lost} lost, {extra} unexpected, {duplicated} "
+                    f"duplicated, {corrupted} corrupted rows, stale {stale}"
+                )
             if unverified_files(out) or len(run_files(out)) != len(grid()):
                 failures.append(f"{fmt}: run files do not all match their records")
             rows_checked += len(resumed)
             for spec in grid():  # records name every run
                 if not (out / f"{spec.key}.{fmt}.json").is_file():
                     failures.append(f"{fmt}: no record for {spec.key}")
-            totals = {"lost": lost, "duplicated": duplicated, "corrupted": corrupted,
-                      "stale": len(stale)}
+            totals = {
+                "lost": lost,
+                "duplicated": duplicated,
+                "corrupted": corrupted,
+                "stale": len(stale),
+            }
             kills[-1]["totals"] = totals
     finally:
         if holder is not None:
@@ -239,13 +266,15 @@ def main() -> int:
     corrupted = sum(k.get("totals", {}).get("corrupted", 0) for k in kills)
     stale = sum(k.get("totals", {}).get("stale", 0) for k in kills)
     mid_write = sum(1 for k in kills if k["point"] == "mid-write" and k["killed"])
-    print(f"interrupt_sweeps: {effective}/{len(kills)} SIGKILLs landed "
-          f"({mid_write} mid-write, CSV and Parquet, serial and loky) + "
-          f"{repaired['damaged']} truncated files; {rows_checked} rows of "
-          f"{2 * len(grid())} runs checked after resume: {lost} lost, {duplicated} duplicated, "
-          f"{corrupted} corrupted, {stale} stale temp files "
-          f"({repaired['temporaries']} left by kills, removed on resume); "
-          f"{'OK' if not failures else 'FAILED'} in {time.perf_counter() - start:.0f} s")
+    print(
+        f"interrupt_sweeps: {effective}/{len(kills)} SIGKILLs landed "
+        f"({mid_write} mid-write, CSV and Parquet, serial and loky) + "
+        f"{repaired['damaged']} truncated files; {rows_checked} rows of "
+        f"{2 * len(grid())} runs checked after resume: {lost} lost, {duplicated} duplicated, "
+        f"{corrupted} corrupted, {stale} stale temp files "
+        f"({repaired['temporaries']} left by kills, removed on resume); "
+        f"{'OK' if not failures else 'FAILED'} in {time.perf_counter() - start:.0f} s"
+    )
     for failure in failures:
         print(f"  FAILED: {failure}")
     if effective < len(kills):

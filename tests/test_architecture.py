@@ -15,8 +15,18 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("bam_rl", "agents", "envs")
 RUN_LAYER = "bam_rl.harness"
 #: Third-party packages the math core must not import (it needs numpy and scipy only).
-NOT_IN_CORE = ("gymnasium", "mujoco", "pandas", "matplotlib", "joblib", "tqdm", "ray", "torch",
-               "stable_baselines3", "pyarrow")
+NOT_IN_CORE = (
+    "gymnasium",
+    "mujoco",
+    "pandas",
+    "matplotlib",
+    "joblib",
+    "tqdm",
+    "ray",
+    "torch",
+    "stable_baselines3",
+    "pyarrow",
+)
 
 
 def _module_name(path: Path) -> str:
@@ -27,8 +37,11 @@ def _module_name(path: Path) -> str:
 
 
 def _modules() -> dict[str, Path]:
-    return {_module_name(path): path for package in PACKAGES
-            for path in sorted((ROOT / package).rglob("*.py"))}
+    return {
+        _module_name(path): path
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+    }
 
 
 MODULES = _modules()
@@ -71,8 +84,13 @@ def _within(name: str, prefix: str) -> bool:
 
 
 def _core_modules() -> list[str]:
-    return [m for m in MODULES if _top(m) == "bam_rl" and m not in ("bam_rl", "bam_rl.__main__")
-            and not _within(m, RUN_LAYER)]
+    return [
+        m
+        for m in MODULES
+        if _top(m) == "bam_rl"
+        and m not in ("bam_rl", "bam_rl.__main__")
+        and not _within(m, RUN_LAYER)
+    ]
 
 
 def test_the_module_list_is_complete():
@@ -84,17 +102,23 @@ def test_the_module_list_is_complete():
 @pytest.mark.parametrize("module", _core_modules())
 def test_core_modules_need_only_numpy_scipy_and_each_other(module):
     bad = sorted(
-        name for name in imports_of(module)
-        if _top(name) in NOT_IN_CORE or _top(name) in ("agents", "envs")
-        or _within(name, RUN_LAYER) or name == "bam_rl"
+        name
+        for name in imports_of(module)
+        if _top(name) in NOT_IN_CORE
+        or _top(name) in ("agents", "envs")
+        or _within(name, RUN_LAYER)
+        or name == "bam_rl"
     )
     assert not bad, f"{module} (math core) imports {bad}"
 
 
 @pytest.mark.parametrize("module", [m for m in MODULES if _top(m) == "agents"])
 def test_agents_never_import_the_run_layer_or_envs(module):
-    bad = sorted(name for name in imports_of(module)
-                 if _within(name, RUN_LAYER) or _top(name) == "envs" or name == "bam_rl")
+    bad = sorted(
+        name
+        for name in imports_of(module)
+        if _within(name, RUN_LAYER) or _top(name) == "envs" or name == "bam_rl"
+    )
     assert not bad, f"{module} imports {bad}"
 
 
@@ -105,8 +129,13 @@ def test_envs_import_nothing_of_ours(module):
 
 
 def test_only_the_package_init_reaches_envs():
-    reaching = sorted(m for m in MODULES if _top(m) == "bam_rl" and not _within(m, RUN_LAYER)
-                      and any(_top(name) == "envs" for name in imports_of(m)))
+    reaching = sorted(
+        m
+        for m in MODULES
+        if _top(m) == "bam_rl"
+        and not _within(m, RUN_LAYER)
+        and any(_top(name) == "envs" for name in imports_of(m))
+    )
     assert reaching == ["bam_rl"]
 
 
@@ -150,9 +179,14 @@ def test_no_import_cycles_between_our_modules():
 
 
 def test_no_module_getattr_facades():
-    offenders = sorted(m for m, path in MODULES.items()
-                       if any(isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
-                              for node in ast.parse(path.read_text()).body))
+    offenders = sorted(
+        m
+        for m, path in MODULES.items()
+        if any(
+            isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+            for node in ast.parse(path.read_text()).body
+        )
+    )
     assert not offenders
 
 
@@ -160,7 +194,9 @@ def test_the_checker_sees_a_violation(tmp_path, monkeypatch):
     """The checks above can fail: a core module importing pandas is caught."""
     fake = tmp_path / "bam_rl" / "leaky.py"
     fake.parent.mkdir()
-    fake.write_text("import numpy\n\ndef f():\n    import pandas\n    from bam_rl.harness import rollout\n")
+    fake.write_text(
+        "import numpy\n\ndef f():\n    import pandas\n    from bam_rl.harness import rollout\n"
+    )
     monkeypatch.setitem(MODULES, "bam_rl.leaky", fake)
     assert {"pandas", "bam_rl.harness"} <= imports_of("bam_rl.leaky")
     with pytest.raises(AssertionError, match="pandas"):

@@ -50,12 +50,15 @@ def _as_field(name: str, value: Any) -> np.ndarray:
         try:
             array = np.asarray(value, dtype=np.float64)
         except (TypeError, ValueError) as error:
-            raise ValueError(f"NaturalParams field {name!r} must be numeric, got {value!r}"
-                             ) from error
+            raise ValueError(
+                f"NaturalParams field {name!r} must be numeric, got {value!r}"
+            ) from error
     if not all_finite(array):
-        raise ValueError(f"NaturalParams field {name!r} must be finite: got NaN or inf (a "
-                         f"non-finite input, or statistics or beliefs whose arithmetic "
-                         f"overflowed float64)")
+        raise ValueError(
+            f"NaturalParams field {name!r} must be finite: got NaN or inf (a "
+            f"non-finite input, or statistics or beliefs whose arithmetic "
+            f"overflowed float64)"
+        )
     return array
 
 
@@ -80,11 +83,16 @@ class NaturalParams:
             raise ValueError(f"family must be a ConjugateFamily, got {type(family).__name__}")
         self.family = family
         shapes = family.field_shapes
-        if not isinstance(fields, Mapping) or len(fields) != len(shapes) or any(
-                name not in fields for name in shapes):
+        if (
+            not isinstance(fields, Mapping)
+            or len(fields) != len(shapes)
+            or any(name not in fields for name in shapes)
+        ):
             given = sorted(fields) if isinstance(fields, Mapping) else type(fields).__name__
-            raise ValueError(f"fields must be a mapping with exactly the fields "
-                             f"{list(shapes)} of {family!r}, got {given}")
+            raise ValueError(
+                f"fields must be a mapping with exactly the fields "
+                f"{list(shapes)} of {family!r}, got {given}"
+            )
         converted: Fields = {}
         for name in shapes:
             converted[name] = _as_field(name, fields[name])
@@ -95,8 +103,10 @@ class NaturalParams:
             try:
                 log_h = np.broadcast_to(log_h, self._batch_shape)
             except ValueError as error:
-                raise ValueError(f"log_h has shape {log_h.shape}, which does not broadcast to "
-                                 f"the batch shape {self._batch_shape}") from error
+                raise ValueError(
+                    f"log_h has shape {log_h.shape}, which does not broadcast to "
+                    f"the batch shape {self._batch_shape}"
+                ) from error
         self.log_h = log_h
 
     # ------------------------------------------------------------------ shape
@@ -115,8 +125,7 @@ class NaturalParams:
         try:
             return np.broadcast_shapes(*shapes)
         except ValueError as error:
-            raise ValueError(f"the batch shapes of the fields {shapes} do not broadcast"
-                             ) from error
+            raise ValueError(f"the batch shapes of the fields {shapes} do not broadcast") from error
 
     @property
     def batch_shape(self) -> tuple[int, ...]:
@@ -144,8 +153,10 @@ class NaturalParams:
 
     def broadcast_to(self, batch_shape: tuple[int, ...]) -> NaturalParams:
         """Returns a view broadcast to ``batch_shape`` (no copy)."""
-        fields = {name: np.broadcast_to(self.fields[name], tuple(batch_shape) + tuple(event))
-                  for name, event in self.family.field_shapes.items()}
+        fields = {
+            name: np.broadcast_to(self.fields[name], tuple(batch_shape) + tuple(event))
+            for name, event in self.family.field_shapes.items()
+        }
         return NaturalParams(self.family, fields, np.broadcast_to(self.log_h, batch_shape))
 
     # ------------------------------------------------------------- arithmetic
@@ -199,8 +210,9 @@ class NaturalParams:
             raise ValueError(f"weights must have shape (..., {batch[0]}), got {weights.shape}")
         if np.any((weights < 0) | (weights > 1)):
             raise ValueError("weights must lie in [0, 1]")
-        fields = {name: np.tensordot(weights, self._full(name), axes=([-1], [0]))
-                  for name in self.fields}
+        fields = {
+            name: np.tensordot(weights, self._full(name), axes=([-1], [0])) for name in self.fields
+        }
         return NaturalParams(self.family, fields, weights @ self.log_h)
 
     def inner(self, gradient: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -225,18 +237,21 @@ class NaturalParams:
         return self.family.variance(self)
 
     def copy(self) -> NaturalParams:
-        return NaturalParams(self.family, {k: v.copy() for k, v in self.fields.items()},
-                             self.log_h.copy())
+        return NaturalParams(
+            self.family, {k: v.copy() for k, v in self.fields.items()}, self.log_h.copy()
+        )
 
     def allclose(self, other: NaturalParams, rtol: float = 1e-10, atol: float = 1e-12) -> bool:
         """True when every field matches ``other`` to the given tolerances."""
         self._check_compatible(other)
-        return all(np.allclose(self.fields[k], other.fields[k], rtol=rtol, atol=atol)
-                   for k in self.fields)
+        return all(
+            np.allclose(self.fields[k], other.fields[k], rtol=rtol, atol=atol) for k in self.fields
+        )
 
     def __repr__(self) -> str:
-        body = ", ".join(f"{k}={np.array2string(v, precision=4, threshold=6)}"
-                         for k, v in self.fields.items())
+        body = ", ".join(
+            f"{k}={np.array2string(v, precision=4, threshold=6)}" for k, v in self.fields.items()
+        )
         return f"NaturalParams[{type(self.family).__name__}, batch={self.batch_shape}]({body})"
 
 
@@ -246,13 +261,16 @@ def _finite_result(what: str, value: Any) -> np.ndarray:
     large in magnitude for this family's coordinates)."""
     array = np.asarray(value, dtype=np.float64)
     if not all_finite(array):
-        raise ValueError(f"{what} is not finite: the computation overflowed float64 (data or "
-                         f"beliefs too large in magnitude; rescale or centre the data)")
+        raise ValueError(
+            f"{what} is not finite: the computation overflowed float64 (data or "
+            f"beliefs too large in magnitude; rescale or centre the data)"
+        )
     return array
 
 
-def make_stats(family: ConjugateFamily, what: str, fields: Mapping[str, Any],
-               log_h: Any = 0.0) -> NaturalParams:
+def make_stats(
+    family: ConjugateFamily, what: str, fields: Mapping[str, Any], log_h: Any = 0.0
+) -> NaturalParams:
     """The statistics a family's ``stats`` computed from the data ``what``; ``ValueError``
     naming ``what`` when they overflowed float64 (data too large in magnitude)."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -260,9 +278,11 @@ def make_stats(family: ConjugateFamily, what: str, fields: Mapping[str, Any],
         log_h = np.asarray(log_h, dtype=np.float64)
     for name, value in (*fields.items(), ("log_h", log_h)):
         if not all_finite(value):
-            raise ValueError(f"{what}: the sufficient statistics of {family!r} overflow float64 "
-                             f"(statistic {name!r} is not finite); the data are too large in "
-                             f"magnitude for this family, rescale them")
+            raise ValueError(
+                f"{what}: the sufficient statistics of {family!r} overflow float64 "
+                f"(statistic {name!r} is not finite); the data are too large in "
+                f"magnitude for this family, rescale them"
+            )
     return NaturalParams(family, fields, log_h)
 
 
@@ -340,8 +360,10 @@ class ConjugateFamily(ABC):
 
     def zeros(self, batch_shape: tuple[int, ...] = ()) -> NaturalParams:
         """Statistics of no data (the additive identity)."""
-        fields = {name: np.zeros(tuple(batch_shape) + tuple(event))
-                  for name, event in self.field_shapes.items()}
+        fields = {
+            name: np.zeros(tuple(batch_shape) + tuple(event))
+            for name, event in self.field_shapes.items()
+        }
         return NaturalParams(self, fields)
 
     # ---------------------------------------------------------------- maths
@@ -370,8 +392,12 @@ class ConjugateFamily(ABC):
         """Element-wise ``Var[θ]`` under ``belief``."""
 
     @abstractmethod
-    def sample(self, belief: NaturalParams, rng: np.random.Generator,
-               size: int | tuple[int, ...] | None = None) -> Theta:
+    def sample(
+        self,
+        belief: NaturalParams,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> Theta:
         """Draws θ from ``belief`` (a single, unbatched belief)."""
 
     def check_belief(self, belief: NaturalParams, name: str = "belief") -> None:
@@ -430,8 +456,11 @@ class ConjugateFamily(ABC):
         self._check_belief(belief.fields)
         post = belief + s
         with np.errstate(all="ignore"):
-            value = (self.log_partition_fields(post.fields)
-                     - self.log_partition_fields(belief.fields) + s.log_h)
+            value = (
+                self.log_partition_fields(post.fields)
+                - self.log_partition_fields(belief.fields)
+                + s.log_h
+            )
         value = _finite_result("log_marginal", value)
         return value if value.ndim else float(value)
 
@@ -445,8 +474,11 @@ class ConjugateFamily(ABC):
         diff = {k: q.fields[k] - p.fields[k] for k in self.field_shapes}
         diff_params = NaturalParams(self, diff)
         with np.errstate(all="ignore"):
-            value = (self.log_partition_fields(q.fields) - self.log_partition_fields(p.fields)
-                     - diff_params.inner(grad_p))
+            value = (
+                self.log_partition_fields(q.fields)
+                - self.log_partition_fields(p.fields)
+                - diff_params.inner(grad_p)
+            )
         value = _finite_result("kl", value)
         # KL >= 0; the Bregman form can round to tiny negatives when A(q) ≈ A(p) is large
         value = np.maximum(value, 0.0)

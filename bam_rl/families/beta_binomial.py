@@ -44,8 +44,9 @@ class BetaBinomial(ConjugateFamily):
     def __repr__(self) -> str:
         return f"BetaBinomial(alpha={self.alpha:g}, beta={self.beta:g})"
 
-    def stats(self, successes: Any, trials: Any, *, axis: int | tuple[int, ...] | None = None
-              ) -> NaturalParams:
+    def stats(
+        self, successes: Any, trials: Any, *, axis: int | tuple[int, ...] | None = None
+    ) -> NaturalParams:
         """Sufficient statistics of Binomial counts.
 
         Args:
@@ -62,8 +63,9 @@ class BetaBinomial(ConjugateFamily):
         try:
             k, n = np.broadcast_arrays(k, n)
         except ValueError as error:
-            raise ValueError(f"successes {k.shape} and trials {n.shape} do not broadcast"
-                             ) from error
+            raise ValueError(
+                f"successes {k.shape} and trials {n.shape} do not broadcast"
+            ) from error
         if np.any(k > n):
             raise ValueError("successes must be <= trials")
         axes = check_axis(axis, k.ndim)
@@ -96,12 +98,21 @@ class BetaBinomial(ConjugateFamily):
         # (a / total)(b / total) / (total + 1): no overflow of a·b or total² for huge counts
         return (a / total) * (b / total) / (total + 1.0)
 
-    def sample(self, belief: NaturalParams, rng: np.random.Generator,
-               size: int | tuple[int, ...] | None = None) -> np.ndarray:
+    def sample(
+        self,
+        belief: NaturalParams,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> np.ndarray:
         return rng.beta(belief.fields["alpha"], belief.fields["beta"], size=size)
 
-    def predictive_sample(self, belief: NaturalParams, trials: int, rng: np.random.Generator,
-                          size: int | tuple[int, ...] | None = None) -> np.ndarray:
+    def predictive_sample(
+        self,
+        belief: NaturalParams,
+        trials: int,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> np.ndarray:
         """Draws counts from the Beta-Binomial posterior predictive."""
         theta = self.sample(belief, rng, size)
         return rng.binomial(trials, theta)

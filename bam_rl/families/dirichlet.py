@@ -47,8 +47,9 @@ class DirichletCategorical(ConjugateFamily):
     def __init__(self, alpha: Any = 1.0, n_categories: int | None = None):
         concentration = np.array(check_positive("alpha", alpha), dtype=np.float64)
         if concentration.ndim > 1:
-            raise ValueError(f"alpha must be a scalar or a 1-D array, got shape "
-                             f"{concentration.shape}")
+            raise ValueError(
+                f"alpha must be a scalar or a 1-D array, got shape {concentration.shape}"
+            )
         if n_categories is not None:
             n_categories = check_int("n_categories", n_categories, minimum=2)
         if concentration.ndim == 0:
@@ -56,11 +57,11 @@ class DirichletCategorical(ConjugateFamily):
                 raise ValueError("n_categories is required when alpha is a scalar")
             concentration = np.full(n_categories, float(concentration))
         elif n_categories is not None and n_categories != concentration.shape[0]:
-            raise ValueError(f"alpha has {concentration.shape[0]} entries but n_categories is "
-                             f"{n_categories}")
+            raise ValueError(
+                f"alpha has {concentration.shape[0]} entries but n_categories is {n_categories}"
+            )
         if concentration.shape[0] < 2:
-            raise ValueError(f"alpha must have at least 2 categories, got "
-                             f"{concentration.shape[0]}")
+            raise ValueError(f"alpha must have at least 2 categories, got {concentration.shape[0]}")
         self.n_categories = int(concentration.shape[0])
         self.alpha = concentration
         self.alpha.setflags(write=False)
@@ -71,8 +72,13 @@ class DirichletCategorical(ConjugateFamily):
         alpha = np.array2string(self.alpha, precision=4, threshold=6, separator=", ")
         return f"DirichletCategorical(alpha={alpha})"
 
-    def stats(self, observations: Any = None, counts: Any = None, *,
-              axis: int | tuple[int, ...] | None = None) -> NaturalParams:
+    def stats(
+        self,
+        observations: Any = None,
+        counts: Any = None,
+        *,
+        axis: int | tuple[int, ...] | None = None,
+    ) -> NaturalParams:
         """Sufficient statistics of categorical observations, given as indices or counts.
 
         Pass exactly one of ``observations`` and ``counts``. Either way the datum is a
@@ -97,19 +103,26 @@ class DirichletCategorical(ConjugateFamily):
         if observations is not None:
             obs = check_integer_valued("observations", observations)
             if np.any(obs >= k):
-                raise ValueError(f"observations must lie in {{0, ..., {k - 1}}}, got "
-                                 f"{observations!r}")
+                raise ValueError(
+                    f"observations must lie in {{0, ..., {k - 1}}}, got {observations!r}"
+                )
             table = (obs[..., None] == np.arange(k)).astype(np.float64)
         else:
             table = check_integer_valued("counts", counts)
             if table.ndim == 0 or table.shape[-1] != k:
-                raise ValueError(f"counts must have a last axis of length {k} (one per "
-                                 f"category), got shape {table.shape}")
+                raise ValueError(
+                    f"counts must have a last axis of length {k} (one per "
+                    f"category), got shape {table.shape}"
+                )
         axes = _leading_axes(axis, table.ndim - 1)
         with np.errstate(over="ignore", invalid="ignore"):
             summed = table.sum(axis=axes)
-        return make_stats(self, "observations" if counts is None else "counts",
-                          {"alpha": summed}, np.zeros(summed.shape[:-1]))
+        return make_stats(
+            self,
+            "observations" if counts is None else "counts",
+            {"alpha": summed},
+            np.zeros(summed.shape[:-1]),
+        )
 
     def _check_belief(self, fields: Fields) -> None:
         if np.any(~(fields["alpha"] > 0)):
@@ -136,8 +149,12 @@ class DirichletCategorical(ConjugateFamily):
         p = a / total  # p (1 − p) / (total + 1): no overflow of a·total or total²
         return p * (1.0 - p) / (total + 1.0)
 
-    def sample(self, belief: NaturalParams, rng: np.random.Generator,
-               size: int | tuple[int, ...] | None = None) -> np.ndarray:
+    def sample(
+        self,
+        belief: NaturalParams,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> np.ndarray:
         """Draws probability vectors, shape ``size + (K,)``.
 
         For a single belief this is ``rng.dirichlet(alpha, size)``; for a batch of beliefs
@@ -152,15 +169,18 @@ class DirichletCategorical(ConjugateFamily):
         try:
             a = np.broadcast_to(a, tuple(shape) + (self.n_categories,))
         except ValueError as error:
-            raise ValueError(f"size {size!r} does not broadcast with the batch {batch}"
-                             ) from error
+            raise ValueError(f"size {size!r} does not broadcast with the batch {batch}") from error
         out = np.empty(a.shape)
         for index in np.ndindex(*shape):
             out[index] = rng.dirichlet(a[index])
         return out
 
-    def predictive_sample(self, belief: NaturalParams, rng: np.random.Generator,
-                          size: int | tuple[int, ...] | None = None) -> np.ndarray:
+    def predictive_sample(
+        self,
+        belief: NaturalParams,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> np.ndarray:
         """Draws category indices from the posterior predictive of a single belief."""
         theta = self.sample(belief, rng, size)
         u = rng.random(theta.shape[:-1] + (1,))

@@ -65,8 +65,7 @@ def _solve_lower(factor: np.ndarray, rhs: np.ndarray, *, transpose: bool = False
     rhss = np.broadcast_to(rhs, (*batch, d, k)).reshape(-1, d, k)
     out = np.empty(rhss.shape)
     for i in range(out.shape[0]):
-        out[i] = solve_triangular(factors[i], rhss[i], lower=True, trans=trans,
-                                  check_finite=False)
+        out[i] = solve_triangular(factors[i], rhss[i], lower=True, trans=trans, check_finite=False)
     return out.reshape((*batch, d, k))
 
 
@@ -87,8 +86,7 @@ def _frobenius_sq(matrix: np.ndarray) -> np.ndarray:
 def _inverse_factor(factor: np.ndarray) -> np.ndarray:
     """``L⁻¹`` (so that ``Λ⁻¹ = L⁻ᵀ L⁻¹``), for the covariance itself."""
     eye = np.eye(factor.shape[-1])
-    return _solve_lower(factor, eye if factor.ndim == 2 else
-                        np.broadcast_to(eye, factor.shape))
+    return _solve_lower(factor, eye if factor.ndim == 2 else np.broadcast_to(eye, factor.shape))
 
 
 def _covariance(factor: np.ndarray) -> np.ndarray:
@@ -115,11 +113,11 @@ class Datum(NamedTuple):
     (``r × dim_out``) with ``U c = B``: the datum reduced to ``r`` rows.
     """
 
-    stats: NaturalParams               # the datum's statistics
-    factor: np.ndarray                 # U, (dim_in, r)
-    coef: np.ndarray                   # c, (r, dim_out)
-    rank: int                          # r
-    coef_sq: float                     # ‖c‖²
+    stats: NaturalParams  # the datum's statistics
+    factor: np.ndarray  # U, (dim_in, r)
+    coef: np.ndarray  # c, (r, dim_out)
+    rank: int  # r
+    coef_sq: float  # ‖c‖²
 
 
 def _pivoted_factor(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -146,7 +144,7 @@ def _prepare_datum(s: NaturalParams) -> Datum:
     if rank == 0:
         coef = np.zeros((0, B.shape[-1]))
     else:
-        lower = u[order[:rank]]                       # the r × r lower-triangular block
+        lower = u[order[:rank]]  # the r × r lower-triangular block
         coef = solve_triangular(lower, B[order[:rank]], lower=True, check_finite=False)
     return Datum(s, u, coef, rank, float(np.sum(coef * coef)))
 
@@ -161,9 +159,9 @@ def _low_rank_route(dim_in: int, rank: int) -> bool:
 class EvidenceTerms(NamedTuple):
     """Per-belief pieces of a datum's evidence (shapes: the belief batch)."""
 
-    logdet_ratio: np.ndarray           # log|Λ + UUᵀ| − log|Λ| = log|K|
-    residual: np.ndarray               # tr(Eᵀ K⁻¹ E), E = c − Uᵀ Λ⁻¹ B  (≥ 0)
-    quad: np.ndarray                   # tr(Bᵀ Λ⁻¹ B) of the belief
+    logdet_ratio: np.ndarray  # log|Λ + UUᵀ| − log|Λ| = log|K|
+    residual: np.ndarray  # tr(Eᵀ K⁻¹ E), E = c − Uᵀ Λ⁻¹ B  (≥ 0)
+    quad: np.ndarray  # tr(Bᵀ Λ⁻¹ B) of the belief
 
 
 def evidence_terms(precision: np.ndarray, B: np.ndarray, datum: Datum) -> EvidenceTerms:
@@ -181,12 +179,15 @@ def evidence_terms(precision: np.ndarray, B: np.ndarray, datum: Datum) -> Eviden
     if rank == 0:
         whitened = _solve_lower(factor, B)
         zeros = np.zeros(batch)
-        return EvidenceTerms(zeros, zeros.copy(), np.broadcast_to(_frobenius_sq(whitened),
-                                                                  batch).copy())
+        return EvidenceTerms(
+            zeros, zeros.copy(), np.broadcast_to(_frobenius_sq(whitened), batch).copy()
+        )
     d = precision.shape[-1]
     if _low_rank_route(d, rank):
-        rhs = np.concatenate([np.broadcast_to(u, (*batch, d, rank)),
-                              np.broadcast_to(B, (*batch, *B.shape[-2:]))], axis=-1)
+        rhs = np.concatenate(
+            [np.broadcast_to(u, (*batch, d, rank)), np.broadcast_to(B, (*batch, *B.shape[-2:]))],
+            axis=-1,
+        )
         solved = _solve_lower(factor, rhs)
         w, z = solved[..., :rank], solved[..., rank:]
         wt = np.swapaxes(w, -1, -2)
@@ -205,17 +206,16 @@ def evidence_terms(precision: np.ndarray, B: np.ndarray, datum: Datum) -> Eviden
     prior_res = coef - ut @ prior_mean
     post_res = coef - ut @ post_mean
     residual = np.maximum(np.einsum("...ij,...ij->...", prior_res, post_res), 0.0)
-    return EvidenceTerms(_logdet(post_factor) - _logdet(factor), residual,
-                         _frobenius_sq(whitened))
+    return EvidenceTerms(_logdet(post_factor) - _logdet(factor), residual, _frobenius_sq(whitened))
 
 
 class _Solved(NamedTuple):
     """What one Cholesky factorisation of a belief's precision yields."""
 
-    factor: np.ndarray                 # L, with Λ = L Lᵀ
-    logdet: np.ndarray                 # log|Λ|
-    quad: np.ndarray                   # tr(Bᵀ Λ⁻¹ B)
-    mean: np.ndarray | None            # Λ⁻¹ B, when requested
+    factor: np.ndarray  # L, with Λ = L Lᵀ
+    logdet: np.ndarray  # log|Λ|
+    quad: np.ndarray  # tr(Bᵀ Λ⁻¹ B)
+    mean: np.ndarray | None  # Λ⁻¹ B, when requested
 
     @property
     def posterior_mean(self) -> np.ndarray:
@@ -241,8 +241,10 @@ def _prior_precision_matrix(value: Any, dim: int) -> np.ndarray:
             raise ValueError(f"prior_precision must be > 0, got {value!r}")
         return np.diag(np.broadcast_to(array, (dim,))).astype(np.float64)
     if array.shape != (dim, dim):
-        raise ValueError(f"prior_precision must be a scalar, shape ({dim},) or ({dim}, {dim}), "
-                         f"got shape {array.shape}")
+        raise ValueError(
+            f"prior_precision must be a scalar, shape ({dim},) or ({dim}, {dim}), "
+            f"got shape {array.shape}"
+        )
     _check_symmetric("prior_precision", array)
     matrix = 0.5 * (array + array.T)
     _cholesky(matrix, "prior_precision")
@@ -254,8 +256,10 @@ def _prior_mean_matrix(value: Any, dim_out: int, dim_in: int) -> np.ndarray:
     if array.ndim == 0:
         return np.full((dim_out, dim_in), float(array))
     if array.shape != (dim_out, dim_in):
-        raise ValueError(f"prior_mean must be a scalar or have shape ({dim_out}, {dim_in}) "
-                         f"= (dim_out, dim_in), got shape {array.shape}")
+        raise ValueError(
+            f"prior_mean must be a scalar or have shape ({dim_out}, {dim_in}) "
+            f"= (dim_out, dim_in), got shape {array.shape}"
+        )
     return array.copy()
 
 
@@ -284,27 +288,29 @@ class _LinearRegressionFamily(ConjugateFamily):
         Y = as_float_array("Y", Y)
         d, p = self.dim_in, self.dim_out
         if X.ndim < 2 or X.shape[-1] != d:
-            raise ValueError(f"X must have shape (..., n, {d}) = (..., n, dim_in), "
-                             f"got {X.shape}")
+            raise ValueError(f"X must have shape (..., n, {d}) = (..., n, dim_in), got {X.shape}")
         if p == 1 and Y.ndim == X.ndim - 1:
             Y = Y[..., None]
         if Y.ndim < 2 or Y.shape[-1] != p:
-            raise ValueError(f"Y must have shape (..., n, {p}) = (..., n, dim_out), "
-                             f"got {Y.shape}")
+            raise ValueError(f"Y must have shape (..., n, {p}) = (..., n, dim_out), got {Y.shape}")
         if X.shape[-2] != Y.shape[-2]:
-            raise ValueError(f"X and Y must have the same number of rows, got "
-                             f"{X.shape[-2]} (X) and {Y.shape[-2]} (Y)")
+            raise ValueError(
+                f"X and Y must have the same number of rows, got "
+                f"{X.shape[-2]} (X) and {Y.shape[-2]} (Y)"
+            )
         try:
             np.broadcast_shapes(X.shape[:-2], Y.shape[:-2])
         except ValueError as error:
-            raise ValueError(f"batch axes of X {X.shape} and Y {Y.shape} do not broadcast"
-                             ) from error
+            raise ValueError(
+                f"batch axes of X {X.shape} and Y {Y.shape} do not broadcast"
+            ) from error
         if axis is None:
             return X, Y, X.shape[-2]
         if isinstance(axis, tuple) and not axis:
             return X[..., None, :], Y[..., None, :], 1
-        raise ValueError(f"axis must be None (sum the rows) or () (one datum per row), "
-                         f"got {axis!r}")
+        raise ValueError(
+            f"axis must be None (sum the rows) or () (one datum per row), got {axis!r}"
+        )
 
     @staticmethod
     def _moments(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -341,13 +347,14 @@ class _LinearRegressionFamily(ConjugateFamily):
         ``Σ_i δ_iᵀ Λq δ_i`` (``δ = M_q − M_p``), separately because the NIG scales the
         latter by ``E_p[1/σ²]``. Both solves must carry their means.
         """
-        trace = _frobenius_sq(_solve_lower(p.factor, q.factor))       # tr(Λq Λp⁻¹)
+        trace = _frobenius_sq(_solve_lower(p.factor, q.factor))  # tr(Λq Λp⁻¹)
         delta = q.posterior_mean - p.posterior_mean
-        quad = _frobenius_sq(np.swapaxes(q.factor, -1, -2) @ delta)   # Σ_i δ_iᵀ Λq δ_i
+        quad = _frobenius_sq(np.swapaxes(q.factor, -1, -2) @ delta)  # Σ_i δ_iᵀ Λq δ_i
         return self.dim_out * (trace - self.dim_in + p.logdet - q.logdet), quad
 
-    def _standard_draws(self, factor: np.ndarray, rng: np.random.Generator,
-                        shape: tuple[int, ...]) -> np.ndarray:
+    def _standard_draws(
+        self, factor: np.ndarray, rng: np.random.Generator, shape: tuple[int, ...]
+    ) -> np.ndarray:
         """``(L⁻ᵀ Z)ᵀ`` with ``Z`` standard normal, shape ``shape + (dim_out, dim_in)``."""
         z = rng.standard_normal((*shape, self.dim_in, self.dim_out))
         return np.swapaxes(_solve_lower(factor, z, transpose=True), -1, -2)
@@ -399,8 +406,7 @@ class _LinearRegressionFamily(ConjugateFamily):
             beliefs, data = belief.broadcast_to(batch), s.broadcast_to(batch)
             value = np.empty(batch)
             for index in np.ndindex(*batch):
-                value[index] = self.log_marginal_fields(beliefs[index].fields,
-                                                        data[index].copy())
+                value[index] = self.log_marginal_fields(beliefs[index].fields, data[index].copy())
         value = _finite_result("log_marginal", value)
         return value if value.ndim else float(value)
 
@@ -410,8 +416,9 @@ class _LinearRegressionFamily(ConjugateFamily):
     def _check_inputs(self, X: Any) -> np.ndarray:
         X = as_float_array("X", X)
         if X.ndim < 2 or X.shape[-1] != self.dim_in:
-            raise ValueError(f"X must have shape (..., n, {self.dim_in}) = (..., n, dim_in), "
-                             f"got {X.shape}")
+            raise ValueError(
+                f"X must have shape (..., n, {self.dim_in}) = (..., n, dim_in), got {X.shape}"
+            )
         return X
 
 
@@ -446,18 +453,29 @@ class BayesianLinearRegression(_LinearRegressionFamily):
         -3.910009
     """
 
-    def __init__(self, dim_in: int, dim_out: int, prior_precision: Any = 1.0,
-                 noise_var: float = 1.0, prior_mean: Any = 0.0):
+    def __init__(
+        self,
+        dim_in: int,
+        dim_out: int,
+        prior_precision: Any = 1.0,
+        noise_var: float = 1.0,
+        prior_mean: Any = 0.0,
+    ):
         self._setup(dim_in, dim_out, prior_precision, prior_mean)
         self.noise_var = check_positive_real("noise_var", noise_var)
-        self.field_shapes = {"precision": (self.dim_in, self.dim_in),
-                             "B": (self.dim_in, self.dim_out)}
-        self.prior = NaturalParams(self, {"precision": self.prior_precision,
-                                          "B": self.prior_precision @ self.prior_mean.T})
+        self.field_shapes = {
+            "precision": (self.dim_in, self.dim_in),
+            "B": (self.dim_in, self.dim_out),
+        }
+        self.prior = NaturalParams(
+            self, {"precision": self.prior_precision, "B": self.prior_precision @ self.prior_mean.T}
+        )
 
     def __repr__(self) -> str:
-        return (f"BayesianLinearRegression(dim_in={self.dim_in}, dim_out={self.dim_out}, "
-                f"prior_precision={self._precision_repr}, noise_var={self.noise_var:g})")
+        return (
+            f"BayesianLinearRegression(dim_in={self.dim_in}, dim_out={self.dim_out}, "
+            f"prior_precision={self._precision_repr}, noise_var={self.noise_var:g})"
+        )
 
     def signature(self) -> tuple:
         # the statistics are scaled by 1/σ²: models with different noise variances cannot mix
@@ -497,14 +515,18 @@ class BayesianLinearRegression(_LinearRegressionFamily):
     def grad_log_partition_fields(self, fields: Fields) -> Fields:
         solved = self._solve(fields, mean=True)
         cov = _covariance(solved.factor)
-        outer = solved.posterior_mean @ np.swapaxes(solved.posterior_mean, -1, -2)   # Λ⁻¹ B Bᵀ Λ⁻¹
+        outer = solved.posterior_mean @ np.swapaxes(solved.posterior_mean, -1, -2)  # Λ⁻¹ B Bᵀ Λ⁻¹
         return {"precision": -0.5 * (self.dim_out * cov + outer), "B": solved.posterior_mean}
 
     def _evidence(self, fields: Fields, datum: Datum, terms: EvidenceTerms) -> np.ndarray:
         # log h + ½‖c‖² − (p/2) log|K| − ½ tr(EᵀK⁻¹E): log h + ½‖c‖² cancels only the part of
         # tr(YᵀY)/σ² outside the datum's row space, once per datum
-        return (datum.stats.log_h + 0.5 * datum.coef_sq - 0.5 * self.dim_out * terms.logdet_ratio
-                - 0.5 * terms.residual)
+        return (
+            datum.stats.log_h
+            + 0.5 * datum.coef_sq
+            - 0.5 * self.dim_out * terms.logdet_ratio
+            - 0.5 * terms.residual
+        )
 
     def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray | float:
         """``KL(p ‖ q)`` in closed form, ``Σ_i KL(N(m_i, Λp⁻¹) ‖ N(m0_i, Λq⁻¹))``; batched.
@@ -516,8 +538,9 @@ class BayesianLinearRegression(_LinearRegressionFamily):
         self.check_params(q, "q")
         self._check_belief(p.fields)
         self._check_belief(q.fields)
-        logs, quad = self._gaussian_kl_terms(self._solve(p.fields, mean=True),
-                                             self._solve(q.fields, mean=True))
+        logs, quad = self._gaussian_kl_terms(
+            self._solve(p.fields, mean=True), self._solve(q.fields, mean=True)
+        )
         value = np.maximum(_finite_result("kl", 0.5 * (logs + quad)), 0.0)
         return value if value.ndim else float(value)
 
@@ -534,13 +557,18 @@ class BayesianLinearRegression(_LinearRegressionFamily):
         shape = (*belief.batch_shape, self.dim_out, self.dim_in)
         return np.broadcast_to(diag[..., None, :], shape).copy()
 
-    def sample(self, belief: NaturalParams, rng: np.random.Generator,
-               size: int | tuple[int, ...] | None = None) -> np.ndarray:
+    def sample(
+        self,
+        belief: NaturalParams,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> np.ndarray:
         """Draws ``M``: shape ``size + batch + (dim_out, dim_in)``; reuses the Cholesky factor."""
         solved = self._solve(self._validated(belief), mean=True)
         shape = (*_size_tuple(size), *belief.batch_shape)
-        return (np.swapaxes(solved.posterior_mean, -1, -2)
-                + self._standard_draws(solved.factor, rng, shape))
+        return np.swapaxes(solved.posterior_mean, -1, -2) + self._standard_draws(
+            solved.factor, rng, shape
+        )
 
     def predict(self, belief: NaturalParams, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """Posterior predictive of each row of ``X``: ``y ~ N(M̄ x, (σ² + x Λ⁻¹ xᵀ) I)``.
@@ -558,11 +586,18 @@ class BayesianLinearRegression(_LinearRegressionFamily):
         batch = np.broadcast_shapes(belief.batch_shape, X.shape[:-2])
         n = X.shape[-2]
         variance = self.noise_var + self._predictive_quadratic(solved.factor, X)
-        return (np.broadcast_to(X @ solved.mean, (*batch, n, self.dim_out)).copy(),
-                np.broadcast_to(variance, (*batch, n)).copy())
+        return (
+            np.broadcast_to(X @ solved.mean, (*batch, n, self.dim_out)).copy(),
+            np.broadcast_to(variance, (*batch, n)).copy(),
+        )
 
-    def predictive_sample(self, belief: NaturalParams, X: Any, rng: np.random.Generator,
-                          size: int | tuple[int, ...] | None = None) -> np.ndarray:
+    def predictive_sample(
+        self,
+        belief: NaturalParams,
+        X: Any,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> np.ndarray:
         """Draws outputs for inputs ``X (n, dim_in)``: ``M`` from the belief, then
         ``Y = X Mᵀ + E``; shape ``size + batch + (n, dim_out)``."""
         X = self._check_inputs(X)
@@ -600,8 +635,15 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         prior_mean: ``M0``: a scalar or a ``(dim_out, dim_in)`` matrix.
     """
 
-    def __init__(self, dim_in: int, dim_out: int, prior_precision: Any = 1.0,
-                 a: float = 1.0, b: float = 1.0, prior_mean: Any = 0.0):
+    def __init__(
+        self,
+        dim_in: int,
+        dim_out: int,
+        prior_precision: Any = 1.0,
+        a: float = 1.0,
+        b: float = 1.0,
+        prior_mean: Any = 0.0,
+    ):
         self._setup(dim_in, dim_out, prior_precision, prior_mean)
         self.a = check_positive_real("a", a)
         self.b = check_positive_real("b", b)
@@ -609,12 +651,15 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         self.field_shapes = {"precision": (d, d), "B": (d, p), "c": (), "a": ()}
         b0 = self.prior_precision @ self.prior_mean.T
         c0 = 2.0 * self.b + float(np.sum(self.prior_mean.T * b0))
-        self.prior = NaturalParams(self, {"precision": self.prior_precision, "B": b0,
-                                          "c": c0, "a": self.a})
+        self.prior = NaturalParams(
+            self, {"precision": self.prior_precision, "B": b0, "c": c0, "a": self.a}
+        )
 
     def __repr__(self) -> str:
-        return (f"BayesianLinearRegressionNIG(dim_in={self.dim_in}, dim_out={self.dim_out}, "
-                f"prior_precision={self._precision_repr}, a={self.a:g}, b={self.b:g})")
+        return (
+            f"BayesianLinearRegressionNIG(dim_in={self.dim_in}, dim_out={self.dim_out}, "
+            f"prior_precision={self._precision_repr}, a={self.a:g}, b={self.b:g})"
+        )
 
     def stats(self, X: Any, Y: Any, *, axis: tuple[()] | None = None) -> NaturalParams:
         """Sufficient statistics of the rows of ``(X, Y)``, summed into one datum.
@@ -625,8 +670,12 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         with np.errstate(over="ignore", invalid="ignore"):
             xx, xy, yy = self._moments(X, Y)
         half_count = 0.5 * n * self.dim_out
-        return make_stats(self, "X and Y", {"precision": xx, "B": xy, "c": yy, "a": half_count},
-                          -half_count * _LOG_2PI)
+        return make_stats(
+            self,
+            "X and Y",
+            {"precision": xx, "B": xy, "c": yy, "a": half_count},
+            -half_count * _LOG_2PI,
+        )
 
     def _check_belief(self, fields: Fields) -> None:
         self._check_matrices(fields)
@@ -635,8 +684,9 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         if not np.all(np.isfinite(fields["a"])) or np.any(fields["a"] <= 0):
             raise ValueError("belief a must be > 0")
 
-    def _with_scale(self, fields: Fields, *, mean: bool = False
-                    ) -> tuple[_Solved, np.ndarray, np.ndarray]:
+    def _with_scale(
+        self, fields: Fields, *, mean: bool = False
+    ) -> tuple[_Solved, np.ndarray, np.ndarray]:
         """Factorisation, ``b_n = (c − tr(BᵀΛ⁻¹B))/2`` (checked > 0) and ``a``, broadcast."""
         solved = self._solve(fields, mean=mean)
         scale = 0.5 * (fields["c"] - solved.quad)
@@ -648,20 +698,21 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
     def log_partition_fields(self, fields: Fields) -> np.ndarray:
         solved, scale, a = self._with_scale(fields)
         p, d = self.dim_out, self.dim_in
-        return (0.5 * p * d * _LOG_2PI - 0.5 * p * solved.logdet + gammaln(a)
-                - a * np.log(scale))
+        return 0.5 * p * d * _LOG_2PI - 0.5 * p * solved.logdet + gammaln(a) - a * np.log(scale)
 
     def grad_log_partition_fields(self, fields: Fields) -> Fields:
         solved, scale, a = self._with_scale(fields, mean=True)
         mean = solved.posterior_mean
-        ratio = a / scale                                          # E[1/σ²]
+        ratio = a / scale  # E[1/σ²]
         r = ratio[..., None, None]
         cov = _covariance(solved.factor)
         outer = mean @ np.swapaxes(mean, -1, -2)
-        return {"precision": -0.5 * (self.dim_out * cov + r * outer),
-                "B": r * mean,
-                "c": -0.5 * ratio,
-                "a": digamma(a) - np.log(scale)}
+        return {
+            "precision": -0.5 * (self.dim_out * cov + r * outer),
+            "B": r * mean,
+            "c": -0.5 * ratio,
+            "a": digamma(a) - np.log(scale),
+        }
 
     def _evidence(self, fields: Fields, datum: Datum, terms: EvidenceTerms) -> np.ndarray:
         # b_n' = b_n + ½[(tr(YᵀY) − ‖c‖²) + tr(EᵀK⁻¹E)]: both increments are >= 0 and small
@@ -673,9 +724,14 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         post_scale = scale + 0.5 * (outside + terms.residual)
         a = fields["a"]
         post_a = a + stats["a"]
-        return (datum.stats.log_h - 0.5 * self.dim_out * terms.logdet_ratio
-                + gammaln(post_a) - gammaln(a) + a * np.log(scale)
-                - post_a * np.log(post_scale))
+        return (
+            datum.stats.log_h
+            - 0.5 * self.dim_out * terms.logdet_ratio
+            + gammaln(post_a)
+            - gammaln(a)
+            + a * np.log(scale)
+            - post_a * np.log(post_scale)
+        )
 
     def kl(self, p: NaturalParams, q: NaturalParams) -> np.ndarray | float:
         """``KL(p ‖ q)`` in closed form over ``(M, σ²)``; batched.
@@ -690,10 +746,14 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         solved_p, b_p, a_p = self._with_scale(p.fields, mean=True)
         solved_q, b_q, a_q = self._with_scale(q.fields, mean=True)
         logs, quad = self._gaussian_kl_terms(solved_p, solved_q)
-        gamma_kl = ((a_p - a_q) * digamma(a_p) - gammaln(a_p) + gammaln(a_q)
-                    + a_q * (np.log(b_p) - np.log(b_q)) + a_p * (b_q - b_p) / b_p)
-        value = np.maximum(_finite_result("kl", gamma_kl + 0.5 * (logs + (a_p / b_p) * quad)),
-                           0.0)
+        gamma_kl = (
+            (a_p - a_q) * digamma(a_p)
+            - gammaln(a_p)
+            + gammaln(a_q)
+            + a_q * (np.log(b_p) - np.log(b_q))
+            + a_p * (b_q - b_p) / b_p
+        )
+        value = np.maximum(_finite_result("kl", gamma_kl + 0.5 * (logs + (a_p / b_p) * quad)), 0.0)
         return value if value.ndim else float(value)
 
     def mean(self, belief: NaturalParams) -> tuple[np.ndarray, np.ndarray]:
@@ -705,8 +765,10 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         batch = belief.batch_shape
         noise = np.where(a > 1, scale / np.where(a > 1, a - 1, 1.0), np.inf)
         mean = np.swapaxes(solved.posterior_mean, -1, -2)
-        return (np.broadcast_to(mean, (*batch, self.dim_out, self.dim_in)).copy(),
-                np.broadcast_to(noise, batch).copy())
+        return (
+            np.broadcast_to(mean, (*batch, self.dim_out, self.dim_in)).copy(),
+            np.broadcast_to(noise, batch).copy(),
+        )
 
     def variance(self, belief: NaturalParams) -> tuple[np.ndarray, np.ndarray]:
         """``(Var[M], Var[σ²])`` element-wise: ``b_n/(a−1)·diag(Λ⁻¹)`` per row (``inf`` where
@@ -719,24 +781,28 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         noise_var = np.where(a > 2, scale**2 / (safe1**2 * safe2), np.inf)
         batch = belief.batch_shape
         matrix = noise_mean[..., None, None] * diag[..., None, :]
-        return (np.broadcast_to(matrix, (*batch, self.dim_out, self.dim_in)).copy(),
-                np.broadcast_to(noise_var, batch).copy())
+        return (
+            np.broadcast_to(matrix, (*batch, self.dim_out, self.dim_in)).copy(),
+            np.broadcast_to(noise_var, batch).copy(),
+        )
 
-    def sample(self, belief: NaturalParams, rng: np.random.Generator,
-               size: int | tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def sample(
+        self,
+        belief: NaturalParams,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Draws ``(M, σ²)`` jointly: shapes ``size + batch + (dim_out, dim_in)`` and
         ``size + batch``; ``σ² = b_n / Gamma(a, 1)``, then ``M | σ²`` from the factor."""
         solved, scale, a = self._with_scale(self._validated(belief), mean=True)
         batch = belief.batch_shape
         shape = (*_size_tuple(size), *batch)
-        noise = np.broadcast_to(scale, batch) / rng.gamma(np.broadcast_to(a, batch),
-                                                          size=shape)
+        noise = np.broadcast_to(scale, batch) / rng.gamma(np.broadcast_to(a, batch), size=shape)
         draws = self._standard_draws(solved.factor, rng, shape)
         mean = np.swapaxes(solved.posterior_mean, -1, -2)
         return mean + np.sqrt(noise)[..., None, None] * draws, noise
 
-    def predict(self, belief: NaturalParams, X: Any
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def predict(self, belief: NaturalParams, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Posterior predictive of one row: ``y ~ t_{2a}(M̄ x, (b_n/a)(1 + x Λ⁻¹ xᵀ) I)``.
 
         Args:
@@ -754,12 +820,19 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         scale_sq = (scale / a)[..., None] * (1.0 + quad)
         batch = np.broadcast_shapes(belief.batch_shape, X.shape[:-2])
         n = X.shape[-2]
-        return (np.broadcast_to(X @ solved.mean, (*batch, n, self.dim_out)).copy(),
-                np.broadcast_to(scale_sq, (*batch, n)).copy(),
-                np.broadcast_to(2.0 * a, belief.batch_shape).copy())
+        return (
+            np.broadcast_to(X @ solved.mean, (*batch, n, self.dim_out)).copy(),
+            np.broadcast_to(scale_sq, (*batch, n)).copy(),
+            np.broadcast_to(2.0 * a, belief.batch_shape).copy(),
+        )
 
-    def predictive_sample(self, belief: NaturalParams, X: Any, rng: np.random.Generator,
-                          size: int | tuple[int, ...] | None = None) -> np.ndarray:
+    def predictive_sample(
+        self,
+        belief: NaturalParams,
+        X: Any,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> np.ndarray:
         """Draws outputs for inputs ``X (n, dim_in)``: ``(M, σ²)`` from the belief, then
         ``Y = X Mᵀ + E`` with ``E ~ N(0, σ² I)``; shape ``size + batch + (n, dim_out)``."""
         X = self._check_inputs(X)

@@ -60,24 +60,33 @@ class NormalKnownVariance(ConjugateFamily):
         self.noise_var = check_positive_real("noise_var", noise_var)
         for name, value in (("var", self.prior_var), ("noise_var", self.noise_var)):
             if not math.isfinite(1.0 / value):
-                raise ValueError(f"{name} must be a finite number > 0 whose precision 1/{name} "
-                                 f"is finite (at least {_TINY:g}), got {value!r}")
+                raise ValueError(
+                    f"{name} must be a finite number > 0 whose precision 1/{name} "
+                    f"is finite (at least {_TINY:g}), got {value!r}"
+                )
         if not math.isfinite(self.prior_mean / self.prior_var):
-            raise ValueError(f"mean / var must be finite (the prior's natural parameter "
-                             f"overflows float64), got mean={self.prior_mean!r}, "
-                             f"var={self.prior_var!r}")
-        self.prior = NaturalParams(self, {"precision_mean": self.prior_mean / self.prior_var,
-                                          "precision": 1.0 / self.prior_var})
+            raise ValueError(
+                f"mean / var must be finite (the prior's natural parameter "
+                f"overflows float64), got mean={self.prior_mean!r}, "
+                f"var={self.prior_var!r}"
+            )
+        self.prior = NaturalParams(
+            self,
+            {"precision_mean": self.prior_mean / self.prior_var, "precision": 1.0 / self.prior_var},
+        )
 
     def __repr__(self) -> str:
-        return (f"NormalKnownVariance(mean={self.prior_mean:g}, var={self.prior_var:g}, "
-                f"noise_var={self.noise_var:g})")
+        return (
+            f"NormalKnownVariance(mean={self.prior_mean:g}, var={self.prior_var:g}, "
+            f"noise_var={self.noise_var:g})"
+        )
 
     def signature(self) -> tuple:
         return (*super().signature(), ("noise_var", self.noise_var))
 
-    def stats(self, observations: Any, *, axis: int | tuple[int, ...] | None = None
-              ) -> NaturalParams:
+    def stats(
+        self, observations: Any, *, axis: int | tuple[int, ...] | None = None
+    ) -> NaturalParams:
         """Sufficient statistics of real observations.
 
         Args:
@@ -94,8 +103,7 @@ class NormalKnownVariance(ConjugateFamily):
         n = _count(y, axes)
         with np.errstate(over="ignore", invalid="ignore"):
             fields = {"precision_mean": y.sum(axis=axes) / noise, "precision": n / noise}
-            log_h = (-(y * y).sum(axis=axes) / (2.0 * noise)
-                     - 0.5 * n * np.log(2.0 * np.pi * noise))
+            log_h = -(y * y).sum(axis=axes) / (2.0 * noise) - 0.5 * n * np.log(2.0 * np.pi * noise)
         return make_stats(self, "observations", fields, log_h)
 
     def _check_belief(self, fields: Fields) -> None:
@@ -138,12 +146,20 @@ class NormalKnownVariance(ConjugateFamily):
         self._check_belief(belief.fields)
         return 1.0 / belief.fields["precision"]
 
-    def sample(self, belief: NaturalParams, rng: np.random.Generator,
-               size: int | tuple[int, ...] | None = None) -> np.ndarray:
+    def sample(
+        self,
+        belief: NaturalParams,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> np.ndarray:
         return rng.normal(self.mean(belief), np.sqrt(self.variance(belief)), size=size)
 
-    def predictive_sample(self, belief: NaturalParams, rng: np.random.Generator,
-                          size: int | tuple[int, ...] | None = None) -> np.ndarray:
+    def predictive_sample(
+        self,
+        belief: NaturalParams,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> np.ndarray:
         """Draws observations from the posterior predictive N(m, v + noise_var)."""
         theta = self.sample(belief, rng, size)
         return rng.normal(theta, np.sqrt(self.noise_var))
@@ -183,8 +199,9 @@ class NormalGamma(ConjugateFamily):
 
     field_shapes = {"kappa_mean": (), "kappa": (), "beta_shifted": (), "alpha": ()}
 
-    def __init__(self, mean: float = 0.0, kappa: float = 1.0, alpha: float = 1.0,
-                 beta: float = 1.0):
+    def __init__(
+        self, mean: float = 0.0, kappa: float = 1.0, alpha: float = 1.0, beta: float = 1.0
+    ):
         self.prior_mean = check_real("mean", mean)
         self.kappa = check_positive_real("kappa", kappa)
         self.alpha = check_positive_real("alpha", alpha)
@@ -192,22 +209,30 @@ class NormalGamma(ConjugateFamily):
         kappa_mean = self.kappa * self.prior_mean
         beta_shifted = self.beta + 0.5 * kappa_mean * self.prior_mean
         if not (math.isfinite(kappa_mean) and math.isfinite(beta_shifted)):
-            raise ValueError(f"mean must be a finite number with kappa·mean²/2 + beta finite "
-                             f"(the prior's natural parameters overflow float64), got "
-                             f"mean={self.prior_mean!r}, kappa={self.kappa!r}")
-        self.prior = NaturalParams(self, {
-            "kappa_mean": kappa_mean,
-            "kappa": self.kappa,
-            "beta_shifted": beta_shifted,
-            "alpha": self.alpha,
-        })
+            raise ValueError(
+                f"mean must be a finite number with kappa·mean²/2 + beta finite "
+                f"(the prior's natural parameters overflow float64), got "
+                f"mean={self.prior_mean!r}, kappa={self.kappa!r}"
+            )
+        self.prior = NaturalParams(
+            self,
+            {
+                "kappa_mean": kappa_mean,
+                "kappa": self.kappa,
+                "beta_shifted": beta_shifted,
+                "alpha": self.alpha,
+            },
+        )
 
     def __repr__(self) -> str:
-        return (f"NormalGamma(mean={self.prior_mean:g}, kappa={self.kappa:g}, "
-                f"alpha={self.alpha:g}, beta={self.beta:g})")
+        return (
+            f"NormalGamma(mean={self.prior_mean:g}, kappa={self.kappa:g}, "
+            f"alpha={self.alpha:g}, beta={self.beta:g})"
+        )
 
-    def stats(self, observations: Any, *, axis: int | tuple[int, ...] | None = None
-              ) -> NaturalParams:
+    def stats(
+        self, observations: Any, *, axis: int | tuple[int, ...] | None = None
+    ) -> NaturalParams:
         """Sufficient statistics of real observations.
 
         Args:
@@ -222,8 +247,12 @@ class NormalGamma(ConjugateFamily):
         axes = check_axis(axis, y.ndim)
         n = _count(y, axes)
         with np.errstate(over="ignore", invalid="ignore"):
-            fields = {"kappa_mean": y.sum(axis=axes), "kappa": n,
-                      "beta_shifted": 0.5 * (y * y).sum(axis=axes), "alpha": 0.5 * n}
+            fields = {
+                "kappa_mean": y.sum(axis=axes),
+                "kappa": n,
+                "beta_shifted": 0.5 * (y * y).sum(axis=axes),
+                "alpha": 0.5 * n,
+            }
         return make_stats(self, "observations", fields, -0.5 * n * _LOG_2PI)
 
     @staticmethod
@@ -253,7 +282,8 @@ class NormalGamma(ConjugateFamily):
             "NormalGamma belief lost its precision: beta = beta_shifted − kappa_mean² / "
             "(2 kappa) is below 1e-11 · beta_shifted, so E[τ] and the variances would be "
             "rounding noise (data whose spread is tiny next to their magnitude, e.g. 1e8 ± 1, "
-            "or a prior mean far from 0 with a small beta); centre or rescale the data first")
+            "or a prior mean far from 0 with a small beta); centre or rescale the data first"
+        )
 
     def _check_belief(self, fields: Fields) -> None:
         if np.any(~(fields["kappa"] > 0)):
@@ -273,10 +303,10 @@ class NormalGamma(ConjugateFamily):
         beta = self._precise_beta(fields, beta)
         e_tau = alpha / beta
         return {
-            "kappa_mean": m * e_tau,                          # E[τμ]
-            "kappa": -0.5 * (1.0 / kappa + m * m * e_tau),    # E[−τμ²/2]
-            "beta_shifted": -e_tau,                           # E[−τ]
-            "alpha": digamma(alpha) - np.log(beta),           # E[log τ]
+            "kappa_mean": m * e_tau,  # E[τμ]
+            "kappa": -0.5 * (1.0 / kappa + m * m * e_tau),  # E[−τμ²/2]
+            "beta_shifted": -e_tau,  # E[−τ]
+            "alpha": digamma(alpha) - np.log(beta),  # E[log τ]
         }
 
     def mean(self, belief: NaturalParams) -> np.ndarray:
@@ -299,8 +329,12 @@ class NormalGamma(ConjugateFamily):
         var_mu, var_tau = np.broadcast_arrays(var_mu, alpha / beta / beta)
         return np.stack([var_mu, var_tau], axis=-1)
 
-    def sample(self, belief: NaturalParams, rng: np.random.Generator,
-               size: int | tuple[int, ...] | None = None) -> np.ndarray:
+    def sample(
+        self,
+        belief: NaturalParams,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> np.ndarray:
         """Draws ``(μ, τ)`` pairs, shape ``size + (2,)`` (``size`` as in numpy)."""
         m, kappa, alpha, beta = self.standard_params(belief.fields)
         beta = self._precise_beta(belief.fields, beta)
@@ -308,8 +342,12 @@ class NormalGamma(ConjugateFamily):
         mu = rng.normal(m, 1.0 / np.sqrt(kappa * tau))
         return np.stack([mu, tau], axis=-1)
 
-    def predictive_sample(self, belief: NaturalParams, rng: np.random.Generator,
-                          size: int | tuple[int, ...] | None = None) -> np.ndarray:
+    def predictive_sample(
+        self,
+        belief: NaturalParams,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> np.ndarray:
         """Draws observations from the Student-t posterior predictive."""
         theta = self.sample(belief, rng, size)
         return rng.normal(theta[..., 0], 1.0 / np.sqrt(theta[..., 1]))

@@ -80,11 +80,19 @@ class GammaPoisson(ConjugateFamily):
         b = belief.fields["beta"]
         return belief.fields["alpha"] / b / b  # no overflow of b² for huge rates
 
-    def sample(self, belief: NaturalParams, rng: np.random.Generator,
-               size: int | tuple[int, ...] | None = None) -> np.ndarray:
+    def sample(
+        self,
+        belief: NaturalParams,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> np.ndarray:
         return rng.gamma(belief.fields["alpha"], 1.0 / belief.fields["beta"], size=size)
 
-    def predictive_sample(self, belief: NaturalParams, rng: np.random.Generator,
-                          size: int | tuple[int, ...] | None = None) -> np.ndarray:
+    def predictive_sample(
+        self,
+        belief: NaturalParams,
+        rng: np.random.Generator,
+        size: int | tuple[int, ...] | None = None,
+    ) -> np.ndarray:
         """Draws counts from the negative-binomial posterior predictive."""
         return rng.poisson(self.sample(belief, rng, size))

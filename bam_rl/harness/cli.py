@@ -58,15 +58,19 @@ def _bounded_int(maximum: int, what: str) -> Callable[[str], int]:
         value = _positive_int(text)
         if value > maximum:
             raise argparse.ArgumentTypeError(
-                f"expected a positive integer <= {maximum:,}, got {text!r} ({what})")
+                f"expected a positive integer <= {maximum:,}, got {text!r} ({what})"
+            )
         return value
 
     parse.__name__ = "bounded int"  # argparse names the type in some messages
     return parse
 
 
-_steps = _bounded_int(MAX_STEPS, "a run's rows are held in memory, about 100 bytes a step; "
-                                 "split longer studies into several runs")
+_steps = _bounded_int(
+    MAX_STEPS,
+    "a run's rows are held in memory, about 100 bytes a step; "
+    "split longer studies into several runs",
+)
 _episodes = _bounded_int(MAX_EPISODES, "a run's rows are held in memory")
 _seeds = _bounded_int(MAX_SEEDS, "one run per seed")
 
@@ -77,8 +81,7 @@ def _seed(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
     if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(
-            f"expected a seed in [0, 2**63 - 1], got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a seed in [0, 2**63 - 1], got {text!r}")
     return value
 
 
@@ -184,11 +187,23 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                     make_agent(name, env, 0, **agent_kwargs)
             finally:
                 env.close()
-        grid = make_grid(agents, configs, seeds=args.seeds, n_steps=args.steps,
-                         n_episodes=args.episodes, root_seed=args.root_seed,
-                         agent_kwargs={name: agent_kwargs for name in agents})
-        frame = run_many(grid, backend=args.backend, n_jobs=args.jobs, out_dir=args.out,
-                         progress=not args.no_progress, fmt=args.format)
+        grid = make_grid(
+            agents,
+            configs,
+            seeds=args.seeds,
+            n_steps=args.steps,
+            n_episodes=args.episodes,
+            root_seed=args.root_seed,
+            agent_kwargs={name: agent_kwargs for name in agents},
+        )
+        frame = run_many(
+            grid,
+            backend=args.backend,
+            n_jobs=args.jobs,
+            out_dir=args.out,
+            progress=not args.no_progress,
+            fmt=args.format,
+        )
     except (ValueError, TypeError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
 
@@ -209,8 +224,12 @@ def summary_table(frame: Any) -> Any:
     per_run = frame.groupby(keys, sort=False).agg(steps=("step", "size"), **totals)
     rows = []
     for (method, config), runs in per_run.groupby(level=["method", "config"], sort=False):
-        row: dict[str, Any] = {"method": method, "config": config, "seeds": len(runs),
-                               "steps": int(runs["steps"].mean())}
+        row: dict[str, Any] = {
+            "method": method,
+            "config": config,
+            "seeds": len(runs),
+            "steps": int(runs["steps"].mean()),
+        }
         for column in totals:
             row[f"mean_{column}"] = runs[column].mean()
             row[f"std_{column}"] = runs[column].std(ddof=1) if len(runs) > 1 else 0.0
@@ -237,20 +256,25 @@ def _cmd_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
         for name in methods:
             agent = make_agent(name, env, seed=args.seed)
-            frames.append(rollout(env, agent, n_steps=args.steps, seed=args.seed, method=name,
-                                  config=env_id))
+            frames.append(
+                rollout(env, agent, n_steps=args.steps, seed=args.seed, method=name, config=env_id)
+            )
     finally:
         env.close()
     frame = pd.concat(frames, ignore_index=True)
 
-    print(f"BAM demo: tracking θ_t = {unwrapped.amplitude:g}·sin(2πt/{unwrapped.period:g}) + "
-          f"{unwrapped.offset:g} from Binomial({unwrapped.n}, θ_t) counts, "
-          f"{args.steps} steps, seed {args.seed}.")
+    print(
+        f"BAM demo: tracking θ_t = {unwrapped.amplitude:g}·sin(2πt/{unwrapped.period:g}) + "
+        f"{unwrapped.offset:g} from Binomial({unwrapped.n}, θ_t) counts, "
+        f"{args.steps} steps, seed {args.seed}."
+    )
     print("Posterior mean of θ_t after each count vs the truth; 'remembered' is how many past")
     print("counts BAM's readout keeps for the current estimate (recursive Bayes keeps all).")
     print()
-    print(f"{'method':<16} {'posterior-mean MSE':>19} {'remembered (mean)':>18} "
-          f"{'remembered (end)':>17}")
+    print(
+        f"{'method':<16} {'posterior-mean MSE':>19} {'remembered (mean)':>18} "
+        f"{'remembered (end)':>17}"
+    )
     for name, label in methods.items():
         run = frame[frame["method"] == name]
         mse = float(np.mean((run["belief_mean"] - run["theta"]) ** 2))
@@ -297,12 +321,23 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             extra = {"data": args.data, "side": args.side, "download": args.download}
         elif name.startswith("cartpole"):
             extra = {"backend": args.backend}
-        summary = get_reproduction(name)(out, seeds=args.seeds, quick=args.quick,
-                                         n_jobs=args.jobs, progress=not args.no_progress,
-                                         **extra)
+        summary = get_reproduction(name)(
+            out,
+            seeds=args.seeds,
+            quick=args.quick,
+            n_jobs=args.jobs,
+            progress=not args.no_progress,
+            **extra,
+        )
         seconds = time.perf_counter() - start
-        write_timing(out, seconds, _reproduce_command(name, args), quick=args.quick,
-                     seeds=args.seeds, jobs=args.jobs)
+        write_timing(
+            out,
+            seconds,
+            _reproduce_command(name, args),
+            quick=args.quick,
+            seeds=args.seeds,
+            jobs=args.jobs,
+        )
         with pd.option_context("display.width", 120, "display.max_columns", 20):
             print(f"== {name} ({seconds:.1f} s) -> {out.resolve()}")
             print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
@@ -319,10 +354,13 @@ def _reproduce_command(name: str, args: argparse.Namespace) -> str:
     words = ["bam-rl", "reproduce", name]
     if args.quick:
         words.append("--quick")
-    for option, value in (("--seeds", args.seeds), ("--jobs", args.jobs),
-                          ("--backend", args.backend if name.startswith("cartpole") else None),
-                          ("--data", args.data if name == "mnist" else None),
-                          ("--side", args.side if name == "mnist" else None)):
+    for option, value in (
+        ("--seeds", args.seeds),
+        ("--jobs", args.jobs),
+        ("--backend", args.backend if name.startswith("cartpole") else None),
+        ("--data", args.data if name == "mnist" else None),
+        ("--side", args.side if name == "mnist" else None),
+    ):
         if value is not None and not (option == "--jobs" and value == 1):
             words += [option, str(value)]
     if name == "mnist" and args.download:
@@ -335,8 +373,10 @@ def _cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     from bam_rl.harness.report import build_report
 
     if not Path(args.directory).is_dir():
-        parser.error(f"results directory {args.directory!r} does not exist "
-                     "(run `bam-rl reproduce ... --out DIR` first)")
+        parser.error(
+            f"results directory {args.directory!r} does not exist "
+            "(run `bam-rl reproduce ... --out DIR` first)"
+        )
     html_path, md_path = build_report(args.directory)
     print(f"{html_path.resolve()}\n{md_path.resolve()}")
     return 0
@@ -348,9 +388,15 @@ def _cmd_record(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     os.environ.setdefault("MUJOCO_GL", "egl")
     planner = {"horizon": 10, "n_samples": 8} if args.quick else None
     schedule = (9.81, 9.81, 3.72, 3.72, 9.81, 9.81) if args.quick else None
-    result = record_swingup(args.out, seed=args.seed, schedule=schedule,
-                            size=(args.width, args.height), every=args.every, planner=planner,
-                            progress=None if args.no_progress else print)
+    result = record_swingup(
+        args.out,
+        seed=args.seed,
+        schedule=schedule,
+        size=(args.width, args.height),
+        every=args.every,
+        planner=planner,
+        progress=None if args.no_progress else print,
+    )
     print(json.dumps(result, indent=2))
     return 0
 
@@ -369,49 +415,86 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bam-rl",
         description="Bayes with Adaptive Memory (BAM) for non-stationary reinforcement "
-                    "learning: demos, sweeps and paper reproductions.",
+        "learning: demos, sweeps and paper reproductions.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     demo = commands.add_parser(
-        "demo", help="BAM vs recursive Bayes tracking the sinusoidal Binomial stream",
+        "demo",
+        help="BAM vs recursive Bayes tracking the sinusoidal Binomial stream",
         description="Tracks the sinusoidal BinomialStream with recursive Bayes and BAM and "
-                    "prints the posterior-mean MSE and how many past data BAM remembers. "
-                    "Writes nothing unless --out is given.")
-    demo.add_argument("--steps", type=_steps, default=300,
-                      help=f"stream length (300; at most {MAX_STEPS:,})")
+        "prints the posterior-mean MSE and how many past data BAM remembers. "
+        "Writes nothing unless --out is given.",
+    )
+    demo.add_argument(
+        "--steps", type=_steps, default=300, help=f"stream length (300; at most {MAX_STEPS:,})"
+    )
     demo.add_argument("--seed", type=_seed, default=0, help="stream seed (0; >= 0)")
     demo.add_argument("--out", default=None, help="directory for the per-step CSV")
     demo.set_defaults(handler=_cmd_demo, parser=demo)
 
     run = commands.add_parser(
-        "run", help="a (agent × environment × seed) sweep on top of run_many",
+        "run",
+        help="a (agent × environment × seed) sweep on top of run_many",
         description="Runs every agent on every environment for --seeds seeds (common random "
-                    "numbers across agents), one result file per run in --out (a rerun "
-                    "resumes), and prints the mean total reward (and regret) per method.")
-    run.add_argument("--env", action="append", metavar="ID",
-                     help="environment id (repeat or comma-separate for several)")
-    run.add_argument("--agent", action="append", metavar="NAME",
-                     help="agent name (repeat or comma-separate; see `bam-rl list`)")
+        "numbers across agents), one result file per run in --out (a rerun "
+        "resumes), and prints the mean total reward (and regret) per method.",
+    )
+    run.add_argument(
+        "--env",
+        action="append",
+        metavar="ID",
+        help="environment id (repeat or comma-separate for several)",
+    )
+    run.add_argument(
+        "--agent",
+        action="append",
+        metavar="NAME",
+        help="agent name (repeat or comma-separate; see `bam-rl list`)",
+    )
     budget = run.add_mutually_exclusive_group(required=True)
     budget.add_argument("--steps", type=_steps, help=f"steps per run (at most {MAX_STEPS:,})")
-    budget.add_argument("--episodes", type=_episodes,
-                        help=f"episodes per run (at most {MAX_EPISODES:,})")
-    run.add_argument("--seeds", type=_seeds, default=1,
-                     help=f"seeds per run (1; at most {MAX_SEEDS:,})")
-    run.add_argument("--out", default=None, metavar="DIR",
-                     help="directory of the per-run files (none: keep results in memory)")
+    budget.add_argument(
+        "--episodes", type=_episodes, help=f"episodes per run (at most {MAX_EPISODES:,})"
+    )
+    run.add_argument(
+        "--seeds", type=_seeds, default=1, help=f"seeds per run (1; at most {MAX_SEEDS:,})"
+    )
+    run.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="directory of the per-run files (none: keep results in memory)",
+    )
     run.add_argument("--jobs", type=_nonzero_int, default=1, help="parallel workers (1)")
-    run.add_argument("--backend", choices=("serial", "loky", "ray"), default="loky",
-                     help="execution backend (loky)")
-    run.add_argument("--format", choices=("parquet", "csv"), default="parquet",
-                     help="per-run file format (parquet)")
+    run.add_argument(
+        "--backend",
+        choices=("serial", "loky", "ray"),
+        default="loky",
+        help="execution backend (loky)",
+    )
+    run.add_argument(
+        "--format",
+        choices=("parquet", "csv"),
+        default="parquet",
+        help="per-run file format (parquet)",
+    )
     run.add_argument("--root-seed", type=_seed, default=0, help="root of all seeds (0; >= 0)")
-    run.add_argument("--env-kwargs", type=_json_object, default=None, metavar="JSON",
-                     help='environment keyword arguments, e.g. \'{"config_seed": 3}\'')
-    run.add_argument("--agent-kwargs", type=_json_object, default=None, metavar="JSON",
-                     help='agent keyword arguments, e.g. \'{"lam": 0.1}\'')
+    run.add_argument(
+        "--env-kwargs",
+        type=_json_object,
+        default=None,
+        metavar="JSON",
+        help="environment keyword arguments, e.g. '{\"config_seed\": 3}'",
+    )
+    run.add_argument(
+        "--agent-kwargs",
+        type=_json_object,
+        default=None,
+        metavar="JSON",
+        help="agent keyword arguments, e.g. '{\"lam\": 0.1}'",
+    )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     run.set_defaults(handler=_cmd_run, parser=run)
 
@@ -421,63 +504,97 @@ def build_parser() -> argparse.ArgumentParser:
     from bam_rl.harness.experiments import REPRODUCTIONS
 
     reproduce = commands.add_parser(
-        "reproduce", help="run a paper experiment and write its figure and CSVs",
+        "reproduce",
+        help="run a paper experiment and write its figure and CSVs",
         description="Runs a paper experiment and writes its figure (medians with quantile "
-                    "bands), per-step CSV and summary CSV to --out.")
-    reproduce.add_argument("experiment", choices=(*REPRODUCTIONS, "all"),
-                           help="which experiment ('all': every one)")
+        "bands), per-step CSV and summary CSV to --out.",
+    )
+    reproduce.add_argument(
+        "experiment", choices=(*REPRODUCTIONS, "all"), help="which experiment ('all': every one)"
+    )
     reproduce.add_argument("--quick", action="store_true", help="short smoke-test runs")
-    reproduce.add_argument("--seeds", type=_seeds, default=None,
-                           help="number of seeds (default: the paper's)")
-    reproduce.add_argument("--out", default="results", metavar="DIR",
-                           help="output directory (results)")
+    reproduce.add_argument(
+        "--seeds", type=_seeds, default=None, help="number of seeds (default: the paper's)"
+    )
+    reproduce.add_argument(
+        "--out", default="results", metavar="DIR", help="output directory (results)"
+    )
     reproduce.add_argument("--jobs", type=_nonzero_int, default=1, help="parallel workers (1)")
-    reproduce.add_argument("--backend", choices=("serial", "loky", "ray"), default=None,
-                           help="cartpole: where the runs execute (default: serial for one "
-                                "job, else loky)")
+    reproduce.add_argument(
+        "--backend",
+        choices=("serial", "loky", "ray"),
+        default=None,
+        help="cartpole: where the runs execute (default: serial for one job, else loky)",
+    )
     reproduce.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    reproduce.add_argument("--data", default=None, metavar="DIR",
-                           help="mnist: directory of the four MNIST files, gzipped or not "
-                                "(default: $BAM_RL_MNIST)")
-    reproduce.add_argument("--side", type=_positive_int, default=None, choices=(28, 14),
-                           help="mnist: image side, 28 (785 features) or 14 (197; faster)")
-    reproduce.add_argument("--download", action="store_true",
-                           help="mnist: download missing MNIST files into --data first")
+    reproduce.add_argument(
+        "--data",
+        default=None,
+        metavar="DIR",
+        help="mnist: directory of the four MNIST files, gzipped or not (default: $BAM_RL_MNIST)",
+    )
+    reproduce.add_argument(
+        "--side",
+        type=_positive_int,
+        default=None,
+        choices=(28, 14),
+        help="mnist: image side, 28 (785 features) or 14 (197; faster)",
+    )
+    reproduce.add_argument(
+        "--download",
+        action="store_true",
+        help="mnist: download missing MNIST files into --data first",
+    )
     reproduce.set_defaults(handler=_cmd_reproduce, parser=reproduce)
 
     report = commands.add_parser(
-        "report", help="one report (report.html + report.md) of a results directory",
+        "report",
+        help="one report (report.html + report.md) of a results directory",
         description="Writes DIR/report.html (self-contained: figures embedded) and its Markdown "
-                    "twin DIR/report.md from the experiment folders in DIR: every figure, the "
-                    "table of the paper's claims with the measured numbers, wall times, "
-                    "commands, package versions and the machine.")
+        "twin DIR/report.md from the experiment folders in DIR: every figure, the "
+        "table of the paper's claims with the measured numbers, wall times, "
+        "commands, package versions and the machine.",
+    )
     report.add_argument("directory", metavar="DIR", help="results directory (of reproduce)")
     report.set_defaults(handler=_cmd_report, parser=report)
 
     record = commands.add_parser(
-        "record", help="GIF of BAM vs recursive Bayes swinging up on a revisited gravity",
+        "record",
+        help="GIF of BAM vs recursive Bayes swinging up on a revisited gravity",
         description="Runs MPPI with BAM and with recursive Bayes through the episodic cart-pole "
-                    "schedule and renders, side by side and headless (MUJOCO_GL=egl), the "
-                    "second trial of the first revisited episode (the first trial after BAM's "
-                    "readout). Takes a few minutes.")
-    record.add_argument("--out", default="docs/figures/swingup.gif", metavar="PATH",
-                        help="GIF path (docs/figures/swingup.gif)")
+        "schedule and renders, side by side and headless (MUJOCO_GL=egl), the "
+        "second trial of the first revisited episode (the first trial after BAM's "
+        "readout). Takes a few minutes.",
+    )
+    record.add_argument(
+        "--out",
+        default="docs/figures/swingup.gif",
+        metavar="PATH",
+        help="GIF path (docs/figures/swingup.gif)",
+    )
     record.add_argument("--seed", type=_seed, default=0, help="environment and agent seed (0)")
     record.add_argument("--width", type=_positive_int, default=320, help="panel width (320)")
     record.add_argument("--height", type=_positive_int, default=240, help="panel height (240)")
-    record.add_argument("--every", type=_positive_int, default=3,
-                        help="keep every N-th simulator step's frame (3; played in real time)")
-    record.add_argument("--quick", action="store_true",
-                        help="a 6-trial schedule and a short planner (a smoke test)")
+    record.add_argument(
+        "--every",
+        type=_positive_int,
+        default=3,
+        help="keep every N-th simulator step's frame (3; played in real time)",
+    )
+    record.add_argument(
+        "--quick", action="store_true", help="a 6-trial schedule and a short planner (a smoke test)"
+    )
     record.add_argument("--no-progress", action="store_true", help="no line per trial")
     record.set_defaults(handler=_cmd_record, parser=record)
 
     from bam_rl.harness.bench import add_arguments as add_bench_arguments
 
     bench = commands.add_parser(
-        "bench", help="performance table against peers (workload, ours, peer, ratio, bar, met)",
+        "bench",
+        help="performance table against peers (workload, ours, peer, ratio, bar, met)",
         description="Runs the benchmark workloads of the source checkout's scripts/ and prints "
-                    "one table; peers come from the optional 'bench' extra.")
+        "one table; peers come from the optional 'bench' extra.",
+    )
     add_bench_arguments(bench)
     bench.set_defaults(handler=_cmd_bench, parser=bench)
 

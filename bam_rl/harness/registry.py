@@ -54,13 +54,21 @@ def _n_trials(env: gym.Env, name: str) -> int:
     observations, actions = env.observation_space, env.action_space
     n = getattr(env.unwrapped, "n", None)
     counts = int(observations.n) if isinstance(observations, gym.spaces.Discrete) else 0
-    fits = (counts >= 2 and isinstance(observations, gym.spaces.Discrete)
-            and int(observations.start) == 0 and isinstance(actions, gym.spaces.Box)
-            and actions.shape == (1,))
+    fits = (
+        counts >= 2
+        and isinstance(observations, gym.spaces.Discrete)
+        and int(observations.start) == 0
+        and isinstance(actions, gym.spaces.Box)
+        and actions.shape == (1,)
+    )
     if fits and n is None:
         n = counts - 1
-    if (not fits or isinstance(n, bool) or not isinstance(n, (int, np.integer))
-            or int(n) != counts - 1):
+    if (
+        not fits
+        or isinstance(n, bool)
+        or not isinstance(n, (int, np.integer))
+        or int(n) != counts - 1
+    ):
         env_id = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
         raise ValueError(
             f"agent {name!r} does not fit the environment {env_id!r}: it tracks a Binomial "
@@ -79,8 +87,10 @@ def _bernoulli_arms(env: gym.Env) -> bool:
 def _gaussian_kwargs(env: gym.Env, kwargs: dict[str, Any]) -> dict[str, Any]:
     """Gaussian-arm defaults: the environment's reward noise (the paper's 0.25)."""
     noise_std = getattr(env.unwrapped, "noise_std", None)
-    return {"noise_std": hyperparams.BANDIT_NOISE_STD if not noise_std else float(noise_std),
-            **kwargs}
+    return {
+        "noise_std": hyperparams.BANDIT_NOISE_STD if not noise_std else float(noise_std),
+        **kwargs,
+    }
 
 
 def _check_no_kwargs(name: str, kwargs: dict[str, Any]) -> None:
@@ -109,8 +119,7 @@ def build_ucb(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     return UCB(n_arms=_n_arms(env, "ucb"), seed=seed, **kwargs)
 
 
-def _thompson(rule: str, name: str, env: gym.Env, seed: int | None,
-              kwargs: dict[str, Any]) -> Any:
+def _thompson(rule: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
     from agents.bandits import ThompsonSampling
 
     n_arms = _n_arms(env, name)
@@ -131,14 +140,20 @@ def build_thompson(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
 
 def build_thompson_forgetting(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Thompson sampling with exponential forgetting per arm (``forgetting`` 0.8)."""
-    return _thompson("forgetting", "thompson-forgetting", env, seed,
-                     {"forgetting": hyperparams.FORGETTING, **kwargs})
+    return _thompson(
+        "forgetting",
+        "thompson-forgetting",
+        env,
+        seed,
+        {"forgetting": hyperparams.FORGETTING, **kwargs},
+    )
 
 
 def build_thompson_bocd(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Thompson sampling with BOCD per arm (Mellor & Shapiro; ``hazard`` 0.016)."""
-    return _thompson("bocd", "thompson-bocd", env, seed,
-                     {"hazard": hyperparams.BANDIT_HAZARD, **kwargs})
+    return _thompson(
+        "bocd", "thompson-bocd", env, seed, {"hazard": hyperparams.BANDIT_HAZARD, **kwargs}
+    )
 
 
 def build_thompson_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
@@ -159,8 +174,7 @@ def build_ucbam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     return UCBAM.gaussian(n_arms, seed=seed, **_gaussian_kwargs(env, kwargs))
 
 
-def _tracker(rule: str, name: str, env: gym.Env, seed: int | None,
-             kwargs: dict[str, Any]) -> Any:
+def _tracker(rule: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
     from agents.tracking import BeliefTracker
     from bam_rl.beliefs import make_rule
 
@@ -176,14 +190,20 @@ def build_tracker_recursive(env: gym.Env, seed: int | None = None, **kwargs: Any
 
 def build_tracker_forgetting(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Beta-Binomial(1, 1) tracker with exponential forgetting (``forgetting`` 0.8)."""
-    return _tracker("forgetting", "tracker-forgetting", env, seed,
-                    {"forgetting": hyperparams.FORGETTING, **kwargs})
+    return _tracker(
+        "forgetting",
+        "tracker-forgetting",
+        env,
+        seed,
+        {"forgetting": hyperparams.FORGETTING, **kwargs},
+    )
 
 
 def build_tracker_bocd(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Beta-Binomial(1, 1) tracker with BOCD (``hazard`` 1/100)."""
-    return _tracker("bocd", "tracker-bocd", env, seed,
-                    {"hazard": hyperparams.TRACKING_HAZARD, **kwargs})
+    return _tracker(
+        "bocd", "tracker-bocd", env, seed, {"hazard": hyperparams.TRACKING_HAZARD, **kwargs}
+    )
 
 
 def build_tracker_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
@@ -196,16 +216,20 @@ def build_tracker_bam_reg(env: gym.Env, seed: int | None = None, **kwargs: Any) 
     return _tracker("bam", "tracker-bam-reg", env, seed, {"lam": 0.1, **kwargs})
 
 
-def _mppi(memory: str, name: str, env: gym.Env, seed: int | None,
-          kwargs: dict[str, Any]) -> Any:
+def _mppi(memory: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
     """``MPPIAgent`` for the cart-pole; ``announced`` from the environment's
     ``announce_changes`` unless given."""
     from agents.mppi import MPPIAgent
 
-    announced = kwargs.pop("announced",
-                           bool(getattr(env.unwrapped, "announce_changes", False)))
-    return MPPIAgent(env.observation_space, env.action_space, memory=memory, seed=seed,
-                     announced=announced, **kwargs)
+    announced = kwargs.pop("announced", bool(getattr(env.unwrapped, "announce_changes", False)))
+    return MPPIAgent(
+        env.observation_space,
+        env.action_space,
+        memory=memory,
+        seed=seed,
+        announced=announced,
+        **kwargs,
+    )
 
 
 def build_mppi_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:

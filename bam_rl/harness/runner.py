@@ -36,7 +36,13 @@ __all__ = ["INFO_FIELDS", "check_fit", "rollout"]
 
 #: Scalar ``info`` entries copied into the rollout frame (when the environment provides them).
 INFO_FIELDS: tuple[str, ...] = (
-    "regret", "optimal_action", "theta", "t", "gravity", "trial", "context_changed",
+    "regret",
+    "optimal_action",
+    "theta",
+    "t",
+    "gravity",
+    "trial",
+    "context_changed",
 )
 
 _SUMMARY_PREFIX = "belief_"
@@ -74,25 +80,36 @@ def check_fit(env: gym.Env, agent: Any) -> None:
     n_arms = getattr(agent, "n_arms", None)
     if isinstance(n_arms, (int, np.integer)) and not isinstance(n_arms, (bool, np.bool_)):
         if not isinstance(space, gym.spaces.Discrete):
-            raise ValueError(f"agent {name} chooses among {n_arms} arms, but the environment's "
-                             f"action space is {_space_text(space)}, not Discrete")
+            raise ValueError(
+                f"agent {name} chooses among {n_arms} arms, but the environment's "
+                f"action space is {_space_text(space)}, not Discrete"
+            )
         if int(space.n) != int(n_arms) or int(space.start) != 0:
-            raise ValueError(f"agent {name} chooses among {n_arms} arms (0..{n_arms - 1}), but "
-                             f"the environment's action space is {space!r}: build the agent "
-                             f"for this environment (e.g. make_agent(name, env))")
+            raise ValueError(
+                f"agent {name} chooses among {n_arms} arms (0..{n_arms - 1}), but "
+                f"the environment's action space is {space!r}: build the agent "
+                f"for this environment (e.g. make_agent(name, env))"
+            )
     agent_space = getattr(agent, "action_space", None)
     if isinstance(agent, RandomAgent):  # keeps its space as plain data (n/start, low/high)
-        agent_space = (gym.spaces.Discrete(agent.n, start=agent.start) if agent.kind == "discrete"
-                       else gym.spaces.Box(agent.low, agent.high, dtype=np.dtype(agent.dtype)))
+        agent_space = (
+            gym.spaces.Discrete(agent.n, start=agent.start)
+            if agent.kind == "discrete"
+            else gym.spaces.Box(agent.low, agent.high, dtype=np.dtype(agent.dtype))
+        )
     if isinstance(agent_space, gym.spaces.Space) and isinstance(space, gym.spaces.Space):
         same = type(agent_space) is type(space) and agent_space.shape == space.shape
-        if (same and isinstance(space, gym.spaces.Discrete)
-                and isinstance(agent_space, gym.spaces.Discrete)):
-            same = (int(agent_space.n), int(agent_space.start)) == (int(space.n),
-                                                                    int(space.start))
+        if (
+            same
+            and isinstance(space, gym.spaces.Discrete)
+            and isinstance(agent_space, gym.spaces.Discrete)
+        ):
+            same = (int(agent_space.n), int(agent_space.start)) == (int(space.n), int(space.start))
         if not same:
-            raise ValueError(f"agent {name} acts in {agent_space!r}, but the environment's "
-                             f"action space is {space!r}")
+            raise ValueError(
+                f"agent {name} acts in {agent_space!r}, but the environment's "
+                f"action space is {space!r}"
+            )
 
 
 def _is_scalar(value: Any) -> bool:
@@ -212,7 +229,11 @@ def rollout(
 
 
 def _rollout_columns(
-    env: gym.Env, agent: Agent, n_steps: int | None, n_episodes: int | None, seed: int | None,
+    env: gym.Env,
+    agent: Agent,
+    n_steps: int | None,
+    n_episodes: int | None,
+    seed: int | None,
     progress: bool,
 ) -> dict[str, Any]:
     """The hot loop.
@@ -234,7 +255,11 @@ def _rollout_columns(
     info_flat: list[Any] = []
     summary_flat: list[Any] = []
     add_action, add_reward, add_terminated, add_truncated = (
-        actions.append, rewards.append, terminateds.append, truncateds.append)
+        actions.append,
+        rewards.append,
+        terminateds.append,
+        truncateds.append,
+    )
     add_info, add_summary = info_flat.extend, summary_flat.extend
     ends: list[int] = []  # global step indices that ended an episode
     info_keys: tuple[str, ...] | None = None
@@ -243,8 +268,12 @@ def _rollout_columns(
     get_summary: Callable[[dict[str, Any]], tuple[Any, ...]] = _getter(())
 
     limit = n_steps if n_steps is not None else math.inf
-    bar = tqdm(total=n_steps if n_steps is not None else n_episodes, disable=not progress,
-               desc="steps" if n_steps is not None else "episodes", leave=False)
+    bar = tqdm(
+        total=n_steps if n_steps is not None else n_episodes,
+        disable=not progress,
+        desc="steps" if n_steps is not None else "episodes",
+        leave=False,
+    )
     observation, info = reset(seed=seed)
     agent.reset(observation, info)
     episodes = 0
@@ -297,10 +326,13 @@ def _rollout_columns(
         bar.close()
     info_keys = info_keys or ()
     return {
-        "actions": actions, "rewards": rewards, "terminated": terminateds,
-        "truncated": truncateds, "ends": ends,
-        "info": {k: info_flat[j::len(info_keys)] for j, k in enumerate(info_keys)},
-        "summary": {k: summary_flat[j::len(summary_keys)] for j, k in enumerate(summary_keys)},
+        "actions": actions,
+        "rewards": rewards,
+        "terminated": terminateds,
+        "truncated": truncateds,
+        "ends": ends,
+        "info": {k: info_flat[j :: len(info_keys)] for j, k in enumerate(info_keys)},
+        "summary": {k: summary_flat[j :: len(summary_keys)] for j, k in enumerate(summary_keys)},
     }
 
 
@@ -314,8 +346,9 @@ def _getter(keys: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]
     return operator.itemgetter(*keys)
 
 
-def _rollout_frame(columns: dict[str, Any], method: str, config: str, seed: int | None
-                   ) -> pd.DataFrame:
+def _rollout_frame(
+    columns: dict[str, Any], method: str, config: str, seed: int | None
+) -> pd.DataFrame:
     n = len(columns["rewards"])
     step = np.arange(n, dtype=np.int64)
     episode = np.zeros(n, dtype=np.int64)
@@ -328,8 +361,11 @@ def _rollout_frame(columns: dict[str, Any], method: str, config: str, seed: int 
         episode = np.cumsum(bumps[:n])
     episode_step = step - starts[episode]
     data: dict[str, Any] = {
-        "seed": (np.full(n, seed, dtype=np.int64) if seed is not None
-                 else pd.array([None] * n, dtype="Int64")),
+        "seed": (
+            np.full(n, seed, dtype=np.int64)
+            if seed is not None
+            else pd.array([None] * n, dtype="Int64")
+        ),
         "episode": episode,
         "step": step,
         "episode_step": episode_step,

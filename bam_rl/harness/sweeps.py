@@ -192,28 +192,35 @@ def make_grid(
     if isinstance(methods, Mapping):
         for label, value in methods.items():
             if not _is_pair(value):
-                raise ValueError(f"methods[{label!r}] must be a pair (agent name, agent kwargs "
-                                 f"dict), got {value!r}")
+                raise ValueError(
+                    f"methods[{label!r}] must be a pair (agent name, agent kwargs "
+                    f"dict), got {value!r}"
+                )
             agents[label] = (value[0], dict(value[1]))
     elif isinstance(methods, Iterable):
         extra = {} if agent_kwargs is None else agent_kwargs
         if not isinstance(extra, Mapping):
-            raise ValueError(f"agent_kwargs must be a mapping method -> kwargs dict, got "
-                             f"{agent_kwargs!r}")
+            raise ValueError(
+                f"agent_kwargs must be a mapping method -> kwargs dict, got {agent_kwargs!r}"
+            )
         for name in methods:
             kwargs = extra.get(name, {}) if isinstance(name, str) else {}
             if not isinstance(kwargs, Mapping):
-                raise ValueError(f"agent_kwargs[{name!r}] must be a dict of keyword arguments, "
-                                 f"got {kwargs!r}")
+                raise ValueError(
+                    f"agent_kwargs[{name!r}] must be a dict of keyword arguments, got {kwargs!r}"
+                )
             agents[name] = (name, dict(kwargs))
     else:
-        raise ValueError(f"methods must be agent names or a mapping label -> (agent name, "
-                         f"agent kwargs), got {methods!r}")
+        raise ValueError(
+            f"methods must be agent names or a mapping label -> (agent name, "
+            f"agent kwargs), got {methods!r}"
+        )
     if not agents:
         raise ValueError("methods must name at least one agent")
     if not isinstance(configs, Mapping):
-        raise ValueError(f"configs must be a mapping label -> env_id or (env_id, env_kwargs), "
-                         f"got {configs!r}")
+        raise ValueError(
+            f"configs must be a mapping label -> env_id or (env_id, env_kwargs), got {configs!r}"
+        )
     if not configs:
         raise ValueError("configs must hold at least one environment configuration")
     environments: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -224,25 +231,39 @@ def make_grid(
         elif _is_pair(value):
             environments[str(config)] = (value[0], dict(value[1]))
         else:
-            raise ValueError(f"configs[{config!r}] must be an environment id or a pair "
-                             f"(env_id, env_kwargs dict), got {value!r}")
+            raise ValueError(
+                f"configs[{config!r}] must be an environment id or a pair "
+                f"(env_id, env_kwargs dict), got {value!r}"
+            )
     grid = []
     for label, (agent_name, kwargs) in agents.items():
         for config, (env_id, env_kwargs) in environments.items():
             for index in range(seeds):
-                grid.append(RunSpec(
-                    method=label, env_id=env_id, env_kwargs=dict(env_kwargs),
-                    agent_kwargs=kwargs, config=str(config), seed_index=index,
-                    n_steps=n_steps, n_episodes=n_episodes, root_seed=root_seed,
-                    agent=None if agent_name == label else agent_name,
-                ))
+                grid.append(
+                    RunSpec(
+                        method=label,
+                        env_id=env_id,
+                        env_kwargs=dict(env_kwargs),
+                        agent_kwargs=kwargs,
+                        config=str(config),
+                        seed_index=index,
+                        n_steps=n_steps,
+                        n_episodes=n_episodes,
+                        root_seed=root_seed,
+                        agent=None if agent_name == label else agent_name,
+                    )
+                )
     return grid
 
 
 def _is_pair(value: Any) -> bool:
     """Whether ``value`` is ``(name, kwargs)``: a 2-sequence of a string and a mapping."""
-    return (isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[0], str)
-            and isinstance(value[1], Mapping))
+    return (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and isinstance(value[0], str)
+        and isinstance(value[1], Mapping)
+    )
 
 
 def execute_run(spec: RunSpec) -> pd.DataFrame:
@@ -254,8 +275,15 @@ def execute_run(spec: RunSpec) -> pd.DataFrame:
     env = gym.make(spec.env_id, **spec.env_kwargs)
     try:
         agent = make_agent(spec.agent_name, env, agent_seed, **spec.agent_kwargs)
-        frame = rollout(env, agent, n_steps=spec.n_steps, n_episodes=spec.n_episodes,
-                        seed=env_seed, method=spec.method, config=spec.config)
+        frame = rollout(
+            env,
+            agent,
+            n_steps=spec.n_steps,
+            n_episodes=spec.n_episodes,
+            seed=env_seed,
+            method=spec.method,
+            config=spec.config,
+        )
     finally:
         env.close()
     frame.insert(frame.columns.get_loc("seed") + 1, "seed_index", np.int64(spec.seed_index))
@@ -273,8 +301,7 @@ def _resolve_format(fmt: str) -> str:
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            warnings.warn("pyarrow is not installed; writing CSV instead of parquet",
-                          stacklevel=3)
+            warnings.warn("pyarrow is not installed; writing CSV instead of parquet", stacklevel=3)
             return "csv"
     return fmt
 
@@ -285,8 +312,9 @@ def read_run(path: str | os.PathLike[str]) -> pd.DataFrame:
     if path.suffix == ".parquet":
         return pd.read_parquet(path)
     options = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
-    frame = pd.read_csv(path, dtype={"method": str, "config": str}, keep_default_na=False,
-                        na_values=[""], **options)
+    frame = pd.read_csv(
+        path, dtype={"method": str, "config": str}, keep_default_na=False, na_values=[""], **options
+    )
     for column in ("method", "config"):
         frame[column] = frame[column].fillna("")
     return frame
@@ -326,8 +354,14 @@ def _write_run(frame: pd.DataFrame, path: Path, fmt: str, spec: RunSpec) -> None
         else:
             frame.to_csv(temporary, index=False)
         size, digest = _digest(temporary)
-        record = {"format": RECORD_FORMAT, "key": spec.key, "file": path.name,
-                  "rows": len(frame), "bytes": size, "sha256": digest}
+        record = {
+            "format": RECORD_FORMAT,
+            "key": spec.key,
+            "file": path.name,
+            "rows": len(frame),
+            "bytes": size,
+            "sha256": digest,
+        }
         with atomic_path(_record_path(path)) as record_temporary:
             record_temporary.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
@@ -340,16 +374,23 @@ def _verify(path: Path, spec: RunSpec) -> tuple[pd.DataFrame | None, str]:
         return None, "has no record (written by an interrupted or older sweep)"
     except (OSError, ValueError) as error:
         return None, f"has an unreadable record ({error})"
-    if not (isinstance(record, dict) and record.get("format") == RECORD_FORMAT
-            and record.get("key") == spec.key and record.get("file") == path.name
-            and isinstance(record.get("rows"), int) and isinstance(record.get("bytes"), int)
-            and isinstance(record.get("sha256"), str)):
+    if not (
+        isinstance(record, dict)
+        and record.get("format") == RECORD_FORMAT
+        and record.get("key") == spec.key
+        and record.get("file") == path.name
+        and isinstance(record.get("rows"), int)
+        and isinstance(record.get("bytes"), int)
+        and isinstance(record.get("sha256"), str)
+    ):
         return None, "has a record that does not describe it"
     size, digest = _digest(path)
     if size != record["bytes"] or digest != record["sha256"]:
-        return None, (f"does not match its record ({size} bytes, expected {record['bytes']}; "
-                      "SHA-256 differs)" if size != record["bytes"] else
-                      "does not match its record (SHA-256 differs)")
+        return None, (
+            f"does not match its record ({size} bytes, expected {record['bytes']}; SHA-256 differs)"
+            if size != record["bytes"]
+            else "does not match its record (SHA-256 differs)"
+        )
     try:
         frame = read_run(path)
     except Exception as error:  # any unreadable file is recomputed
@@ -490,8 +531,9 @@ def run_many(
             _discard(p for p in _existing(directory, specs[index].key) if p != path)
             paths[index] = path
 
-    with tqdm(total=len(specs), initial=len(specs) - len(todo), desc="runs",
-              disable=not progress) as bar:
+    with tqdm(
+        total=len(specs), initial=len(specs) - len(todo), desc="runs", disable=not progress
+    ) as bar:
         if todo:
             for index, frame in _execute(backend, n_jobs, [(i, specs[i]) for i in todo]):
                 finished(index, frame)
@@ -502,13 +544,16 @@ def run_many(
     # runs computed now are read back from their files, so a resumed sweep returns exactly
     # what an uninterrupted one does
     computed = set(todo)
-    return _finish(frame if frame is not None and index not in computed else read_run(path)
-                   for index, (frame, path) in enumerate(zip(results, paths, strict=True))
-                   if path is not None)
+    return _finish(
+        frame if frame is not None and index not in computed else read_run(path)
+        for index, (frame, path) in enumerate(zip(results, paths, strict=True))
+        if path is not None
+    )
 
 
-def _execute(backend: str, n_jobs: int, jobs: list[tuple[int, RunSpec]]
-             ) -> Iterable[tuple[int, pd.DataFrame]]:
+def _execute(
+    backend: str, n_jobs: int, jobs: list[tuple[int, RunSpec]]
+) -> Iterable[tuple[int, pd.DataFrame]]:
     """Yields ``(index, frame)`` as runs finish."""
     if backend == "serial":
         for index, spec in jobs:
@@ -526,8 +571,9 @@ def _execute(backend: str, n_jobs: int, jobs: list[tuple[int, RunSpec]]
         yield from _execute_ray(n_jobs, jobs)
 
 
-def _execute_ray(n_jobs: int, jobs: list[tuple[int, RunSpec]]
-                 ) -> Iterable[tuple[int, pd.DataFrame]]:
+def _execute_ray(
+    n_jobs: int, jobs: list[tuple[int, RunSpec]]
+) -> Iterable[tuple[int, pd.DataFrame]]:
     try:
         import ray
     except ImportError as error:
@@ -535,8 +581,12 @@ def _execute_ray(n_jobs: int, jobs: list[tuple[int, RunSpec]]
             "backend='ray' needs Ray, which is not installed: pip install 'bam-rl[ray]'"
         ) from error
     if not ray.is_initialized():
-        ray.init(num_cpus=None if n_jobs < 0 else n_jobs, include_dashboard=False,
-                 ignore_reinit_error=True, log_to_driver=False)
+        ray.init(
+            num_cpus=None if n_jobs < 0 else n_jobs,
+            include_dashboard=False,
+            ignore_reinit_error=True,
+            log_to_driver=False,
+        )
     remote = ray.remote(_run_indexed)
     pending = [remote.remote(index, spec) for index, spec in jobs]
     while pending:

@@ -16,12 +16,25 @@ from bam_rl.families import BetaBinomial, NormalKnownVariance
 STREAM = ("bam_rl/BinomialStream-v0", {"max_steps": 120})
 SWITCHING = ("bam_rl/SwitchingBandit-v0", {"max_steps": 120})
 SWITCHING_50 = ("bam_rl/SwitchingBandit50-v0", {"max_steps": 120})
-PIECEWISE_BERNOULLI = ("bam_rl/PiecewiseBandit-v0",
-                       {"means": [[0.2, 0.5, 0.8], [0.8, 0.5, 0.2]], "breakpoints": [60],
-                        "reward": "bernoulli", "max_steps": 120})
-PIECEWISE_GAUSSIAN = ("bam_rl/PiecewiseBandit-v0",
-                      {"means": [[0.2, 0.5, 0.8], [0.8, 0.5, 0.2]], "breakpoints": [60],
-                       "reward": "gaussian", "noise_std": 0.25, "max_steps": 120})
+PIECEWISE_BERNOULLI = (
+    "bam_rl/PiecewiseBandit-v0",
+    {
+        "means": [[0.2, 0.5, 0.8], [0.8, 0.5, 0.2]],
+        "breakpoints": [60],
+        "reward": "bernoulli",
+        "max_steps": 120,
+    },
+)
+PIECEWISE_GAUSSIAN = (
+    "bam_rl/PiecewiseBandit-v0",
+    {
+        "means": [[0.2, 0.5, 0.8], [0.8, 0.5, 0.2]],
+        "breakpoints": [60],
+        "reward": "gaussian",
+        "noise_std": 0.25,
+        "max_steps": 120,
+    },
+)
 
 
 def gaussian_model() -> NormalKnownVariance:
@@ -44,24 +57,33 @@ def tracker(rule_name: str, seed: int = 0) -> BeliefTracker:
 # name -> (agent factory given the number of arms, environments it supports)
 AgentFactory = Callable[[int, int], Any]
 BANDIT_AGENTS: dict[str, tuple[AgentFactory, tuple[tuple[str, dict], ...]]] = {
-    "ucb": (lambda k, seed: UCB(k, seed=seed),
-            (SWITCHING, SWITCHING_50, PIECEWISE_BERNOULLI, PIECEWISE_GAUSSIAN)),
-    "ucbam": (lambda k, seed: UCBAM(k, gaussian_model(), seed=seed),
-              (SWITCHING, SWITCHING_50, PIECEWISE_GAUSSIAN)),
-    "ucbam_select": (lambda k, seed: UCBAM(k, gaussian_model(), seed=seed, fast_readout=False),
-                     (SWITCHING,)),
-    "ucbam_lam": (lambda k, seed: UCBAM(k, gaussian_model(), lam=0.1, seed=seed),
-                  (SWITCHING,)),
-    "ucbam_bernoulli": (lambda k, seed: UCBAM(k, BetaBinomial(), seed=seed),
-                        (PIECEWISE_BERNOULLI,)),
+    "ucb": (
+        lambda k, seed: UCB(k, seed=seed),
+        (SWITCHING, SWITCHING_50, PIECEWISE_BERNOULLI, PIECEWISE_GAUSSIAN),
+    ),
+    "ucbam": (
+        lambda k, seed: UCBAM(k, gaussian_model(), seed=seed),
+        (SWITCHING, SWITCHING_50, PIECEWISE_GAUSSIAN),
+    ),
+    "ucbam_select": (
+        lambda k, seed: UCBAM(k, gaussian_model(), seed=seed, fast_readout=False),
+        (SWITCHING,),
+    ),
+    "ucbam_lam": (lambda k, seed: UCBAM(k, gaussian_model(), lam=0.1, seed=seed), (SWITCHING,)),
+    "ucbam_bernoulli": (
+        lambda k, seed: UCBAM(k, BetaBinomial(), seed=seed),
+        (PIECEWISE_BERNOULLI,),
+    ),
 }
 for _rule in ("recursive", "forgetting", "bocd", "bam", "bam_bocd"):
     BANDIT_AGENTS[f"thompson_gaussian_{_rule}"] = (
         lambda k, seed, rule=_rule: ThompsonSampling.gaussian(k, rule, seed=seed),
-        (SWITCHING, PIECEWISE_GAUSSIAN) + ((SWITCHING_50,) if _rule == "recursive" else ()))
+        (SWITCHING, PIECEWISE_GAUSSIAN) + ((SWITCHING_50,) if _rule == "recursive" else ()),
+    )
     BANDIT_AGENTS[f"thompson_bernoulli_{_rule}"] = (
         lambda k, seed, rule=_rule: ThompsonSampling.bernoulli(k, rule, seed=seed),
-        (PIECEWISE_BERNOULLI,))
+        (PIECEWISE_BERNOULLI,),
+    )
 
 TRACKER_RULES = ("recursive", "forgetting", "bocd", "bam", "bam_reg", "bam_bocd")
 

@@ -20,8 +20,9 @@ BANDITS = {
 
 
 @pytest.mark.parametrize("name", BANDITS)
-@pytest.mark.parametrize("action", [3, -1, 1.0, 1.5, "1", None, True, np.array([0, 1]),
-                                    np.float64(2.0)])
+@pytest.mark.parametrize(
+    "action", [3, -1, 1.0, 1.5, "1", None, True, np.array([0, 1]), np.float64(2.0)]
+)
 def test_bandit_actions_outside_the_space(name, action):
     agent = BANDITS[name]()
     with pytest.raises(ValueError, match="action"):
@@ -48,8 +49,11 @@ def test_bandit_observations_must_be_finite(name, observation):
 
 
 def test_bernoulli_arms_need_binary_rewards():
-    for agent in (ThompsonSampling.bernoulli(2), ThompsonSampling.bernoulli(2, "bam"),
-                  UCBAM(2, BetaBinomial())):
+    for agent in (
+        ThompsonSampling.bernoulli(2),
+        ThompsonSampling.bernoulli(2, "bam"),
+        UCBAM(2, BetaBinomial()),
+    ):
         with pytest.raises(ValueError, match="reward"):
             agent.observe(0, 0.5, 0, False, False, {})
 
@@ -59,8 +63,13 @@ def test_tracker_inputs():
     good = np.array([0.5], np.float32)
     with pytest.raises(ValueError, match="observation"):
         agent.act(np.nan)
-    for action in (np.array([1.5], np.float32), np.array([np.nan]), -0.1, "a",
-                   np.array([0.1, 0.2])):
+    for action in (
+        np.array([1.5], np.float32),
+        np.array([np.nan]),
+        -0.1,
+        "a",
+        np.array([0.1, 0.2]),
+    ):
         with pytest.raises(ValueError, match="action"):
             agent.observe(action, 0.0, 3, False, False, {})
     with pytest.raises(ValueError, match="reward"):

@@ -66,6 +66,7 @@ def test_agents_import_without_torch_or_sb3():
         "else:\n"
         "    raise AssertionError('SB3Agent built without stable_baselines3')\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr

@@ -25,10 +25,14 @@ SAVE_CASES = [
     ("ucbam_select", SWITCHING),
     ("ucbam_lam", SWITCHING),
     ("ucbam_bernoulli", PIECEWISE_BERNOULLI),
-    *[(f"thompson_gaussian_{rule}", SWITCHING)
-      for rule in ("recursive", "forgetting", "bocd", "bam", "bam_bocd")],
-    *[(f"thompson_bernoulli_{rule}", PIECEWISE_BERNOULLI)
-      for rule in ("recursive", "forgetting", "bocd", "bam")],
+    *[
+        (f"thompson_gaussian_{rule}", SWITCHING)
+        for rule in ("recursive", "forgetting", "bocd", "bam", "bam_bocd")
+    ],
+    *[
+        (f"thompson_bernoulli_{rule}", PIECEWISE_BERNOULLI)
+        for rule in ("recursive", "forgetting", "bocd", "bam")
+    ],
     ("tracker_bam", STREAM),
     ("tracker_bam_reg", STREAM),
     ("tracker_bocd", STREAM),
@@ -112,8 +116,10 @@ def _bad_files(tmp_path):
     np.savez(tmp_path / "npy_pickle.npz", __json__=np.array([_Marker(marker)], dtype=object))
     with zipfile.ZipFile(tmp_path / "json_garbage.npz", "w") as archive:
         archive.writestr("__json__.npy", b"\x93NUMPY garbage")
-    np.savez(tmp_path / "wrong_json.npz",
-             __json__=np.frombuffer(b'{"format": "other/1", "root": null}', dtype=np.uint8))
+    np.savez(
+        tmp_path / "wrong_json.npz",
+        __json__=np.frombuffer(b'{"format": "other/1", "root": null}', dtype=np.uint8),
+    )
     names = [*files, "foreign", "json_garbage", "wrong_json"]
     return marker, [tmp_path / f"{name}.npz" for name in names]
 

@@ -25,8 +25,15 @@ def _loop(env, agent, steps, seed=0):
 
 def test_sac_learns_online_on_the_cartpole():
     env = gym.make("bam_rl/GravityCartPole-v0", max_steps=150)
-    sac = SAC("MlpPolicy", env, learning_starts=100, batch_size=32, buffer_size=1000,
-              policy_kwargs=SMALL, seed=0)
+    sac = SAC(
+        "MlpPolicy",
+        env,
+        learning_starts=100,
+        batch_size=32,
+        buffer_size=1000,
+        policy_kwargs=SMALL,
+        seed=0,
+    )
     agent = SB3Agent(sac, seed=0)
     assert agent.learn_online and agent.off_policy
     actions = _loop(env, agent, 300)  # crosses an episode end (150 steps)
@@ -43,20 +50,35 @@ def test_sac_learns_online_on_the_cartpole():
 
 def test_replay_buffer_stores_scaled_box_actions():
     env = gym.make("bam_rl/BinomialStream-v0", max_steps=100)  # actions in [0, 1]
-    sac = SAC("MlpPolicy", env, learning_starts=50, batch_size=16, buffer_size=500,
-              policy_kwargs=SMALL, seed=1)
+    sac = SAC(
+        "MlpPolicy",
+        env,
+        learning_starts=50,
+        batch_size=16,
+        buffer_size=500,
+        policy_kwargs=SMALL,
+        seed=1,
+    )
     agent = SB3Agent(sac, seed=1)
     actions = _loop(env, agent, 80)
     stored = sac.replay_buffer.actions[:80, 0, 0]
-    np.testing.assert_allclose(stored, 2.0 * np.array([a[0] for a in actions]) - 1.0,
-                               atol=1e-6)
+    np.testing.assert_allclose(stored, 2.0 * np.array([a[0] for a in actions]) - 1.0, atol=1e-6)
     assert sac.replay_buffer.observations[1, 0, 0] == sac.replay_buffer.next_observations[0, 0, 0]
 
 
 def test_dqn_on_a_discrete_bandit():
     env = gym.make("bam_rl/SwitchingBandit-v0", n_arms=4, max_steps=100)
-    dqn = DQN("MlpPolicy", env, learning_starts=50, batch_size=16, buffer_size=500,
-              train_freq=4, target_update_interval=20, policy_kwargs={"net_arch": [16]}, seed=0)
+    dqn = DQN(
+        "MlpPolicy",
+        env,
+        learning_starts=50,
+        batch_size=16,
+        buffer_size=500,
+        train_freq=4,
+        target_update_interval=20,
+        policy_kwargs={"net_arch": [16]},
+        seed=0,
+    )
     agent = SB3Agent(dqn, seed=0, total_timesteps=200)
     actions = _loop(env, agent, 200)
     assert all(type(a) is int and 0 <= a < 4 for a in actions)
@@ -66,8 +88,7 @@ def test_dqn_on_a_discrete_bandit():
 
 def test_on_policy_ppo_is_evaluated_only():
     env = gym.make("bam_rl/GravityCartPole-v0", max_steps=100)
-    ppo = PPO("MlpPolicy", env, n_steps=64, batch_size=32, policy_kwargs={"net_arch": [16]},
-              seed=0)
+    ppo = PPO("MlpPolicy", env, n_steps=64, batch_size=32, policy_kwargs={"net_arch": [16]}, seed=0)
     before = {k: v.clone() for k, v in ppo.policy.state_dict().items()}
     agent = SB3Agent(ppo)
     assert not agent.learn_online
@@ -99,8 +120,15 @@ def test_invalid_inputs():
 @pytest.mark.parametrize("with_env", [True, False])
 def test_save_load_round_trip(tmp_path, with_env):
     env = gym.make("bam_rl/GravityCartPole-v0", max_steps=100)
-    sac = SAC("MlpPolicy", env, learning_starts=50, batch_size=32, buffer_size=500,
-              policy_kwargs={"net_arch": [16, 16]}, seed=2)
+    sac = SAC(
+        "MlpPolicy",
+        env,
+        learning_starts=50,
+        batch_size=32,
+        buffer_size=500,
+        policy_kwargs={"net_arch": [16, 16]},
+        seed=2,
+    )
     agent = SB3Agent(sac, seed=3)
     _loop(env, agent, 120)
     path = tmp_path / "sac.npz"
@@ -120,8 +148,7 @@ def test_save_load_round_trip(tmp_path, with_env):
 
 def test_ppo_round_trip_without_env(tmp_path):
     env = gym.make("bam_rl/GravityCartPole-v0")
-    ppo = PPO("MlpPolicy", env, n_steps=64, clip_range=0.1, policy_kwargs={"net_arch": [8]},
-              seed=0)
+    ppo = PPO("MlpPolicy", env, n_steps=64, clip_range=0.1, policy_kwargs={"net_arch": [8]}, seed=0)
     agent = SB3Agent(ppo)
     agent.save(tmp_path / "ppo.npz")
     loaded = SB3Agent.load(tmp_path / "ppo.npz")
@@ -156,8 +183,11 @@ def test_load_rejects_bad_files_without_unpickling(tmp_path):
     arrays = {k: v for k, v in np.load(good).items() if k != "__json__"}
     for key, value in {"algorithm": "os.system", "policy": "builtins.eval"}.items():
         tampered = dict(document, **{key: value})
-        np.savez(tmp_path / f"tampered_{key}.npz", **arrays,
-                 __json__=np.frombuffer(json.dumps(tampered).encode(), dtype=np.uint8))
+        np.savez(
+            tmp_path / f"tampered_{key}.npz",
+            **arrays,
+            __json__=np.frombuffer(json.dumps(tampered).encode(), dtype=np.uint8),
+        )
     wrong_shape = dict(arrays)
     first = next(k for k in arrays if k.startswith("param:"))
     wrong_shape[first] = np.zeros((1, 1, 1), np.float32)
@@ -165,8 +195,18 @@ def test_load_rejects_bad_files_without_unpickling(tmp_path):
     from agents import UCB
 
     UCB(2).save(tmp_path / "other_agent.npz")
-    names = ["truncated", "text", "pickle", "foreign", "objects", "tampered_algorithm",
-             "tampered_policy", "wrong_shape", "other_agent", "missing"]
+    names = [
+        "truncated",
+        "text",
+        "pickle",
+        "foreign",
+        "objects",
+        "tampered_algorithm",
+        "tampered_policy",
+        "wrong_shape",
+        "other_agent",
+        "missing",
+    ]
     for name in names:
         with pytest.raises(ValueError):
             SB3Agent.load(tmp_path / f"{name}.npz", env=env)

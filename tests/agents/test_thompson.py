@@ -49,8 +49,12 @@ def test_fast_recursive_path_is_identical_to_per_arm_rules(kind):
         env = gym.make("bam_rl/SwitchingBandit-v0", max_steps=3000)
     else:
         rule = RecursiveBayes(BetaBinomial(1.0, 2.0))
-        env = gym.make("bam_rl/PiecewiseBandit-v0", means=[[0.3, 0.5, 0.7, 0.6]],
-                       breakpoints=[], max_steps=3000)
+        env = gym.make(
+            "bam_rl/PiecewiseBandit-v0",
+            means=[[0.3, 0.5, 0.7, 0.6]],
+            breakpoints=[],
+            max_steps=3000,
+        )
     n_arms = int(env.action_space.n)
     agent = ThompsonSampling(n_arms, rule, seed=4)
     assert agent.fast and agent.rules == []
@@ -109,8 +113,13 @@ def test_logarithmic_regret_on_stationary_bernoulli_bandit():
     horizon = 10_000
     at_1e3, at_1e4 = [], []
     for seed in range(4):
-        env = gym.make("bam_rl/PiecewiseBandit-v0", means=[means], breakpoints=[],
-                       reward="bernoulli", max_steps=horizon)
+        env = gym.make(
+            "bam_rl/PiecewiseBandit-v0",
+            means=[means],
+            breakpoints=[],
+            reward="bernoulli",
+            max_steps=horizon,
+        )
         agent = ThompsonSampling.bernoulli(3, "recursive", seed=seed)
         observation, info = env.reset(seed=100 + seed)
         agent.reset(observation, info)

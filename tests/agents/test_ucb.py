@@ -57,8 +57,10 @@ def test_matches_literal_ucb_on_switching_bandit():
             expected = counts.index(0)
         else:
             log_f = ucb_confidence(t)
-            expected = max(range(10), key=lambda i: (
-                sums[i] / counts[i] + math.sqrt(2 * log_f / counts[i]), -i))
+            expected = max(
+                range(10),
+                key=lambda i: (sums[i] / counts[i] + math.sqrt(2 * log_f / counts[i]), -i),
+            )
         arm = agent.act(observation)
         assert arm == expected
         observation, reward, terminated, truncated, info = env.step(arm)

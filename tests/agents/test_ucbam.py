@@ -42,11 +42,10 @@ def algorithm_3(env, p_model, n_arms, steps, seed, env_seed, lam=0.0, bernoulli=
             else:
                 log_t = math.log(t)
                 log_f = math.log(1.0 + t * log_t * log_t)  # f(t) = 1 + t log^2 t
-                index = [total[i] / pulls[i] + math.sqrt(2.0 * log_f / pulls[i])
-                         for i in range(K)]
+                index = [total[i] / pulls[i] + math.sqrt(2.0 * log_f / pulls[i]) for i in range(K)]
                 arm = max(range(K), key=lambda i: (index[i], -i))
         _, v, _, _, _ = env.step(arm)  # v <- pull(arm)
-        s = (p_model.stats(successes=v, trials=1) if bernoulli else p_model.stats([v]))
+        s = p_model.stats(successes=v, trials=1) if bernoulli else p_model.stats([v])
         # if log p(v) >= log b_arm(v): known <- false else known <- true
         known = not (p_model.log_marginal(p, s) >= p_model.log_marginal(b[arm], s))
         # b_arm = BAM(p, D^arm, v): greedy readout over D^arm against v, then eta(W) + s
@@ -82,8 +81,7 @@ def test_ucbam_matches_literal_algorithm_3(fast, lam):
     steps = 500
     model = gaussian_model()
     env = gym.make("bam_rl/SwitchingBandit-v0", config_seed=2)
-    expected_arms, expected_known = algorithm_3(env, model, 10, steps, seed=5, env_seed=9,
-                                                lam=lam)
+    expected_arms, expected_known = algorithm_3(env, model, 10, steps, seed=5, env_seed=9, lam=lam)
     agent = UCBAM(10, model, lam=lam, seed=5, fast_readout=fast)
     assert agent.fast_readout is fast
     arms, knowns = run_agent(env, agent, steps, env_seed=9)
@@ -97,8 +95,12 @@ def test_ucbam_matches_literal_algorithm_3(fast, lam):
 def test_ucbam_bernoulli_matches_literal_algorithm_3():
     steps = 300
     model = BetaBinomial(1.0, 1.0)
-    env = gym.make("bam_rl/PiecewiseBandit-v0", means=[[0.2, 0.5, 0.8], [0.8, 0.2, 0.5]],
-                   breakpoints=[150], reward="bernoulli")
+    env = gym.make(
+        "bam_rl/PiecewiseBandit-v0",
+        means=[[0.2, 0.5, 0.8], [0.8, 0.2, 0.5]],
+        breakpoints=[150],
+        reward="bernoulli",
+    )
     expected = algorithm_3(env, model, 3, steps, seed=1, env_seed=4, bernoulli=True)
     assert run_agent(env, UCBAM(3, model, seed=1), steps, env_seed=4) == expected
 
@@ -120,8 +122,9 @@ def _random_memory(rng, model, size, rounded):
 def test_closed_form_greedy_equals_select(lam):
     rng = np.random.default_rng(int(lam * 100))
     for trial in range(150):
-        model = NormalKnownVariance(rng.uniform(-1, 1), rng.uniform(0.05, 2.0),
-                                    rng.uniform(0.01, 1.0))
+        model = NormalKnownVariance(
+            rng.uniform(-1, 1), rng.uniform(0.05, 2.0), rng.uniform(0.01, 1.0)
+        )
         size = int(rng.integers(0, 90))
         memory, values, order, raw = _random_memory(rng, model, size, rounded=trial % 3 == 0)
         v = float(raw[0]) if trial % 5 == 0 and size else float(rng.normal(0.0, 1.0))

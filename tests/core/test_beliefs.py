@@ -42,9 +42,11 @@ def switching_stream(model, n_steps, seed):
     return model.stats(values[:, None], axis=1)
 
 
-MODELS = {"beta": lambda: BetaBinomial(1.0, 1.0),
-          "normal": lambda: NormalKnownVariance(0.0, 10.0, 1.0),
-          "normal-gamma": lambda: NormalGamma(0.0, 1.0, 1.0, 1.0)}
+MODELS = {
+    "beta": lambda: BetaBinomial(1.0, 1.0),
+    "normal": lambda: NormalKnownVariance(0.0, 10.0, 1.0),
+    "normal-gamma": lambda: NormalGamma(0.0, 1.0, 1.0, 1.0),
+}
 
 
 def run(rule: BeliefRule, stats: NaturalParams) -> list[NaturalParams]:
@@ -128,12 +130,16 @@ def test_forgetting_and_power_prior_are_bam_readouts(alpha):
     forgetting, power = ExponentialForgetting(model, alpha), PowerPrior(model, alpha)
     for t in range(1, 31):  # datum t is stats[t-1]; memory holds D_1..D_{t-1}
         s = stats[t - 1]
-        expected_prior = memory.weighted_sum(alpha ** (t - 1 - np.arange(1, t)),
-                                             base=model.prior) if t > 1 else model.prior
+        expected_prior = (
+            memory.weighted_sum(alpha ** (t - 1 - np.arange(1, t)), base=model.prior)
+            if t > 1
+            else model.prior
+        )
         assert forgetting.prior_for_next().allclose(expected_prior)
         assert forgetting.update(s).allclose(expected_prior + s)
-        power_prior = (memory.weighted_sum(np.full(t - 1, alpha), base=model.prior)
-                       if t > 1 else model.prior)
+        power_prior = (
+            memory.weighted_sum(np.full(t - 1, alpha), base=model.prior) if t > 1 else model.prior
+        )
         assert power.update(s).allclose(power_prior + s)
         memory.add(s)
     if alpha == 1.0:
@@ -148,8 +154,9 @@ def test_bam_equals_select_then_update():
     for i in range(12):
         s = stats[i]
         result = select(model, memory, s, lam=0.1, method="exhaustive")
-        prior = (memory.weighted_sum(result.weights, base=model.prior) if len(memory)
-                 else model.prior)
+        prior = (
+            memory.weighted_sum(result.weights, base=model.prior) if len(memory) else model.prior
+        )
         assert rule.update(s).allclose(prior + s)
         np.testing.assert_array_equal(rule.weights, result.weights)
         memory.add(s)
@@ -209,18 +216,21 @@ def test_bam_with_changepoints_selects_at_the_start_of_a_new_episode():
 
 
 # ----------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("factory, match", [
-    (lambda m: BOCD(m, hazard=0.0), "hazard"),
-    (lambda m: BOCD(m, hazard=1.0), "hazard"),
-    (lambda m: BOCD(m, hazard=-0.5), "hazard"),
-    (lambda m: BAMWithChangepoints(m, hazard=1.5), "hazard"),
-    (lambda m: ExponentialForgetting(m, alpha=1.2), "alpha"),
-    (lambda m: ExponentialForgetting(m, alpha=-0.1), "alpha"),
-    (lambda m: PowerPrior(m, alpha=2.0), "alpha"),
-    (lambda m: BAM(m, lam=-1.0), "lam"),
-    (lambda m: BAM(m, method="random"), "method"),
-    (lambda m: BAM(m, capacity=1), "capacity"),
-])
+@pytest.mark.parametrize(
+    "factory, match",
+    [
+        (lambda m: BOCD(m, hazard=0.0), "hazard"),
+        (lambda m: BOCD(m, hazard=1.0), "hazard"),
+        (lambda m: BOCD(m, hazard=-0.5), "hazard"),
+        (lambda m: BAMWithChangepoints(m, hazard=1.5), "hazard"),
+        (lambda m: ExponentialForgetting(m, alpha=1.2), "alpha"),
+        (lambda m: ExponentialForgetting(m, alpha=-0.1), "alpha"),
+        (lambda m: PowerPrior(m, alpha=2.0), "alpha"),
+        (lambda m: BAM(m, lam=-1.0), "lam"),
+        (lambda m: BAM(m, method="random"), "method"),
+        (lambda m: BAM(m, capacity=1), "capacity"),
+    ],
+)
 def test_bad_hyperparameters(factory, match):
     with pytest.raises(ValueError, match=match):
         factory(BetaBinomial())

@@ -110,8 +110,9 @@ def beta_binomial_segment(alpha: float, beta: float, data: Sequence[tuple[int, i
     return cached(log_marginal)
 
 
-def normal_known_variance_segment(mean: float, var: float, noise_var: float,
-                                  data: Sequence[np.ndarray]):
+def normal_known_variance_segment(
+    mean: float, var: float, noise_var: float, data: Sequence[np.ndarray]
+):
     """Multivariate normal of the concatenated segment: N(mean·1, noise_var·I + var·11ᵀ)."""
 
     def log_marginal(start: int, stop: int) -> float:
@@ -122,8 +123,9 @@ def normal_known_variance_segment(mean: float, var: float, noise_var: float,
     return cached(log_marginal)
 
 
-def normal_gamma_segment(mean: float, kappa: float, alpha: float, beta: float,
-                         data: Sequence[np.ndarray]):
+def normal_gamma_segment(
+    mean: float, kappa: float, alpha: float, beta: float, data: Sequence[np.ndarray]
+):
     """Multivariate Student t of the segment: df 2α, shape (β/α)(I + 11ᵀ/κ)."""
 
     def log_marginal(start: int, stop: int) -> float:
@@ -141,7 +143,9 @@ def as_hazard_function(hazard) -> Callable[[int], float]:
     return lambda r: float(hazard)
 
 
-def check_against_enumeration(bocd: ChangepointDetector, stats: Sequence[NaturalParams], segment, hazard):
+def check_against_enumeration(
+    bocd: ChangepointDetector, stats: Sequence[NaturalParams], segment, hazard
+):
     """At every step: evidence and the whole run-length posterior equal the enumeration."""
     hazard_fn = as_hazard_function(hazard)
     for t, s in enumerate(stats, start=1):
@@ -149,8 +153,7 @@ def check_against_enumeration(bocd: ChangepointDetector, stats: Sequence[Natural
         evidence, posterior, _ = enumerate_segmentations(t, segment, hazard_fn)
         assert bocd.t == t
         np.testing.assert_allclose(bocd.log_evidence, evidence, rtol=1e-10, atol=1e-10)
-        np.testing.assert_allclose(bocd.run_length_posterior, posterior, rtol=1e-9,
-                                   atol=1e-13)
+        np.testing.assert_allclose(bocd.run_length_posterior, posterior, rtol=1e-9, atol=1e-13)
         np.testing.assert_array_equal(bocd.run_lengths, np.arange(t + 1))
 
 
@@ -238,8 +241,12 @@ def test_beta_binomial_equals_enumeration(hazard):
     data = list(zip(successes.tolist(), trials.tolist(), strict=True))
     model = BetaBinomial(alpha, beta)
     stats = [model.stats(k, n) for k, n in data]
-    check_against_enumeration(ChangepointDetector(model, hazard, prune_threshold=0.0), stats,
-                              beta_binomial_segment(alpha, beta, data), hazard)
+    check_against_enumeration(
+        ChangepointDetector(model, hazard, prune_threshold=0.0),
+        stats,
+        beta_binomial_segment(alpha, beta, data),
+        hazard,
+    )
 
 
 @pytest.mark.parametrize("hazard", HAZARDS, ids=HAZARD_IDS)
@@ -250,8 +257,12 @@ def test_normal_known_variance_equals_enumeration(hazard):
     data = [rng.normal(-1.0 if i < 4 else 2.0, 1.0, size=rng.integers(1, 4)) for i in range(8)]
     model = NormalKnownVariance(mean, var, noise_var)
     stats = [model.stats(y) for y in data]
-    check_against_enumeration(ChangepointDetector(model, hazard, prune_threshold=0.0), stats,
-                              normal_known_variance_segment(mean, var, noise_var, data), hazard)
+    check_against_enumeration(
+        ChangepointDetector(model, hazard, prune_threshold=0.0),
+        stats,
+        normal_known_variance_segment(mean, var, noise_var, data),
+        hazard,
+    )
 
 
 @pytest.mark.parametrize("hazard", HAZARDS, ids=HAZARD_IDS)
@@ -261,8 +272,12 @@ def test_normal_gamma_equals_enumeration(hazard):
     data = [rng.normal(0.0, 0.5 if i < 5 else 2.0, size=rng.integers(1, 4)) for i in range(8)]
     model = NormalGamma(mean, kappa, alpha, beta)
     stats = [model.stats(y) for y in data]
-    check_against_enumeration(ChangepointDetector(model, hazard, prune_threshold=0.0), stats,
-                              normal_gamma_segment(mean, kappa, alpha, beta, data), hazard)
+    check_against_enumeration(
+        ChangepointDetector(model, hazard, prune_threshold=0.0),
+        stats,
+        normal_gamma_segment(mean, kappa, alpha, beta, data),
+        hazard,
+    )
 
 
 @pytest.mark.parametrize("hazard", [0.3, decreasing_hazard], ids=["0.3", "callable"])
@@ -280,7 +295,7 @@ def test_theta_moments_equal_enumeration(hazard):
     for t, (k, n) in enumerate(data, start=1):
         bocd.update(model.stats(k, n))
         evidence, _, terms = enumerate_segmentations(t, segment, hazard_fn)
-        filtered = np.zeros(2)   # E[θ_t], E[θ_t²]
+        filtered = np.zeros(2)  # E[θ_t], E[θ_t²]
         predictive = np.zeros(2)
         for log_weight, run, start in terms:
             p = math.exp(log_weight - evidence)
@@ -290,8 +305,9 @@ def test_theta_moments_equal_enumeration(hazard):
             moments = np.array([seg.mean(), seg.var() + seg.mean() ** 2])
             filtered += p * moments
             prior = sps.beta(alpha, beta)
-            predictive += p * (moments if run > 0 else
-                               np.array([prior.mean(), prior.var() + prior.mean() ** 2]))
+            predictive += p * (
+                moments if run > 0 else np.array([prior.mean(), prior.var() + prior.mean() ** 2])
+            )
         for kind, expected in (("filtered", filtered), ("predictive", predictive)):
             mean, var = bocd.theta_moments(kind)
             assert mean == pytest.approx(expected[0], rel=1e-10)
@@ -308,7 +324,7 @@ def test_beliefs_are_prior_plus_recent_statistics():
     beliefs = bocd.beliefs
     assert len(beliefs) == 7
     for row, r in enumerate(bocd.run_lengths):
-        recent = data[len(data) - r:] if r else []
+        recent = data[len(data) - r :] if r else []
         expected = model.prior + model.stats(np.concatenate([np.zeros(0), *recent]))
         assert beliefs[row].allclose(expected)
         np.testing.assert_allclose(beliefs.log_h[row], expected.log_h, rtol=1e-12)
@@ -335,8 +351,7 @@ def test_hazard_to_zero_is_recursive_bayes(family):
         bocd.update(s)
         total = total + s
     posterior = model.prior + total
-    assert bocd.log_evidence == pytest.approx(model.log_marginal(model.prior, total),
-                                              rel=1e-10)
+    assert bocd.log_evidence == pytest.approx(model.log_marginal(model.prior, total), rel=1e-10)
     mean, var = bocd.theta_moments("filtered")
     np.testing.assert_allclose(mean, posterior.mean, rtol=1e-9)
     np.testing.assert_allclose(var, posterior.variance, rtol=1e-6)
@@ -379,7 +394,7 @@ def piecewise_stream(n_steps: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
         means.append(mean)
     mu = np.empty(n_steps)
     for k in range(len(starts) - 1):
-        mu[starts[k]:starts[k + 1]] = means[k]
+        mu[starts[k] : starts[k + 1]] = means[k]
     return mu + rng.normal(size=n_steps), np.array([s for s in starts if s < n_steps])
 
 
@@ -390,12 +405,16 @@ def long_stream():
     model = NormalKnownVariance(0.0, 16.0, 1.0)
     batch = model.stats(y, axis=())
     h1, h2, log_h = batch.fields["precision_mean"], batch.fields["precision"], batch.log_h
-    stats = [NaturalParams(model, {"precision_mean": h1[i], "precision": h2[i]}, log_h[i])
-             for i in range(n_steps)]
+    stats = [
+        NaturalParams(model, {"precision_mean": h1[i], "precision": h2[i]}, log_h[i])
+        for i in range(n_steps)
+    ]
     return model, stats, starts
 
 
-def run_stream(bocd: ChangepointDetector, stats: Sequence[NaturalParams]) -> tuple[np.ndarray, np.ndarray, float]:
+def run_stream(
+    bocd: ChangepointDetector, stats: Sequence[NaturalParams]
+) -> tuple[np.ndarray, np.ndarray, float]:
     """MAP run length and number of live run lengths after each step, and the CPU seconds."""
     maps = np.empty(len(stats), dtype=np.int64)
     live = np.empty(len(stats), dtype=np.int64)
@@ -415,8 +434,9 @@ def detected_changes(maps: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("threshold", "posterior_atol"), [(1e-10, 1e-6), (1e-4, None)],
-                         ids=["default-1e-10", "1e-4"])
+@pytest.mark.parametrize(
+    ("threshold", "posterior_atol"), [(1e-10, 1e-6), (1e-4, None)], ids=["default-1e-10", "1e-4"]
+)
 def test_long_stream_pruning(long_stream, threshold, posterior_atol, capsys):
     """100,000 steps: bounded live run lengths, finite, and the unpruned MAP on a prefix.
 
@@ -458,13 +478,16 @@ def test_long_stream_pruning(long_stream, threshold, posterior_atol, capsys):
     if posterior_atol is not None:
         dense_exact = exact.run_length_posterior
         dense_pruned = pruned.run_length_posterior
-        np.testing.assert_allclose(dense_pruned, dense_exact[:len(dense_pruned)],
-                                   atol=posterior_atol)
+        np.testing.assert_allclose(
+            dense_pruned, dense_exact[: len(dense_pruned)], atol=posterior_atol
+        )
         assert pruned.log_evidence == pytest.approx(exact.log_evidence, abs=posterior_atol)
     with capsys.disabled():
-        print(f"\n[bocd 100k, threshold {threshold:g}] live run lengths: max {live.max()}, "
-              f"mean {live.mean():.0f}; longest segment {longest}; "
-              f"{seconds / len(stats) * 1e6:.1f} µs/step (CPU, incl. reading the MAP)")
+        print(
+            f"\n[bocd 100k, threshold {threshold:g}] live run lengths: max {live.max()}, "
+            f"mean {live.mean():.0f}; longest segment {longest}; "
+            f"{seconds / len(stats) * 1e6:.1f} µs/step (CPU, incl. reading the MAP)"
+        )
 
 
 # ------------------------------------------------------------------ invariants
@@ -477,13 +500,17 @@ def binomial_sequences(draw, max_len: int = 25):
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=binomial_sequences(),
-       hazard=st.floats(1e-6, 1 - 1e-6),
-       threshold=st.sampled_from([0.0, 1e-10, 1e-3, 0.05, 0.4]),
-       max_run_length=st.sampled_from([None, 1, 3, 10]))
+@given(
+    data=binomial_sequences(),
+    hazard=st.floats(1e-6, 1 - 1e-6),
+    threshold=st.sampled_from([0.0, 1e-10, 1e-3, 0.05, 0.4]),
+    max_run_length=st.sampled_from([None, 1, 3, 10]),
+)
 def test_posterior_is_a_distribution(data, hazard, threshold, max_run_length):
     model = BetaBinomial(1.0, 2.0)
-    bocd = ChangepointDetector(model, hazard, prune_threshold=threshold, max_run_length=max_run_length)
+    bocd = ChangepointDetector(
+        model, hazard, prune_threshold=threshold, max_run_length=max_run_length
+    )
     for t, (k, n) in enumerate(data, start=1):
         bocd.update(model.stats(k, n))
         lengths, probabilities = bocd.run_length_posterior_sparse
@@ -508,9 +535,12 @@ def test_posterior_is_a_distribution(data, hazard, threshold, max_run_length):
 
 
 @settings(max_examples=30, deadline=None)
-@given(first=binomial_sequences(12), second=binomial_sequences(12),
-       hazard=st.one_of(st.floats(1e-3, 0.999), st.just(decreasing_hazard)),
-       threshold=st.sampled_from([0.0, 1e-10, 0.01]))
+@given(
+    first=binomial_sequences(12),
+    second=binomial_sequences(12),
+    hazard=st.one_of(st.floats(1e-3, 0.999), st.just(decreasing_hazard)),
+    threshold=st.sampled_from([0.0, 1e-10, 0.01]),
+)
 def test_reset_reproduces_a_fresh_run(first, second, hazard, threshold):
     model = BetaBinomial(0.5, 0.5)
     used = ChangepointDetector(model, hazard, prune_threshold=threshold, max_run_length=8)
@@ -587,8 +617,10 @@ def test_vector_theta_moments_and_deepcopy():
 def test_matrix_fields_bayesian_linear_regression():
     """Matrix-valued natural parameters and tuple-valued θ moments (M, σ²) work unchanged."""
     rng = np.random.default_rng(18)
-    for model in (BayesianLinearRegression(dim_in=3, dim_out=2, prior_precision=1.0),
-                  BayesianLinearRegressionNIG(dim_in=3, dim_out=2, prior_precision=1.0)):
+    for model in (
+        BayesianLinearRegression(dim_in=3, dim_out=2, prior_precision=1.0),
+        BayesianLinearRegressionNIG(dim_in=3, dim_out=2, prior_precision=1.0),
+    ):
         bocd = ChangepointDetector(model, hazard=1e-12)
         total = model.zeros()
         for _ in range(5):
@@ -596,8 +628,7 @@ def test_matrix_fields_bayesian_linear_regression():
             s = model.stats(X, X @ np.ones((3, 2)) + 0.1 * rng.normal(size=(4, 2)))
             bocd.update(s)
             total = total + s
-        assert bocd.log_evidence == pytest.approx(model.log_marginal(model.prior, total),
-                                                  rel=1e-10)
+        assert bocd.log_evidence == pytest.approx(model.log_marginal(model.prior, total), rel=1e-10)
         mean, _ = bocd.theta_moments("filtered")
         expected = (model.prior + total).mean
         if isinstance(expected, tuple):
@@ -629,14 +660,17 @@ def test_bad_constant_hazard(hazard):
         ChangepointDetector(BetaBinomial(), hazard)
 
 
-@pytest.mark.parametrize("returned", [
-    lambda r: np.zeros(len(r)),
-    lambda r: np.ones(len(r)),
-    lambda r: np.full(len(r), np.nan),
-    lambda r: np.full(len(r), 1.5),
-    lambda r: np.full(len(r) + 1, 0.5),
-    lambda r: "bad",
-])
+@pytest.mark.parametrize(
+    "returned",
+    [
+        lambda r: np.zeros(len(r)),
+        lambda r: np.ones(len(r)),
+        lambda r: np.full(len(r), np.nan),
+        lambda r: np.full(len(r), 1.5),
+        lambda r: np.full(len(r) + 1, 0.5),
+        lambda r: "bad",
+    ],
+)
 def test_callable_hazard_returning_bad_values(returned):
     model = BetaBinomial()
     bocd = ChangepointDetector(model, returned)

@@ -28,16 +28,22 @@ def brute_force_log_marginal(a, b, successes, trials):
     """log ∫ Π_i Binom(k_i | n_i, θ) Beta(θ | a, b) dθ by adaptive quadrature."""
 
     def log_integrand(theta):
-        return (stats.binom.logpmf(successes, trials, theta).sum()
-                + stats.beta.logpdf(theta, a, b))
+        return stats.binom.logpmf(successes, trials, theta).sum() + stats.beta.logpdf(theta, a, b)
 
     # integrate exp(log f − c) for a constant c near the peak so nothing underflows;
     # the mode is only a hint for the integrator's subdivision.
     k, n = successes.sum(), trials.sum()
     mode = min(max((a + k - 1) / (a + b + n - 2), 1e-3), 1 - 1e-3) if a + b + n > 2 else 0.5
     c = log_integrand(mode)
-    value, _ = integrate.quad(lambda t: math.exp(log_integrand(t) - c), 0.0, 1.0,
-                              points=[mode], epsabs=0.0, epsrel=1e-10, limit=200)
+    value, _ = integrate.quad(
+        lambda t: math.exp(log_integrand(t) - c),
+        0.0,
+        1.0,
+        points=[mode],
+        epsabs=0.0,
+        epsrel=1e-10,
+        limit=200,
+    )
     return c + math.log(value)
 
 
@@ -47,8 +53,7 @@ def test_single_count_matches_scipy_betabinom(a, b, n, data):
     k = data.draw(st.integers(0, n))
     model = BetaBinomial(a, b)
     value = model.log_marginal(model.prior, model.stats(k, n))
-    np.testing.assert_allclose(value, stats.betabinom.logpmf(k, n, a, b), rtol=1e-8,
-                               atol=1e-12)
+    np.testing.assert_allclose(value, stats.betabinom.logpmf(k, n, a, b), rtol=1e-8, atol=1e-12)
 
 
 @settings(max_examples=30, deadline=None)
@@ -57,8 +62,7 @@ def test_counts_kept_apart_match_scipy_betabinom(a, b, counts):
     k, n = counts
     model = BetaBinomial(a, b)
     values = model.log_marginal(model.prior, model.stats(k, n, axis=()))
-    np.testing.assert_allclose(values, stats.betabinom.logpmf(k, n, a, b), rtol=1e-8,
-                               atol=1e-12)
+    np.testing.assert_allclose(values, stats.betabinom.logpmf(k, n, a, b), rtol=1e-8, atol=1e-12)
 
 
 @settings(max_examples=40, deadline=None)
@@ -67,8 +71,7 @@ def test_several_counts_in_one_datum_match_numerical_integral(a, b, counts):
     k, n = counts
     model = BetaBinomial(a, b)
     value = model.log_marginal(model.prior, model.stats(k, n))
-    np.testing.assert_allclose(value, brute_force_log_marginal(a, b, k, n), rtol=1e-8,
-                               atol=1e-9)
+    np.testing.assert_allclose(value, brute_force_log_marginal(a, b, k, n), rtol=1e-8, atol=1e-9)
 
 
 @settings(max_examples=50, deadline=None)
@@ -93,8 +96,13 @@ def test_predictive_chain_equals_batch_marginal(a, b, counts):
 # ----------------------------------------------------------------------------------- KL
 def beta_kl_closed_form(ap, bp, aq, bq):
     """KL(Beta(ap, bp) ‖ Beta(aq, bq)), e.g. Penny (2001) / Wikipedia."""
-    return (betaln(aq, bq) - betaln(ap, bp) + (ap - aq) * digamma(ap)
-            + (bp - bq) * digamma(bp) + (aq - ap + bq - bp) * digamma(ap + bp))
+    return (
+        betaln(aq, bq)
+        - betaln(ap, bp)
+        + (ap - aq) * digamma(ap)
+        + (bp - bq) * digamma(bp)
+        + (aq - ap + bq - bp) * digamma(ap + bp)
+    )
 
 
 def beta_kl_integral(ap, bp, aq, bq):
@@ -120,12 +128,14 @@ def test_kl_matches_closed_form(ap, bp, aq, bq):
     model = BetaBinomial()
     p = NaturalParams(model, {"alpha": ap, "beta": bp})
     q = NaturalParams(model, {"alpha": aq, "beta": bq})
-    np.testing.assert_allclose(model.kl(p, q), beta_kl_closed_form(ap, bp, aq, bq),
-                               rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(
+        model.kl(p, q), beta_kl_closed_form(ap, bp, aq, bq), rtol=1e-9, atol=1e-11
+    )
 
 
-@pytest.mark.parametrize("ap,bp,aq,bq", [(2, 3, 1, 1), (5.5, 1.2, 2.0, 7.0), (30, 40, 3, 4),
-                                         (1.5, 1.5, 12.0, 2.5)])
+@pytest.mark.parametrize(
+    "ap,bp,aq,bq", [(2, 3, 1, 1), (5.5, 1.2, 2.0, 7.0), (30, 40, 3, 4), (1.5, 1.5, 12.0, 2.5)]
+)
 def test_kl_matches_numerical_integral(ap, bp, aq, bq):
     model = BetaBinomial()
     p = NaturalParams(model, {"alpha": ap, "beta": bp})
@@ -152,28 +162,44 @@ def test_sample_moments_and_batching():
     dist = stats.beta(6.0, 11.0)
     assert draws.mean() == pytest.approx(dist.mean(), rel=5e-3)
     assert draws.var() == pytest.approx(dist.var(), rel=2e-2)
-    np.testing.assert_array_equal(draws[:10],
-                                  model.sample(belief, np.random.default_rng(0), size=10))
+    np.testing.assert_array_equal(
+        draws[:10], model.sample(belief, np.random.default_rng(0), size=10)
+    )
     batch = stack([model.prior, belief])
     assert model.sample(batch, np.random.default_rng(0)).shape == (2,)
     assert model.sample(batch, np.random.default_rng(0), size=(3, 2)).shape == (3, 2)
 
 
 # ----------------------------------------------------------------------------- validation
-@pytest.mark.parametrize("kwargs,name", [
-    ({"alpha": 0.0}, "alpha"), ({"alpha": -1.0}, "alpha"), ({"beta": 0.0}, "beta"),
-    ({"alpha": np.nan}, "alpha"), ({"beta": np.inf}, "beta"),
-])
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"alpha": 0.0}, "alpha"),
+        ({"alpha": -1.0}, "alpha"),
+        ({"beta": 0.0}, "beta"),
+        ({"alpha": np.nan}, "alpha"),
+        ({"beta": np.inf}, "beta"),
+    ],
+)
 def test_bad_hyperparameters_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):
         BetaBinomial(**kwargs)
 
 
-@pytest.mark.parametrize("successes,trials,name", [
-    (-1, 5, "successes"), (2, -1, "trials"), (1.5, 5, "successes"), (1, 4.5, "trials"),
-    (np.nan, 5, "successes"), (1, np.inf, "trials"), (6, 5, "successes"),
-    ([1, 2, 3], [4, 5], "successes"), ("a", 3, "successes"),
-])
+@pytest.mark.parametrize(
+    "successes,trials,name",
+    [
+        (-1, 5, "successes"),
+        (2, -1, "trials"),
+        (1.5, 5, "successes"),
+        (1, 4.5, "trials"),
+        (np.nan, 5, "successes"),
+        (1, np.inf, "trials"),
+        (6, 5, "successes"),
+        ([1, 2, 3], [4, 5], "successes"),
+        ("a", 3, "successes"),
+    ],
+)
 def test_bad_counts_raise(successes, trials, name):
     with pytest.raises(ValueError, match=name):
         BetaBinomial().stats(successes, trials)

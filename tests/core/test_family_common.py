@@ -36,11 +36,16 @@ def random_model(name: str, rng: np.random.Generator) -> ConjugateFamily:
     if name == "beta_binomial":
         return BetaBinomial(_loguniform(rng, 0.2, 20), _loguniform(rng, 0.2, 20))
     if name == "normal":
-        return NormalKnownVariance(rng.normal(0, 3), _loguniform(rng, 0.1, 10),
-                                   _loguniform(rng, 0.1, 10))
+        return NormalKnownVariance(
+            rng.normal(0, 3), _loguniform(rng, 0.1, 10), _loguniform(rng, 0.1, 10)
+        )
     if name == "normal_gamma":
-        return NormalGamma(rng.normal(0, 3), _loguniform(rng, 0.1, 10),
-                           _loguniform(rng, 0.3, 10), _loguniform(rng, 0.1, 10))
+        return NormalGamma(
+            rng.normal(0, 3),
+            _loguniform(rng, 0.1, 10),
+            _loguniform(rng, 0.3, 10),
+            _loguniform(rng, 0.1, 10),
+        )
     if name == "gamma_poisson":
         return GammaPoisson(_loguniform(rng, 0.2, 20), _loguniform(rng, 0.1, 10))
     if name == "dirichlet":
@@ -49,16 +54,18 @@ def random_model(name: str, rng: np.random.Generator) -> ConjugateFamily:
     raise AssertionError(name)
 
 
-def random_stats(model: ConjugateFamily, rng: np.random.Generator, n: int | None = None,
-                 axis=None) -> NaturalParams:
+def random_stats(
+    model: ConjugateFamily, rng: np.random.Generator, n: int | None = None, axis=None
+) -> NaturalParams:
     """Statistics of ``n`` random observations (summed, unless ``axis=()``)."""
     n = int(rng.integers(0, 8)) if n is None else n
     if isinstance(model, BetaBinomial):
         trials = rng.integers(0, 15, size=n)
         return model.stats(rng.binomial(trials, rng.uniform()), trials, axis=axis)
     if isinstance(model, NormalKnownVariance | NormalGamma):
-        return model.stats(rng.normal(rng.normal(0, 3), _loguniform(rng, 0.1, 3), size=n),
-                           axis=axis)
+        return model.stats(
+            rng.normal(rng.normal(0, 3), _loguniform(rng, 0.1, 3), size=n), axis=axis
+        )
     if isinstance(model, GammaPoisson):
         return model.stats(rng.poisson(_loguniform(rng, 0.1, 20), size=n), axis=axis)
     if isinstance(model, DirichletCategorical):
@@ -101,15 +108,16 @@ def test_grad_log_partition_matches_central_difference(name, seed):
 
             # fourth-order stencil: O(h^4) truncation error where curvature is high
             numeric = (8 * difference(step) - difference(2 * step)) / (12 * step)
-            np.testing.assert_allclose(grad[field][index], numeric, rtol=1e-5, atol=1e-6,
-                                       err_msg=f"{field}{index}")
+            np.testing.assert_allclose(
+                grad[field][index], numeric, rtol=1e-5, atol=1e-6, err_msg=f"{field}{index}"
+            )
 
 
 @pytest.mark.parametrize("name", FAMILIES)
 @settings(max_examples=30, deadline=None)
 @given(seed=SEEDS, w=st.floats(0.05, 0.95))
 def test_weight_gradient_identity(name, seed, w):
-    """d/dw log p(D_t | η0 + w s_j) = ⟨s_j, ∇A(η(w) + s_t) − ∇A(η(w))⟩ (ARCHITECTURE.md, "Families")."""
+    """d/dw log p(D_t | η0 + w s_j) = ⟨s_j, ∇A(η(w) + s_t) − ∇A(η(w))⟩ (mean parameters)."""
     model, _, rng = random_case(name, seed)
     s_j = random_stats(model, rng, n=int(rng.integers(1, 6)))
     s_t = random_stats(model, rng, n=int(rng.integers(1, 6)))
@@ -163,16 +171,16 @@ def test_batched_beliefs_match_a_loop(name, seed, m):
     for i, b in enumerate(beliefs):
         np.testing.assert_allclose(lm[i], model.log_marginal(b, s_t), rtol=1e-13, atol=1e-13)
         np.testing.assert_allclose(kl[i], model.kl(b, model.prior), rtol=1e-13, atol=1e-13)
-        np.testing.assert_allclose(kl_rev[i], model.kl(model.prior, b), rtol=1e-13,
-                                   atol=1e-13)
+        np.testing.assert_allclose(kl_rev[i], model.kl(model.prior, b), rtol=1e-13, atol=1e-13)
         np.testing.assert_allclose(a[i], model.log_partition(b), rtol=1e-13)
         np.testing.assert_allclose(batch.mean[i], b.mean, rtol=1e-13)
         np.testing.assert_allclose(batch.variance[i], b.variance, rtol=1e-13)
         g = model.grad_log_partition(b)
         for k in grad:
             np.testing.assert_allclose(grad[k][i], g[k], rtol=1e-13, atol=1e-15)
-        np.testing.assert_allclose(batch[i].fields[next(iter(b.fields))],
-                                   b.fields[next(iter(b.fields))])
+        np.testing.assert_allclose(
+            batch[i].fields[next(iter(b.fields))], b.fields[next(iter(b.fields))]
+        )
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -199,8 +207,7 @@ def test_stats_axis_keeps_or_sums_data(name, seed, n):
     for i in range(n):
         total += model.log_marginal(current, each[i])
         current = current + each[i]
-    np.testing.assert_allclose(total, model.log_marginal(belief, whole), rtol=1e-10,
-                               atol=1e-10)
+    np.testing.assert_allclose(total, model.log_marginal(belief, whole), rtol=1e-10, atol=1e-10)
 
 
 # ------------------------------------------------------------------------------ tempering
@@ -244,9 +251,11 @@ def test_sample_is_reproducible_and_shaped(name):
     assert a.shape == (5, *event)
     assert np.shape(model.sample(belief, np.random.default_rng(0))) == event
     assert np.all(np.isfinite(a))
-    predictive = model.predictive_sample(belief, np.random.default_rng(3), size=4) \
-        if not isinstance(model, BetaBinomial) \
+    predictive = (
+        model.predictive_sample(belief, np.random.default_rng(3), size=4)
+        if not isinstance(model, BetaBinomial)
         else model.predictive_sample(belief, 10, np.random.default_rng(3), size=4)
+    )
     assert np.shape(predictive) == (4,)
 
 
@@ -293,23 +302,27 @@ def test_beta_binomial_plus_gamma_poisson_statistics_raises():
 
 def test_hyperparameters_that_change_statistics_do_not_mix():
     with pytest.raises(ValueError, match="cannot be combined"):
-        NormalKnownVariance(noise_var=1.0).prior + NormalKnownVariance(noise_var=2.0).stats(
-            [1.0])
+        NormalKnownVariance(noise_var=1.0).prior + NormalKnownVariance(noise_var=2.0).stats([1.0])
     with pytest.raises(ValueError, match="cannot be combined"):
         DirichletCategorical(alpha=1.0, n_categories=3).prior + DirichletCategorical(
-            alpha=1.0, n_categories=4).stats(observations=[1])
+            alpha=1.0, n_categories=4
+        ).stats(observations=[1])
 
 
 def test_prior_hyperparameters_alone_do_mix():
     """Priors differ, statistics mean the same: they combine freely."""
     pairs = [
         (BetaBinomial(2, 3), BetaBinomial(1, 1).stats(2, 5)),
-        (NormalKnownVariance(1.0, 4.0, noise_var=2.0),
-         NormalKnownVariance(0.0, 1.0, noise_var=2.0).stats([1.0, 2.0])),
+        (
+            NormalKnownVariance(1.0, 4.0, noise_var=2.0),
+            NormalKnownVariance(0.0, 1.0, noise_var=2.0).stats([1.0, 2.0]),
+        ),
         (NormalGamma(1.0, 2.0, 3.0, 4.0), NormalGamma().stats([1.0, 2.0])),
         (GammaPoisson(2, 3), GammaPoisson().stats([1, 2])),
-        (DirichletCategorical([1.0, 2.0, 3.0]),
-         DirichletCategorical(alpha=1.0, n_categories=3).stats(observations=[0, 2])),
+        (
+            DirichletCategorical([1.0, 2.0, 3.0]),
+            DirichletCategorical(alpha=1.0, n_categories=3).stats(observations=[0, 2]),
+        ),
     ]
     for model, s in pairs:
         assert np.isfinite(model.log_marginal(model.prior, s))

@@ -53,9 +53,11 @@ def test_log_marginal_matches_sequential_predictive(case):
 
 
 @settings(max_examples=50, deadline=None)
-@given(a=st.floats(0.2, 30.0), b=st.floats(0.2, 30.0),
-       data=st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), min_size=1,
-                     max_size=5))
+@given(
+    a=st.floats(0.2, 30.0),
+    b=st.floats(0.2, 30.0),
+    data=st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), min_size=1, max_size=5),
+)
 def test_two_categories_agree_with_beta_binomial(a, b, data):
     """Sequence likelihood = Binomial likelihood without the coefficient log C(n, k)."""
     successes = np.array([s for s, _ in data])
@@ -66,12 +68,16 @@ def test_two_categories_agree_with_beta_binomial(a, b, data):
     s_bb = beta_binomial.stats(successes, trials)
     s_dir = dirichlet.stats(counts=np.stack([successes, failures], axis=-1))
     expected = beta_binomial.log_marginal(beta_binomial.prior, s_bb) - s_bb.log_h
-    np.testing.assert_allclose(dirichlet.log_marginal(dirichlet.prior, s_dir), expected,
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        dirichlet.log_marginal(dirichlet.prior, s_dir), expected, rtol=1e-10, atol=1e-12
+    )
     post_bb, post_dir = beta_binomial.prior + s_bb, dirichlet.prior + s_dir
-    np.testing.assert_allclose(dirichlet.kl(post_dir, dirichlet.prior),
-                               beta_binomial.kl(post_bb, beta_binomial.prior), rtol=1e-10,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        dirichlet.kl(post_dir, dirichlet.prior),
+        beta_binomial.kl(post_bb, beta_binomial.prior),
+        rtol=1e-10,
+        atol=1e-12,
+    )
     np.testing.assert_allclose(post_dir.mean[0], post_bb.mean, rtol=1e-12)
     np.testing.assert_allclose(post_dir.variance[0], post_bb.variance, rtol=1e-12)
 
@@ -85,12 +91,13 @@ def test_stats_axes_for_indices_and_counts():
     each = model.stats(observations=obs, axis=())
     assert each.batch_shape == (2, 4)
     np.testing.assert_array_equal(each.fields["alpha"][0, 1], [0, 0, 1])
-    np.testing.assert_array_equal(model.stats(observations=obs, axis=-2).fields["alpha"],
-                                  model.stats(observations=obs, axis=0).fields["alpha"])
+    np.testing.assert_array_equal(
+        model.stats(observations=obs, axis=-2).fields["alpha"],
+        model.stats(observations=obs, axis=0).fields["alpha"],
+    )
     assert model.stats(observations=1).batch_shape == ()
     counts = np.array([[1, 0, 2], [0, 0, 1]])
-    assert model.stats(counts=counts).allclose(
-        NaturalParams(model, {"alpha": [1, 0, 3]}))
+    assert model.stats(counts=counts).allclose(NaturalParams(model, {"alpha": [1, 0, 3]}))
     assert model.stats(counts=counts, axis=()).batch_shape == (2,)
     assert model.stats(counts=[1, 2, 3]).batch_shape == ()
     # log h = 0 either way
@@ -100,20 +107,25 @@ def test_stats_axes_for_indices_and_counts():
 def dirichlet_kl_closed_form(a, b):
     """KL(Dir(a) ‖ Dir(b)) (e.g. Penny 2001)."""
     a0, b0 = a.sum(), b.sum()
-    return (gammaln(a0) - gammaln(a).sum() - gammaln(b0) + gammaln(b).sum()
-            + ((a - b) * (digamma(a) - digamma(a0))).sum())
+    return (
+        gammaln(a0)
+        - gammaln(a).sum()
+        - gammaln(b0)
+        + gammaln(b).sum()
+        + ((a - b) * (digamma(a) - digamma(a0))).sum()
+    )
 
 
 @settings(max_examples=50, deadline=None)
 @given(data=st.data())
 def test_kl_matches_closed_form(data):
     a = data.draw(concentrations())
-    b = np.array(data.draw(st.lists(st.floats(0.2, 30.0), min_size=len(a),
-                                    max_size=len(a))))
+    b = np.array(data.draw(st.lists(st.floats(0.2, 30.0), min_size=len(a), max_size=len(a))))
     model = DirichletCategorical(a)
     p, q = NaturalParams(model, {"alpha": a}), NaturalParams(model, {"alpha": b})
-    np.testing.assert_allclose(model.kl(p, q), dirichlet_kl_closed_form(a, b), rtol=1e-8,
-                               atol=1e-10)
+    np.testing.assert_allclose(
+        model.kl(p, q), dirichlet_kl_closed_form(a, b), rtol=1e-8, atol=1e-10
+    )
 
 
 @pytest.mark.parametrize("a,b", [((2.0, 3.0), (1.0, 1.0)), ((7.0, 1.5), (2.0, 4.0))])
@@ -157,8 +169,10 @@ def test_sample_moments_and_batches():
     many = model.sample(batch, np.random.default_rng(0), size=(10_000, 2))
     assert many.shape == (10_000, 2, 3)
     np.testing.assert_allclose(many.mean(axis=0), batch.mean, rtol=5e-2)
-    np.testing.assert_array_equal(model.sample(batch, np.random.default_rng(1), size=(4, 2)),
-                                  model.sample(batch, np.random.default_rng(1), size=(4, 2)))
+    np.testing.assert_array_equal(
+        model.sample(batch, np.random.default_rng(1), size=(4, 2)),
+        model.sample(batch, np.random.default_rng(1), size=(4, 2)),
+    )
     with pytest.raises(ValueError, match="size"):
         model.sample(batch, np.random.default_rng(0), size=3)
     # predictive draws are category indices with the posterior-mean frequencies
@@ -167,15 +181,21 @@ def test_sample_moments_and_batches():
 
 
 # ---------------------------------------------------------------------------- validation
-@pytest.mark.parametrize("kwargs,name", [
-    ({"alpha": [1.0]}, "alpha"), ({"alpha": [1.0, 0.0]}, "alpha"),
-    ({"alpha": [1.0, -2.0, 3.0]}, "alpha"), ({"alpha": [1.0, np.nan]}, "alpha"),
-    ({"alpha": [[1.0, 2.0]]}, "alpha"), ({"alpha": 1.0}, "n_categories"),
-    ({"alpha": 1.0, "n_categories": 1}, "n_categories"),
-    ({"alpha": 1.0, "n_categories": 2.5}, "n_categories"),
-    ({"alpha": [1.0, 2.0], "n_categories": 3}, "n_categories"),
-    ({"alpha": -1.0, "n_categories": 3}, "alpha"),
-])
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"alpha": [1.0]}, "alpha"),
+        ({"alpha": [1.0, 0.0]}, "alpha"),
+        ({"alpha": [1.0, -2.0, 3.0]}, "alpha"),
+        ({"alpha": [1.0, np.nan]}, "alpha"),
+        ({"alpha": [[1.0, 2.0]]}, "alpha"),
+        ({"alpha": 1.0}, "n_categories"),
+        ({"alpha": 1.0, "n_categories": 1}, "n_categories"),
+        ({"alpha": 1.0, "n_categories": 2.5}, "n_categories"),
+        ({"alpha": [1.0, 2.0], "n_categories": 3}, "n_categories"),
+        ({"alpha": -1.0, "n_categories": 3}, "alpha"),
+    ],
+)
 def test_bad_hyperparameters_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):
         DirichletCategorical(**kwargs)
@@ -194,16 +214,25 @@ def test_constructor_forms_agree():
     assert model.prior.fields["alpha"][0] == 1.0
 
 
-@pytest.mark.parametrize("kwargs,name", [
-    ({"observations": [0, 3]}, "observations"), ({"observations": [-1]}, "observations"),
-    ({"observations": [0.5]}, "observations"), ({"observations": [np.nan]}, "observations"),
-    ({"counts": [1, 2]}, "counts"), ({"counts": [[1, 2, 3, 4]]}, "counts"),
-    ({"counts": 3}, "counts"), ({"counts": [1, -1, 0]}, "counts"),
-    ({"counts": [1, 0.5, 0]}, "counts"), ({"counts": [1, np.inf, 0]}, "counts"),
-    ({}, "observations"), ({"observations": [0], "counts": [1, 0, 0]}, "observations"),
-    ({"observations": [[0, 1]], "axis": 2}, "axis"), ({"counts": [[1, 0, 0]], "axis": 1},
-                                                      "axis"),
-])
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"observations": [0, 3]}, "observations"),
+        ({"observations": [-1]}, "observations"),
+        ({"observations": [0.5]}, "observations"),
+        ({"observations": [np.nan]}, "observations"),
+        ({"counts": [1, 2]}, "counts"),
+        ({"counts": [[1, 2, 3, 4]]}, "counts"),
+        ({"counts": 3}, "counts"),
+        ({"counts": [1, -1, 0]}, "counts"),
+        ({"counts": [1, 0.5, 0]}, "counts"),
+        ({"counts": [1, np.inf, 0]}, "counts"),
+        ({}, "observations"),
+        ({"observations": [0], "counts": [1, 0, 0]}, "observations"),
+        ({"observations": [[0, 1]], "axis": 2}, "axis"),
+        ({"counts": [[1, 0, 0]], "axis": 1}, "axis"),
+    ],
+)
 def test_bad_statistics_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):
         DirichletCategorical(alpha=1.0, n_categories=3).stats(**kwargs)

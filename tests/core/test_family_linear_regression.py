@@ -31,16 +31,25 @@ def random_spd(rng: np.random.Generator, d: int) -> np.ndarray:
 
 def random_known(rng, d, p):
     noise = float(rng.uniform(0.2, 2.0))
-    model = BayesianLinearRegression(d, p, prior_precision=random_spd(rng, d),
-                                     noise_var=noise, prior_mean=rng.normal(size=(p, d)))
+    model = BayesianLinearRegression(
+        d,
+        p,
+        prior_precision=random_spd(rng, d),
+        noise_var=noise,
+        prior_mean=rng.normal(size=(p, d)),
+    )
     return model
 
 
 def random_nig(rng, d, p):
-    return BayesianLinearRegressionNIG(d, p, prior_precision=random_spd(rng, d),
-                                       a=float(rng.uniform(0.6, 3.0)),
-                                       b=float(rng.uniform(0.3, 2.0)),
-                                       prior_mean=rng.normal(size=(p, d)))
+    return BayesianLinearRegressionNIG(
+        d,
+        p,
+        prior_precision=random_spd(rng, d),
+        a=float(rng.uniform(0.6, 3.0)),
+        b=float(rng.uniform(0.3, 2.0)),
+        prior_mean=rng.normal(size=(p, d)),
+    )
 
 
 def random_data(rng, n, d, p):
@@ -68,8 +77,9 @@ def nig_posterior(prec, mean, a, b, X, Y):
     prec1 = prec + X.T @ X
     mean1 = (np.linalg.inv(prec1) @ (prec @ mean.T + X.T @ Y)).T
     a1 = a + 0.5 * Y.size
-    b1 = b + 0.5 * (np.sum(Y * Y) + np.trace(mean @ prec @ mean.T)
-                    - np.trace(mean1 @ prec1 @ mean1.T))
+    b1 = b + 0.5 * (
+        np.sum(Y * Y) + np.trace(mean @ prec @ mean.T) - np.trace(mean1 @ prec1 @ mean1.T)
+    )
     return prec1, mean1, a1, b1
 
 
@@ -82,15 +92,24 @@ def nig_evidence_quadrature(X, Y, prec, mean, a, b):
     quad_form = float(np.sum(resid * np.linalg.solve(K, resid)))
 
     def log_integrand(t):  # over t = log s, with the Jacobian e^t
-        gauss = -0.5 * n * p * (np.log(2 * np.pi) + t) - 0.5 * p * logdet_k \
+        gauss = (
+            -0.5 * n * p * (np.log(2 * np.pi) + t)
+            - 0.5 * p * logdet_k
             - 0.5 * quad_form * np.exp(-t)
+        )
         return stats.invgamma.logpdf(np.exp(t), a, scale=b) + t + gauss
 
     mode = optimize.minimize_scalar(lambda t: -log_integrand(t), bracket=(-3.0, 3.0)).x
     peak = log_integrand(mode)
-    value, _ = integrate.quad(lambda t: np.exp(log_integrand(t) - peak), mode - 40.0,
-                              mode + 80.0, points=[mode], epsabs=0.0, epsrel=1e-13,
-                              limit=500)
+    value, _ = integrate.quad(
+        lambda t: np.exp(log_integrand(t) - peak),
+        mode - 40.0,
+        mode + 80.0,
+        points=[mode],
+        epsabs=0.0,
+        epsrel=1e-13,
+        limit=500,
+    )
     return peak + np.log(value)
 
 
@@ -102,8 +121,13 @@ def gaussian_kl_rows(prec_p, mean_p, prec_q, mean_q, scale=1.0):
     total = 0.0
     for mp, mq in zip(mean_p, mean_q, strict=True):
         diff = mq - mp
-        total += 0.5 * (np.trace(cov_q_inv @ cov_p) + diff @ cov_q_inv @ diff - d
-                        + np.linalg.slogdet(prec_p)[1] - np.linalg.slogdet(prec_q)[1])
+        total += 0.5 * (
+            np.trace(cov_q_inv @ cov_p)
+            + diff @ cov_q_inv @ diff
+            - d
+            + np.linalg.slogdet(prec_p)[1]
+            - np.linalg.slogdet(prec_q)[1]
+        )
     return total
 
 
@@ -125,8 +149,9 @@ def test_known_noise_evidence_matches_multivariate_normal(d, p, n, n_before, see
     X0, Y0 = random_data(rng, n_before, d, p)
     X, Y = random_data(rng, n, d, p)
     belief = model.prior + model.stats(X0, Y0)
-    prec, mean = gaussian_posterior(model.prior_precision, model.prior_mean, X0, Y0,
-                                    model.noise_var)
+    prec, mean = gaussian_posterior(
+        model.prior_precision, model.prior_mean, X0, Y0, model.noise_var
+    )
     expected = gaussian_evidence(X, Y, prec, mean, model.noise_var)
     got = model.log_marginal(belief, model.stats(X, Y))
     assert isinstance(got, float)
@@ -145,8 +170,9 @@ def test_known_noise_prior_forms_and_single_output_shapes():
     # Y of shape (n,) is accepted for a single output
     assert model.stats(X, y).allclose(model.stats(X, y[:, None]))
     expected = gaussian_evidence(X, y[:, None], model.prior_precision, model.prior_mean, 0.3)
-    np.testing.assert_allclose(model.log_marginal(model.prior, model.stats(X, y)), expected,
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        model.log_marginal(model.prior, model.stats(X, y)), expected, rtol=1e-10
+    )
 
 
 def test_known_noise_batched_beliefs_match_loop():
@@ -167,8 +193,9 @@ def test_known_noise_batched_beliefs_match_loop():
     want = [model.log_marginal(beliefs[k], model.stats(Xs[k], Ys[k])) for k in range(5)]
     np.testing.assert_allclose(got, want, rtol=1e-12)
     # a shared precision broadcast against a batch of B
-    shared = NaturalParams(model, {"precision": model.prior_precision,
-                                   "B": rng.normal(size=(4, d, p))})
+    shared = NaturalParams(
+        model, {"precision": model.prior_precision, "B": rng.normal(size=(4, d, p))}
+    )
     got = model.log_marginal(shared, s)
     want = [model.log_marginal(shared[k], s) for k in range(4)]
     np.testing.assert_allclose(got, want, rtol=1e-12)
@@ -187,12 +214,11 @@ def test_known_noise_one_step_predictives_sum_to_evidence(d, p, n, seed):
     X, Y = random_data(rng, n, d, p)
     belief, total = model.prior, 0.0
     for k in range(n):
-        mean, var = model.predict(belief, X[k:k + 1])
+        mean, var = model.predict(belief, X[k : k + 1])
         assert mean.shape == (1, p) and var.shape == (1,)
         total += stats.norm.logpdf(Y[k], mean[0], np.sqrt(var[0])).sum()
-        belief = belief + model.stats(X[k:k + 1], Y[k:k + 1])
-    np.testing.assert_allclose(total, model.log_marginal(model.prior, model.stats(X, Y)),
-                               rtol=1e-9)
+        belief = belief + model.stats(X[k : k + 1], Y[k : k + 1])
+    np.testing.assert_allclose(total, model.log_marginal(model.prior, model.stats(X, Y)), rtol=1e-9)
 
 
 # ------------------------------------------------------------------------ known noise: KL
@@ -203,16 +229,16 @@ def test_known_noise_kl_closed_form(d, p, seed):
     model = random_known(rng, d, p)
     belief_p = model.prior + model.stats(*random_data(rng, 4, d, p))
     belief_q = model.prior + model.stats(*random_data(rng, 2, d, p))
-    for first, second in [(belief_p, belief_q), (belief_p, model.prior),
-                          (model.prior, belief_q)]:
+    for first, second in [(belief_p, belief_q), (belief_p, model.prior), (model.prior, belief_q)]:
         prec_p = first.fields["precision"]
         prec_q = second.fields["precision"]
         expected = gaussian_kl_rows(prec_p, first.mean, prec_q, second.mean)
         got = model.kl(first, second)
         np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10)
         # the generic Bregman divergence (checks the mean parameters too)
-        np.testing.assert_allclose(ConjugateFamily.kl(model, first, second), expected,
-                                   rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(
+            ConjugateFamily.kl(model, first, second), expected, rtol=1e-6, atol=1e-8
+        )
         assert got >= 0.0
     assert model.kl(belief_p, belief_p) == 0.0
     assert model.kl(model.prior, model.prior) == 0.0
@@ -228,11 +254,13 @@ def test_known_noise_kl_batched_both_arguments():
     assert got.shape == (4,)
     np.testing.assert_allclose(got, [model.kl(ps[k], qs[k]) for k in range(4)], rtol=1e-12)
     to_prior = model.kl(ps, model.prior)
-    np.testing.assert_allclose(to_prior, [model.kl(ps[k], model.prior) for k in range(4)],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        to_prior, [model.kl(ps[k], model.prior) for k in range(4)], rtol=1e-12
+    )
     from_prior = model.kl(model.prior, qs)
-    np.testing.assert_allclose(from_prior, [model.kl(model.prior, qs[k]) for k in range(4)],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        from_prior, [model.kl(model.prior, qs[k]) for k in range(4)], rtol=1e-12
+    )
     np.testing.assert_allclose(model.kl(ps, ps), 0.0, atol=1e-10)
     assert np.all(model.kl(ps, qs) >= 0.0)
 
@@ -245,6 +273,7 @@ def central_difference(model, belief, name, index, symmetric, step):
         if symmetric and index[0] != index[1]:
             fields[name][index[::-1]] += sign * step
         return model.log_partition(NaturalParams(model, fields))
+
     return (shifted(1.0) - shifted(-1.0)) / (2.0 * step)
 
 
@@ -256,8 +285,9 @@ def check_gradient(model, belief, fields_to_check):
         analytic = grad[name][index]
         if symmetric and index[0] != index[1]:
             analytic = 2.0 * analytic  # a symmetric perturbation moves both entries
-        np.testing.assert_allclose(analytic, numeric, rtol=1e-6, atol=1e-7,
-                                   err_msg=f"{name}{index}")
+        np.testing.assert_allclose(
+            analytic, numeric, rtol=1e-6, atol=1e-7, err_msg=f"{name}{index}"
+        )
 
 
 @SETTINGS
@@ -266,9 +296,17 @@ def test_known_noise_gradient_matches_finite_differences(d, p, seed):
     rng = np.random.default_rng(seed)
     model = random_known(rng, d, p)
     belief = model.prior + model.stats(*random_data(rng, 3, d, p))
-    check_gradient(model, belief, [("precision", (0, 0)), ("precision", (1, 0)),
-                                   ("precision", (d - 1, d - 1)), ("B", (0, 0)),
-                                   ("B", (d - 1, p - 1))])
+    check_gradient(
+        model,
+        belief,
+        [
+            ("precision", (0, 0)),
+            ("precision", (1, 0)),
+            ("precision", (d - 1, d - 1)),
+            ("B", (0, 0)),
+            ("B", (d - 1, p - 1)),
+        ],
+    )
 
 
 @SETTINGS
@@ -277,15 +315,24 @@ def test_nig_gradient_matches_finite_differences(d, p, seed):
     rng = np.random.default_rng(seed)
     model = random_nig(rng, d, p)
     belief = model.prior + model.stats(*random_data(rng, 3, d, p))
-    check_gradient(model, belief, [("precision", (0, 0)), ("precision", (1, 0)),
-                                   ("B", (0, 0)), ("B", (d - 1, p - 1)), ("c", ()), ("a", ())])
+    check_gradient(
+        model,
+        belief,
+        [
+            ("precision", (0, 0)),
+            ("precision", (1, 0)),
+            ("B", (0, 0)),
+            ("B", (d - 1, p - 1)),
+            ("c", ()),
+            ("a", ()),
+        ],
+    )
 
 
 def test_gradient_is_batched():
     rng = np.random.default_rng(3)
     for model in (random_known(rng, 3, 2), random_nig(rng, 3, 2)):
-        beliefs = stack([model.prior + model.stats(*random_data(rng, k, 3, 2))
-                         for k in range(3)])
+        beliefs = stack([model.prior + model.stats(*random_data(rng, k, 3, 2)) for k in range(3)])
         grad = model.grad_log_partition(beliefs)
         for k in range(3):
             single = model.grad_log_partition(beliefs[k])
@@ -308,8 +355,9 @@ def test_known_noise_moments_and_sampling():
     for i in range(p):
         np.testing.assert_allclose(np.cov(draws[:, i, :].T), cov, atol=0.03 * cov.max())
     # rows are independent
-    cross = np.mean((draws[:, 0, 0] - draws[:, 0, 0].mean()) * (draws[:, 1, 0]
-                                                                 - draws[:, 1, 0].mean()))
+    cross = np.mean(
+        (draws[:, 0, 0] - draws[:, 0, 0].mean()) * (draws[:, 1, 0] - draws[:, 1, 0].mean())
+    )
     assert abs(cross) < 0.03 * cov.max()
     again = model.sample(belief, np.random.default_rng(7), size=40_000)
     np.testing.assert_array_equal(draws, again)
@@ -331,8 +379,9 @@ def test_known_noise_predict_shapes_and_values():
     mean, var = model.predict(belief, X)
     cov = np.linalg.inv(belief.fields["precision"])
     np.testing.assert_allclose(mean, X @ belief.mean.T, rtol=1e-10)
-    np.testing.assert_allclose(var, model.noise_var + np.einsum("ni,ij,nj->n", X, cov, X),
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        var, model.noise_var + np.einsum("ni,ij,nj->n", X, cov, X), rtol=1e-10
+    )
     beliefs = stack([belief, model.prior])
     mean_b, var_b = model.predict(beliefs, X)
     assert mean_b.shape == (2, 6, p) and var_b.shape == (2, 6)
@@ -347,13 +396,13 @@ def test_nig_single_output_evidence_matches_multivariate_t(d, n, n_before, seed)
     model = random_nig(rng, d, 1)
     X0, Y0 = random_data(rng, n_before, d, 1)
     X, Y = random_data(rng, n, d, 1)
-    prec, mean, a, b = nig_posterior(model.prior_precision, model.prior_mean, model.a,
-                                     model.b, X0, Y0)
+    prec, mean, a, b = nig_posterior(
+        model.prior_precision, model.prior_mean, model.a, model.b, X0, Y0
+    )
     belief = model.prior + model.stats(X0, Y0)
     shape = (b / a) * (np.eye(n) + X @ np.linalg.inv(prec) @ X.T)
     expected = stats.multivariate_t(loc=X @ mean[0], shape=shape, df=2 * a).logpdf(Y[:, 0])
-    np.testing.assert_allclose(model.log_marginal(belief, model.stats(X, Y)), expected,
-                               rtol=1e-8)
+    np.testing.assert_allclose(model.log_marginal(belief, model.stats(X, Y)), expected, rtol=1e-8)
     # the belief built from moment-form parameters is the same belief
     assert belief.allclose(belief_from(model, prec, mean, a, b), rtol=1e-8, atol=1e-9)
 
@@ -365,17 +414,17 @@ def test_nig_multi_output_evidence_matches_quadrature(d, p, n, n_before, seed):
     model = random_nig(rng, d, p)
     X0, Y0 = random_data(rng, n_before, d, p)
     X, Y = random_data(rng, n, d, p)
-    prec, mean, a, b = nig_posterior(model.prior_precision, model.prior_mean, model.a,
-                                     model.b, X0, Y0)
+    prec, mean, a, b = nig_posterior(
+        model.prior_precision, model.prior_mean, model.a, model.b, X0, Y0
+    )
     belief = model.prior + model.stats(X0, Y0)
     got = model.log_marginal(belief, model.stats(X, Y))
-    np.testing.assert_allclose(got, nig_evidence_quadrature(X, Y, prec, mean, a, b),
-                               rtol=1e-8)
+    np.testing.assert_allclose(got, nig_evidence_quadrature(X, Y, prec, mean, a, b), rtol=1e-8)
     # outputs sharing σ²: vec(Y) is multivariate t with a block-diagonal shape
     K = np.eye(n) + X @ np.linalg.inv(prec) @ X.T
-    exact = stats.multivariate_t(loc=(X @ mean.T).T.ravel(),
-                                 shape=(b / a) * np.kron(np.eye(p), K),
-                                 df=2 * a).logpdf(Y.T.ravel())
+    exact = stats.multivariate_t(
+        loc=(X @ mean.T).T.ravel(), shape=(b / a) * np.kron(np.eye(p), K), df=2 * a
+    ).logpdf(Y.T.ravel())
     np.testing.assert_allclose(got, exact, rtol=1e-9)
 
 
@@ -387,13 +436,13 @@ def test_nig_one_step_predictives_sum_to_evidence(d, p, n, seed):
     X, Y = random_data(rng, n, d, p)
     belief, total = model.prior, 0.0
     for k in range(n):
-        loc, scale_sq, df = model.predict(belief, X[k:k + 1])
+        loc, scale_sq, df = model.predict(belief, X[k : k + 1])
         assert loc.shape == (1, p) and scale_sq.shape == (1,) and df.shape == ()
-        total += stats.multivariate_t(loc=loc[0], shape=scale_sq[0] * np.eye(p),
-                                      df=float(df)).logpdf(Y[k])
-        belief = belief + model.stats(X[k:k + 1], Y[k:k + 1])
-    np.testing.assert_allclose(total, model.log_marginal(model.prior, model.stats(X, Y)),
-                               rtol=1e-9)
+        total += stats.multivariate_t(
+            loc=loc[0], shape=scale_sq[0] * np.eye(p), df=float(df)
+        ).logpdf(Y[k])
+        belief = belief + model.stats(X[k : k + 1], Y[k : k + 1])
+    np.testing.assert_allclose(total, model.log_marginal(model.prior, model.stats(X, Y)), rtol=1e-9)
 
 
 def test_nig_batched_beliefs_match_loop():
@@ -402,16 +451,20 @@ def test_nig_batched_beliefs_match_loop():
     model = random_nig(rng, d, p)
     beliefs = stack([model.prior + model.stats(*random_data(rng, k, d, p)) for k in range(5)])
     s = model.stats(*random_data(rng, 4, d, p))
-    np.testing.assert_allclose(model.log_marginal(beliefs, s),
-                               [model.log_marginal(beliefs[k], s) for k in range(5)],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        model.log_marginal(beliefs, s),
+        [model.log_marginal(beliefs[k], s) for k in range(5)],
+        rtol=1e-12,
+    )
     tempered = model.prior + 0.5 * s  # tempering keeps a proper belief
     assert np.isfinite(model.log_marginal(tempered, s))
     # fields with different batch shapes broadcast (here only the shape a is batched)
     mixed = NaturalParams(model, {**model.prior.fields, "a": [0.8, 2.0, 3.5]})
-    np.testing.assert_allclose(model.log_marginal(mixed, s),
-                               [model.log_marginal(mixed[k], s) for k in range(3)],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        model.log_marginal(mixed, s),
+        [model.log_marginal(mixed[k], s) for k in range(3)],
+        rtol=1e-12,
+    )
     m, noise = model.mean(mixed)
     assert m.shape == (3, p, d) and noise.shape == (3,) and np.isinf(noise[0])
     var_m, var_noise = model.variance(mixed)
@@ -440,9 +493,11 @@ def nig_kl_quadrature(prec_p, mean_p, a_p, b_p, prec_q, mean_q, a_q, b_q):
         log_p = stats.invgamma.logpdf(s, a_p, scale=b_p)
         log_q = stats.invgamma.logpdf(s, a_q, scale=b_q)
         return np.exp(log_p + t) * (log_p - log_q + fixed + quad / s)
+
     mode = np.log(b_p / (a_p + 1.0))
-    value, _ = integrate.quad(integrand, mode - 30.0, mode + 60.0, points=[mode],
-                              epsabs=1e-13, epsrel=1e-11, limit=500)
+    value, _ = integrate.quad(
+        integrand, mode - 30.0, mode + 60.0, points=[mode], epsabs=1e-13, epsrel=1e-11, limit=500
+    )
     return value
 
 
@@ -455,18 +510,19 @@ def test_nig_kl_matches_bregman_and_quadrature(d, p, seed):
     X2, Y2 = random_data(rng, 2, d, p)
     belief_p = model.prior + model.stats(X1, Y1)
     belief_q = model.prior + model.stats(X2, Y2)
-    moments_p = nig_posterior(model.prior_precision, model.prior_mean, model.a, model.b,
-                              X1, Y1)
-    moments_q = nig_posterior(model.prior_precision, model.prior_mean, model.a, model.b,
-                              X2, Y2)
+    moments_p = nig_posterior(model.prior_precision, model.prior_mean, model.a, model.b, X1, Y1)
+    moments_q = nig_posterior(model.prior_precision, model.prior_mean, model.a, model.b, X2, Y2)
     got = model.kl(belief_p, belief_q)
-    np.testing.assert_allclose(got, nig_kl_quadrature(*moments_p, *moments_q),
-                               rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(got, ConjugateFamily.kl(model, belief_p, belief_q),
-                               rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(model.kl(belief_p, model.prior),
-                               ConjugateFamily.kl(model, belief_p, model.prior),
-                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(got, nig_kl_quadrature(*moments_p, *moments_q), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(
+        got, ConjugateFamily.kl(model, belief_p, belief_q), rtol=1e-6, atol=1e-8
+    )
+    np.testing.assert_allclose(
+        model.kl(belief_p, model.prior),
+        ConjugateFamily.kl(model, belief_p, model.prior),
+        rtol=1e-6,
+        atol=1e-8,
+    )
     assert got >= 0.0
     assert model.kl(belief_p, belief_p) == 0.0
     assert model.kl(model.prior, model.prior) == 0.0
@@ -478,8 +534,7 @@ def test_nig_kl_batched():
     ps = stack([model.prior + model.stats(*random_data(rng, k + 1, 3, 2)) for k in range(4)])
     got = model.kl(ps, model.prior)
     assert got.shape == (4,)
-    np.testing.assert_allclose(got, [model.kl(ps[k], model.prior) for k in range(4)],
-                               rtol=1e-12)
+    np.testing.assert_allclose(got, [model.kl(ps[k], model.prior) for k in range(4)], rtol=1e-12)
     np.testing.assert_allclose(model.kl(ps, ps), 0.0, atol=1e-10)
 
 
@@ -487,11 +542,13 @@ def test_nig_kl_batched():
 def test_nig_moments_and_sampling():
     rng = np.random.default_rng(10)
     d, p = 2, 2
-    model = BayesianLinearRegressionNIG(d, p, prior_precision=random_spd(rng, d), a=3.0,
-                                        b=2.0, prior_mean=rng.normal(size=(p, d)))
+    model = BayesianLinearRegressionNIG(
+        d, p, prior_precision=random_spd(rng, d), a=3.0, b=2.0, prior_mean=rng.normal(size=(p, d))
+    )
     X, Y = random_data(rng, 6, d, p)
-    prec, mean, a, b = nig_posterior(model.prior_precision, model.prior_mean, model.a,
-                                     model.b, X, Y)
+    prec, mean, a, b = nig_posterior(
+        model.prior_precision, model.prior_mean, model.a, model.b, X, Y
+    )
     belief = model.prior + model.stats(X, Y)
     m, noise = belief.mean
     np.testing.assert_allclose(m, mean, rtol=1e-9)
@@ -532,7 +589,7 @@ def test_scale_many_candidates_in_one_call(family):
     else:
         model = BayesianLinearRegressionNIG(d, p, prior_precision=1e-4, a=2.0, b=1.0)
     W = rng.normal(size=(d, 6))
-    Xs = np.cos(rng.normal(size=(m, 30, 6)) @ W.T)           # random-Fourier-like features
+    Xs = np.cos(rng.normal(size=(m, 30, 6)) @ W.T)  # random-Fourier-like features
     Ys = rng.normal(size=(m, 30, p))
     memory = model.stats(Xs, Ys)
     assert memory.batch_shape == (m,)
@@ -546,34 +603,47 @@ def test_scale_many_candidates_in_one_call(family):
 
 
 # ------------------------------------------------------------------------------ bad inputs
-@pytest.mark.parametrize("kwargs, match", [
-    ({"dim_in": 0, "dim_out": 1}, "dim_in"),
-    ({"dim_in": 2.5, "dim_out": 1}, "dim_in"),
-    ({"dim_in": 2, "dim_out": True}, "dim_out"),
-    ({"dim_in": 2, "dim_out": 1, "noise_var": 0.0}, "noise_var"),
-    ({"dim_in": 2, "dim_out": 1, "noise_var": -1.0}, "noise_var"),
-    ({"dim_in": 2, "dim_out": 1, "noise_var": np.nan}, "noise_var"),
-    ({"dim_in": 2, "dim_out": 1, "noise_var": [1.0, 2.0]}, "noise_var"),
-    ({"dim_in": 2, "dim_out": 1, "prior_precision": 0.0}, "prior_precision"),
-    ({"dim_in": 2, "dim_out": 1, "prior_precision": [1.0, -1.0]}, "prior_precision"),
-    ({"dim_in": 2, "dim_out": 1, "prior_precision": [[1.0, 2.0], [2.0, 1.0]]},
-     "prior_precision"),
-    ({"dim_in": 2, "dim_out": 1, "prior_precision": [[1.0, 0.5], [0.0, 1.0]]},
-     "prior_precision"),
-    ({"dim_in": 2, "dim_out": 1, "prior_precision": np.eye(3)}, "prior_precision"),
-    ({"dim_in": 2, "dim_out": 1, "prior_mean": np.zeros((2, 2))}, "prior_mean"),
-    ({"dim_in": 2, "dim_out": 1, "prior_mean": np.inf}, "prior_mean"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"dim_in": 0, "dim_out": 1}, "dim_in"),
+        ({"dim_in": 2.5, "dim_out": 1}, "dim_in"),
+        ({"dim_in": 2, "dim_out": True}, "dim_out"),
+        ({"dim_in": 2, "dim_out": 1, "noise_var": 0.0}, "noise_var"),
+        ({"dim_in": 2, "dim_out": 1, "noise_var": -1.0}, "noise_var"),
+        ({"dim_in": 2, "dim_out": 1, "noise_var": np.nan}, "noise_var"),
+        ({"dim_in": 2, "dim_out": 1, "noise_var": [1.0, 2.0]}, "noise_var"),
+        ({"dim_in": 2, "dim_out": 1, "prior_precision": 0.0}, "prior_precision"),
+        ({"dim_in": 2, "dim_out": 1, "prior_precision": [1.0, -1.0]}, "prior_precision"),
+        (
+            {"dim_in": 2, "dim_out": 1, "prior_precision": [[1.0, 2.0], [2.0, 1.0]]},
+            "prior_precision",
+        ),
+        (
+            {"dim_in": 2, "dim_out": 1, "prior_precision": [[1.0, 0.5], [0.0, 1.0]]},
+            "prior_precision",
+        ),
+        ({"dim_in": 2, "dim_out": 1, "prior_precision": np.eye(3)}, "prior_precision"),
+        ({"dim_in": 2, "dim_out": 1, "prior_mean": np.zeros((2, 2))}, "prior_mean"),
+        ({"dim_in": 2, "dim_out": 1, "prior_mean": np.inf}, "prior_mean"),
+    ],
+)
 def test_known_noise_bad_construction(kwargs, match):
     with pytest.raises(ValueError, match=match):
         BayesianLinearRegression(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"a": 0.0}, "a"), ({"a": -1.0}, "a"), ({"b": 0.0}, "b"), ({"b": -2.0}, "b"),
-    ({"prior_precision": [[1.0, 2.0], [2.0, 1.0]]}, "prior_precision"),
-    ({"prior_mean": np.zeros((3, 2))}, "prior_mean"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"a": 0.0}, "a"),
+        ({"a": -1.0}, "a"),
+        ({"b": 0.0}, "b"),
+        ({"b": -2.0}, "b"),
+        ({"prior_precision": [[1.0, 2.0], [2.0, 1.0]]}, "prior_precision"),
+        ({"prior_mean": np.zeros((3, 2))}, "prior_mean"),
+    ],
+)
 def test_nig_bad_construction(kwargs, match):
     with pytest.raises(ValueError, match=f"^{match} "):
         BayesianLinearRegressionNIG(2, 1, **kwargs)
@@ -609,18 +679,26 @@ def test_mixing_statistics_is_rejected():
     # a different prior is fine: the statistics live in the same space
     other_prior = BayesianLinearRegression(3, 2, prior_precision=5.0, noise_var=1.0)
     assert np.isfinite(base.log_marginal(base.prior, other_prior.stats(X, Y)))
-    for other in (BayesianLinearRegression(3, 2, noise_var=2.0),
-                  BayesianLinearRegression(4, 2), BayesianLinearRegression(3, 1),
-                  BayesianLinearRegressionNIG(3, 2), BetaBinomial()):
-        s = (other.stats(successes=1, trials=2) if isinstance(other, BetaBinomial)
-             else other.stats(np.ones((4, other.dim_in)), np.ones((4, other.dim_out))))
+    for other in (
+        BayesianLinearRegression(3, 2, noise_var=2.0),
+        BayesianLinearRegression(4, 2),
+        BayesianLinearRegression(3, 1),
+        BayesianLinearRegressionNIG(3, 2),
+        BetaBinomial(),
+    ):
+        s = (
+            other.stats(successes=1, trials=2)
+            if isinstance(other, BetaBinomial)
+            else other.stats(np.ones((4, other.dim_in)), np.ones((4, other.dim_out)))
+        )
         with pytest.raises(ValueError, match="cannot be combined"):
             base.prior + s
         with pytest.raises(ValueError, match="cannot be combined"):
             base.log_marginal(base.prior, s)
     nig = BayesianLinearRegressionNIG(3, 2, a=1.0)
-    assert np.isfinite(nig.log_marginal(nig.prior, BayesianLinearRegressionNIG(
-        3, 2, a=4.0, b=3.0).stats(X, Y)))
+    assert np.isfinite(
+        nig.log_marginal(nig.prior, BayesianLinearRegressionNIG(3, 2, a=4.0, b=3.0).stats(X, Y))
+    )
     with pytest.raises(ValueError, match="cannot be combined"):
         nig.kl(nig.prior, BayesianLinearRegressionNIG(3, 1).prior)
 
@@ -647,13 +725,19 @@ def test_improper_beliefs_are_rejected():
 
 def test_repr_and_signature():
     model = BayesianLinearRegression(3, 2, prior_precision=0.1, noise_var=1e-4)
-    assert repr(model) == ("BayesianLinearRegression(dim_in=3, dim_out=2, "
-                           "prior_precision=0.1, noise_var=0.0001)")
-    assert model.signature() == ("BayesianLinearRegression",
-                                 (("precision", (3, 3)), ("B", (3, 2))), ("noise_var", 1e-4))
+    assert repr(model) == (
+        "BayesianLinearRegression(dim_in=3, dim_out=2, prior_precision=0.1, noise_var=0.0001)"
+    )
+    assert model.signature() == (
+        "BayesianLinearRegression",
+        (("precision", (3, 3)), ("B", (3, 2))),
+        ("noise_var", 1e-4),
+    )
     nig = BayesianLinearRegressionNIG(3, 2, prior_precision=np.eye(3), a=2.0, b=0.5)
-    assert repr(nig) == ("BayesianLinearRegressionNIG(dim_in=3, dim_out=2, "
-                         "prior_precision=<array (3, 3)>, a=2, b=0.5)")
+    assert repr(nig) == (
+        "BayesianLinearRegressionNIG(dim_in=3, dim_out=2, "
+        "prior_precision=<array (3, 3)>, a=2, b=0.5)"
+    )
     assert nig.field_shapes == {"precision": (3, 3), "B": (3, 2), "c": (), "a": ()}
 
 
@@ -691,14 +775,21 @@ def test_predictive_sample(family):
     if family == "known":
         model = random_known(rng, d, p)
     else:
-        model = BayesianLinearRegressionNIG(d, p, prior_precision=random_spd(rng, d), a=3.0,
-                                            b=1.5, prior_mean=rng.normal(size=(p, d)))
+        model = BayesianLinearRegressionNIG(
+            d,
+            p,
+            prior_precision=random_spd(rng, d),
+            a=3.0,
+            b=1.5,
+            prior_mean=rng.normal(size=(p, d)),
+        )
     belief = model.prior + model.stats(*random_data(rng, 8, d, p))
     X = rng.normal(size=(3, d))
     draws = model.predictive_sample(belief, X, np.random.default_rng(5), size=50_000)
     assert draws.shape == (50_000, 3, p)
     np.testing.assert_array_equal(
-        draws[:5], model.predictive_sample(belief, X, np.random.default_rng(5), size=50_000)[:5])
+        draws[:5], model.predictive_sample(belief, X, np.random.default_rng(5), size=50_000)[:5]
+    )
     assert model.predictive_sample(belief, X, rng).shape == (3, p)
     assert model.predictive_sample(stack([belief, model.prior]), X, rng, 4).shape == (4, 2, 3, p)
     predicted = model.predict(belief, X)
@@ -708,15 +799,19 @@ def test_predictive_sample(family):
         loc, scale_sq, df = predicted
         var = scale_sq * df / (df - 2)  # variance of a Student-t with this shape
     np.testing.assert_allclose(draws.mean(axis=0), loc, atol=5 * np.sqrt(var.max() / 5e4))
-    np.testing.assert_allclose(draws.var(axis=0), np.repeat(var[:, None], p, axis=1),
-                               rtol=0.06)
+    np.testing.assert_allclose(draws.var(axis=0), np.repeat(var[:, None], p, axis=1), rtol=0.06)
 
 
 @SETTINGS
-@given(family=st.sampled_from(["known", "nig"]), d=dims_in, p=dims_out, seed=seeds,
-       w=st.floats(0.05, 0.95))
+@given(
+    family=st.sampled_from(["known", "nig"]),
+    d=dims_in,
+    p=dims_out,
+    seed=seeds,
+    w=st.floats(0.05, 0.95),
+)
 def test_readout_weight_gradient_identity(family, d, p, seed, w):
-    """d/dw log p(D_t | η0 + w s_j) = ⟨s_j, ∇A(η(w) + s_t) − ∇A(η(w))⟩ (ARCHITECTURE.md, "Families")."""
+    """d/dw log p(D_t | η0 + w s_j) = ⟨s_j, ∇A(η(w) + s_t) − ∇A(η(w))⟩ (mean parameters)."""
     rng = np.random.default_rng(seed)
     model = random_known(rng, d, p) if family == "known" else random_nig(rng, d, p)
     s_j = model.stats(*random_data(rng, 4, d, p))
@@ -726,6 +821,8 @@ def test_readout_weight_gradient_identity(family, d, p, seed, w):
     g_prior = model.grad_log_partition(belief)
     analytic = s_j.inner({k: g_post[k] - g_prior[k] for k in g_post})
     h = 1e-5
-    numeric = (model.log_marginal(model.prior + (w + h) * s_j, s_t)
-               - model.log_marginal(model.prior + (w - h) * s_j, s_t)) / (2 * h)
+    numeric = (
+        model.log_marginal(model.prior + (w + h) * s_j, s_t)
+        - model.log_marginal(model.prior + (w - h) * s_j, s_t)
+    ) / (2 * h)
     np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-6)

@@ -23,8 +23,15 @@ def normal_belief(model, m, v):
 
 
 def normal_gamma_belief(model, m, kappa, alpha, beta):
-    return NaturalParams(model, {"kappa_mean": kappa * m, "kappa": kappa,
-                                 "beta_shifted": beta + 0.5 * kappa * m * m, "alpha": alpha})
+    return NaturalParams(
+        model,
+        {
+            "kappa_mean": kappa * m,
+            "kappa": kappa,
+            "beta_shifted": beta + 0.5 * kappa * m * m,
+            "alpha": alpha,
+        },
+    )
 
 
 # ============================================================== NormalKnownVariance
@@ -36,8 +43,9 @@ def test_normal_log_marginal_matches_multivariate_normal(m, v, noise, y):
     n = len(y)
     cov = noise * np.eye(n) + v * np.ones((n, n))
     oracle = stats.multivariate_normal.logpdf(y, mean=np.full(n, m), cov=cov)
-    np.testing.assert_allclose(model.log_marginal(model.prior, model.stats(y)), oracle,
-                               rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        model.log_marginal(model.prior, model.stats(y)), oracle, rtol=1e-8, atol=1e-10
+    )
 
 
 @settings(max_examples=30, deadline=None)
@@ -49,8 +57,9 @@ def test_normal_log_marginal_after_an_update(m, v, noise, y, y_t):
     both = np.concatenate([y, y_t])
     n = len(both)
     joint = stats.multivariate_normal(np.full(n, m), noise * np.eye(n) + v * np.ones((n, n)))
-    first = stats.multivariate_normal(np.full(len(y), m),
-                                      noise * np.eye(len(y)) + v * np.ones((len(y),) * 2))
+    first = stats.multivariate_normal(
+        np.full(len(y), m), noise * np.eye(len(y)) + v * np.ones((len(y),) * 2)
+    )
     oracle = joint.logpdf(both) - first.logpdf(y)
     ours = model.log_marginal(model.prior + model.stats(y), model.stats(y_t))
     np.testing.assert_allclose(ours, oracle, rtol=1e-8, atol=1e-8)
@@ -63,8 +72,7 @@ def test_normal_stats_along_an_axis():
     assert rows.batch_shape == (4,)
     lm = model.log_marginal(model.prior, rows)
     for i in range(4):
-        assert lm[i] == pytest.approx(model.log_marginal(model.prior, model.stats(y[i])),
-                                      rel=1e-13)
+        assert lm[i] == pytest.approx(model.log_marginal(model.prior, model.stats(y[i])), rel=1e-13)
 
 
 def gaussian_kl(mp, vp, mq, vq):
@@ -79,19 +87,25 @@ def test_normal_kl_matches_closed_form_and_bregman(mp, vp, mq, vq):
     expected = gaussian_kl(mp, vp, mq, vq)
     np.testing.assert_allclose(model.kl(p, q), expected, rtol=1e-9, atol=1e-12)
     # the generic Bregman divergence of A agrees (validates A and ∇A)
-    np.testing.assert_allclose(ConjugateFamily.kl(model, p, q), expected, rtol=1e-7,
-                               atol=1e-9)
+    np.testing.assert_allclose(ConjugateFamily.kl(model, p, q), expected, rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.parametrize("mp,vp,mq,vq", [(0, 1, 0, 1.5), (1.0, 0.3, -2.0, 4.0),
-                                         (5.0, 2.0, 4.5, 0.5)])
+@pytest.mark.parametrize(
+    "mp,vp,mq,vq", [(0, 1, 0, 1.5), (1.0, 0.3, -2.0, 4.0), (5.0, 2.0, 4.5, 0.5)]
+)
 def test_normal_kl_matches_numerical_integral(mp, vp, mq, vq):
     model = NormalKnownVariance()
     p, q = stats.norm(mp, math.sqrt(vp)), stats.norm(mq, math.sqrt(vq))
     sd = math.sqrt(vp)
-    value, _ = integrate.quad(lambda x: p.pdf(x) * (p.logpdf(x) - q.logpdf(x)),
-                              mp - 40 * sd, mp + 40 * sd, points=[mp], epsabs=1e-14,
-                              epsrel=1e-11, limit=200)
+    value, _ = integrate.quad(
+        lambda x: p.pdf(x) * (p.logpdf(x) - q.logpdf(x)),
+        mp - 40 * sd,
+        mp + 40 * sd,
+        points=[mp],
+        epsabs=1e-14,
+        epsrel=1e-11,
+        limit=200,
+    )
     ours = model.kl(normal_belief(model, mp, vp), normal_belief(model, mq, vq))
     np.testing.assert_allclose(ours, value, rtol=1e-6)
 
@@ -102,8 +116,7 @@ def test_normal_kl_of_concentrated_beliefs_is_well_conditioned():
     p = normal_belief(model, 100.0, 1e-6)
     q = normal_belief(model, 100.0 + 1e-6, 1e-6)
     # Δm² / (2v) ≈ 5e-7, while each A(η) ≈ 5e9: a Bregman difference would lose it entirely
-    assert model.kl(p, q) == pytest.approx(gaussian_kl(100.0, 1e-6, 100.0 + 1e-6, 1e-6),
-                                           rel=1e-6)
+    assert model.kl(p, q) == pytest.approx(gaussian_kl(100.0, 1e-6, 100.0 + 1e-6, 1e-6), rel=1e-6)
     assert model.kl(p, p) == 0.0
 
 
@@ -129,10 +142,17 @@ def test_normal_sample_moments():
     assert predictive.var() == pytest.approx(belief.variance + 0.5, rel=2e-2)
 
 
-@pytest.mark.parametrize("kwargs,name", [
-    ({"var": 0.0}, "var"), ({"var": -1.0}, "var"), ({"noise_var": 0.0}, "noise_var"),
-    ({"noise_var": -2.0}, "noise_var"), ({"mean": np.nan}, "mean"), ({"var": np.inf}, "var"),
-])
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"var": 0.0}, "var"),
+        ({"var": -1.0}, "var"),
+        ({"noise_var": 0.0}, "noise_var"),
+        ({"noise_var": -2.0}, "noise_var"),
+        ({"mean": np.nan}, "mean"),
+        ({"var": np.inf}, "var"),
+    ],
+)
 def test_normal_bad_hyperparameters_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):
         NormalKnownVariance(**kwargs)
@@ -169,8 +189,9 @@ def test_normal_tempering_halves_the_evidence_weight():
 
 
 # ====================================================================== NormalGamma
-NG_PARAMS = dict(m=LOCATION, kappa=st.floats(0.05, 20.0), alpha=st.floats(0.3, 20.0),
-                 beta=st.floats(0.05, 20.0))
+NG_PARAMS = dict(
+    m=LOCATION, kappa=st.floats(0.05, 20.0), alpha=st.floats(0.3, 20.0), beta=st.floats(0.05, 20.0)
+)
 
 
 def student_t_chain(y, m, kappa, alpha, beta):
@@ -191,8 +212,9 @@ def student_t_chain(y, m, kappa, alpha, beta):
 def test_normal_gamma_log_marginal_matches_student_t_chain(m, kappa, alpha, beta, y):
     model = NormalGamma(m, kappa, alpha, beta)
     oracle, _ = student_t_chain(y, m, kappa, alpha, beta)
-    np.testing.assert_allclose(model.log_marginal(model.prior, model.stats(y)), oracle,
-                               rtol=1e-8, atol=1e-9)
+    np.testing.assert_allclose(
+        model.log_marginal(model.prior, model.stats(y)), oracle, rtol=1e-8, atol=1e-9
+    )
 
 
 @settings(max_examples=30, deadline=None)
@@ -204,8 +226,9 @@ def test_normal_gamma_posterior_matches_textbook_update(m, kappa, alpha, beta, y
     ours = NormalGamma.standard_params(belief.fields)
     np.testing.assert_allclose(ours, (m1, k1, a1, b1), rtol=1e-9, atol=1e-9)
     oracle, _ = student_t_chain(y_t, m1, k1, a1, b1)
-    np.testing.assert_allclose(model.log_marginal(belief, model.stats(y_t)), oracle,
-                               rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(
+        model.log_marginal(belief, model.stats(y_t)), oracle, rtol=1e-8, atol=1e-8
+    )
 
 
 def test_normal_gamma_log_marginal_matches_double_integral():
@@ -215,8 +238,7 @@ def test_normal_gamma_log_marginal_matches_double_integral():
     model = NormalGamma(m, kappa, alpha, beta)
 
     def log_joint(mu, tau):
-        loglik = sum(0.5 * math.log(tau / (2 * math.pi)) - 0.5 * tau * (v - mu) ** 2
-                     for v in y)
+        loglik = sum(0.5 * math.log(tau / (2 * math.pi)) - 0.5 * tau * (v - mu) ** 2 for v in y)
         return loglik + normal_gamma_logpdf(mu, tau, m, kappa, alpha, beta)
 
     # μ | τ is concentrated within a few 1/sqrt(τ (κ + n)) of the data-weighted centre; the
@@ -225,21 +247,32 @@ def test_normal_gamma_log_marginal_matches_double_integral():
 
     def inner(tau):
         sd = 1.0 / math.sqrt(tau * (kappa + len(y)))
-        value, _ = integrate.quad(lambda mu: math.exp(log_joint(mu, tau)), centre - 25 * sd,
-                                  centre + 25 * sd, points=[centre], epsabs=0.0,
-                                  epsrel=1e-12, limit=200)
+        value, _ = integrate.quad(
+            lambda mu: math.exp(log_joint(mu, tau)),
+            centre - 25 * sd,
+            centre + 25 * sd,
+            points=[centre],
+            epsabs=0.0,
+            epsrel=1e-12,
+            limit=200,
+        )
         return value
 
-    value, _ = integrate.quad(inner, 0.0, 80.0, points=[1.0], epsabs=0.0, epsrel=1e-11,
-                              limit=200)
-    np.testing.assert_allclose(model.log_marginal(model.prior, model.stats(y)),
-                               math.log(value), rtol=1e-8)
+    value, _ = integrate.quad(inner, 0.0, 80.0, points=[1.0], epsabs=0.0, epsrel=1e-11, limit=200)
+    np.testing.assert_allclose(
+        model.log_marginal(model.prior, model.stats(y)), math.log(value), rtol=1e-8
+    )
 
 
 def normal_gamma_logpdf(mu, tau, m, kappa, alpha, beta):
-    return (alpha * math.log(beta) - math.lgamma(alpha) + (alpha - 0.5) * math.log(tau)
-            - beta * tau + 0.5 * math.log(kappa / (2 * math.pi))
-            - 0.5 * kappa * tau * (mu - m) ** 2)
+    return (
+        alpha * math.log(beta)
+        - math.lgamma(alpha)
+        + (alpha - 0.5) * math.log(tau)
+        - beta * tau
+        + 0.5 * math.log(kappa / (2 * math.pi))
+        - 0.5 * kappa * tau * (mu - m) ** 2
+    )
 
 
 def normal_gamma_kl_integral(p, q):
@@ -253,22 +286,25 @@ def normal_gamma_kl_integral(p, q):
             lp = normal_gamma_logpdf(mu, tau, *p)
             return math.exp(lp) * (lp - normal_gamma_logpdf(mu, tau, *q))
 
-        value, _ = integrate.quad(f, m - 20 * sd, m + 20 * sd, points=[m], epsabs=0,
-                                  epsrel=1e-11, limit=200)
+        value, _ = integrate.quad(
+            f, m - 20 * sd, m + 20 * sd, points=[m], epsabs=0, epsrel=1e-11, limit=200
+        )
         return value
 
     top = stats.gamma.ppf(1 - 1e-14, alpha, scale=1 / beta)
     mode = max(alpha - 0.5, 0.0) / beta
-    value, _ = integrate.quad(inner, 0.0, top, points=[mode], epsabs=1e-13, epsrel=1e-10,
-                              limit=200)
+    value, _ = integrate.quad(inner, 0.0, top, points=[mode], epsabs=1e-13, epsrel=1e-10, limit=200)
     return value
 
 
-@pytest.mark.parametrize("p,q", [
-    ((0.0, 1.0, 2.0, 1.0), (0.0, 1.0, 1.0, 1.0)),
-    ((0.5, 2.0, 3.0, 2.0), (-1.0, 0.5, 1.5, 4.0)),
-    ((2.0, 8.0, 6.0, 3.0), (1.5, 1.0, 2.0, 0.5)),
-])
+@pytest.mark.parametrize(
+    "p,q",
+    [
+        ((0.0, 1.0, 2.0, 1.0), (0.0, 1.0, 1.0, 1.0)),
+        ((0.5, 2.0, 3.0, 2.0), (-1.0, 0.5, 1.5, 4.0)),
+        ((2.0, 8.0, 6.0, 3.0), (1.5, 1.0, 2.0, 0.5)),
+    ],
+)
 def test_normal_gamma_kl_matches_double_integral(p, q):
     model = NormalGamma()
     ours = model.kl(normal_gamma_belief(model, *p), normal_gamma_belief(model, *q))
@@ -281,9 +317,18 @@ def normal_gamma_kl_closed_form(p, q):
     m1, k1, a1, b1 = p
     m2, k2, a2, b2 = q
     from scipy.special import digamma, gammaln
-    return (0.5 * a1 / b1 * (m2 - m1) ** 2 * k2 + 0.5 * k2 / k1 - 0.5 * math.log(k2 / k1)
-            - 0.5 + a2 * math.log(b1 / b2) - gammaln(a1) + gammaln(a2)
-            + (a1 - a2) * digamma(a1) - (b1 - b2) * a1 / b1)
+
+    return (
+        0.5 * a1 / b1 * (m2 - m1) ** 2 * k2
+        + 0.5 * k2 / k1
+        - 0.5 * math.log(k2 / k1)
+        - 0.5
+        + a2 * math.log(b1 / b2)
+        - gammaln(a1)
+        + gammaln(a2)
+        + (a1 - a2) * digamma(a1)
+        - (b1 - b2) * a1 / b1
+    )
 
 
 @settings(max_examples=50, deadline=None)
@@ -291,8 +336,7 @@ def normal_gamma_kl_closed_form(p, q):
 def test_normal_gamma_kl_matches_closed_form(p, q):
     model = NormalGamma()
     ours = model.kl(normal_gamma_belief(model, *p), normal_gamma_belief(model, *q))
-    np.testing.assert_allclose(ours, normal_gamma_kl_closed_form(p, q), rtol=1e-6,
-                               atol=1e-8)
+    np.testing.assert_allclose(ours, normal_gamma_kl_closed_form(p, q), rtol=1e-6, atol=1e-8)
 
 
 @settings(max_examples=50, deadline=None)
@@ -335,10 +379,16 @@ def test_normal_gamma_sample_moments():
     assert np.log(draws[:, 1]).mean() == pytest.approx(grad["alpha"], abs=5e-3)
 
 
-@pytest.mark.parametrize("kwargs,name", [
-    ({"kappa": 0.0}, "kappa"), ({"alpha": -1.0}, "alpha"), ({"beta": 0.0}, "beta"),
-    ({"mean": np.inf}, "mean"), ({"kappa": np.nan}, "kappa"),
-])
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"kappa": 0.0}, "kappa"),
+        ({"alpha": -1.0}, "alpha"),
+        ({"beta": 0.0}, "beta"),
+        ({"mean": np.inf}, "mean"),
+        ({"kappa": np.nan}, "kappa"),
+    ],
+)
 def test_normal_gamma_bad_hyperparameters_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):
         NormalGamma(**kwargs)
@@ -348,10 +398,14 @@ def test_normal_gamma_improper_belief_raises():
     model = NormalGamma()
     with pytest.raises(ValueError, match="kappa"):
         model.log_marginal(model.zeros(), model.stats([1.0]))
-    bad_beta = NaturalParams(model, {"kappa_mean": 2.0, "kappa": 1.0, "beta_shifted": 1.0,
-                                     "alpha": 1.0})  # β = 1 − 4/2 < 0
+    bad_beta = NaturalParams(
+        model, {"kappa_mean": 2.0, "kappa": 1.0, "beta_shifted": 1.0, "alpha": 1.0}
+    )  # β = 1 − 4/2 < 0
     with pytest.raises(ValueError, match="beta"):
         model.kl(bad_beta, model.prior)
     with pytest.raises(ValueError, match="alpha"):
-        model.log_partition(NaturalParams(model, {"kappa_mean": 0.0, "kappa": 1.0,
-                                                  "beta_shifted": 1.0, "alpha": 0.0}))
+        model.log_partition(
+            NaturalParams(
+                model, {"kappa_mean": 0.0, "kappa": 1.0, "beta_shifted": 1.0, "alpha": 0.0}
+            )
+        )

@@ -31,12 +31,17 @@ def nbinom_chain(x, alpha, beta):
 @given(alpha=SHAPE, beta=RATE, x=COUNTS)
 def test_log_marginal_matches_negative_binomial_chain(alpha, beta, x):
     model = GammaPoisson(alpha, beta)
-    np.testing.assert_allclose(model.log_marginal(model.prior, model.stats(x)),
-                               nbinom_chain(x, alpha, beta), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        model.log_marginal(model.prior, model.stats(x)),
+        nbinom_chain(x, alpha, beta),
+        rtol=1e-8,
+        atol=1e-10,
+    )
     # one count at a time, as a batch of data against the prior
     each = model.log_marginal(model.prior, model.stats(x, axis=()))
-    np.testing.assert_allclose(each, stats.nbinom.logpmf(x, alpha, beta / (beta + 1.0)),
-                               rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(
+        each, stats.nbinom.logpmf(x, alpha, beta / (beta + 1.0)), rtol=1e-8, atol=1e-12
+    )
 
 
 def brute_force_log_marginal(x, alpha, beta):
@@ -44,8 +49,7 @@ def brute_force_log_marginal(x, alpha, beta):
     x = np.asarray(x)
 
     def log_integrand(lam):
-        return stats.poisson.logpmf(x, lam).sum() + stats.gamma.logpdf(lam, alpha,
-                                                                       scale=1 / beta)
+        return stats.poisson.logpmf(x, lam).sum() + stats.gamma.logpdf(lam, alpha, scale=1 / beta)
 
     # the peak and the upper end are integration hints only: the integrand decays like
     # exp(−(β + n) λ) λ^(α + Σx − 1), negligible far beyond its mode
@@ -53,8 +57,15 @@ def brute_force_log_marginal(x, alpha, beta):
     mode = max(a - 1.0, 1e-3) / b
     top = mode + 60.0 * math.sqrt(a) / b + 60.0 / b
     c = log_integrand(mode)
-    value, _ = integrate.quad(lambda lam: math.exp(log_integrand(lam) - c), 0.0, top,
-                              points=[mode], epsabs=0.0, epsrel=1e-11, limit=200)
+    value, _ = integrate.quad(
+        lambda lam: math.exp(log_integrand(lam) - c),
+        0.0,
+        top,
+        points=[mode],
+        epsabs=0.0,
+        epsrel=1e-11,
+        limit=200,
+    )
     return c + math.log(value)
 
 
@@ -62,14 +73,23 @@ def brute_force_log_marginal(x, alpha, beta):
 @given(alpha=st.floats(0.5, 30.0), beta=RATE, x=COUNTS)
 def test_log_marginal_matches_numerical_integral(alpha, beta, x):
     model = GammaPoisson(alpha, beta)
-    np.testing.assert_allclose(model.log_marginal(model.prior, model.stats(x)),
-                               brute_force_log_marginal(x, alpha, beta), rtol=1e-8, atol=1e-9)
+    np.testing.assert_allclose(
+        model.log_marginal(model.prior, model.stats(x)),
+        brute_force_log_marginal(x, alpha, beta),
+        rtol=1e-8,
+        atol=1e-9,
+    )
 
 
 def gamma_kl_closed_form(ap, bp, aq, bq):
     """KL(Gamma(ap, rate bp) ‖ Gamma(aq, rate bq)) (Penny 2001)."""
-    return ((ap - aq) * digamma(ap) - gammaln(ap) + gammaln(aq)
-            + aq * (math.log(bp) - math.log(bq)) + ap * (bq - bp) / bp)
+    return (
+        (ap - aq) * digamma(ap)
+        - gammaln(ap)
+        + gammaln(aq)
+        + aq * (math.log(bp) - math.log(bq))
+        + ap * (bq - bp) / bp
+    )
 
 
 @settings(max_examples=50, deadline=None)
@@ -78,12 +98,14 @@ def test_kl_matches_closed_form(ap, bp, aq, bq):
     model = GammaPoisson()
     p = NaturalParams(model, {"alpha": ap, "beta": bp})
     q = NaturalParams(model, {"alpha": aq, "beta": bq})
-    np.testing.assert_allclose(model.kl(p, q), gamma_kl_closed_form(ap, bp, aq, bq),
-                               rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        model.kl(p, q), gamma_kl_closed_form(ap, bp, aq, bq), rtol=1e-8, atol=1e-10
+    )
 
 
-@pytest.mark.parametrize("ap,bp,aq,bq", [(2.0, 1.0, 1.0, 1.0), (5.0, 0.5, 3.0, 2.0),
-                                         (40.0, 10.0, 1.0, 0.1)])
+@pytest.mark.parametrize(
+    "ap,bp,aq,bq", [(2.0, 1.0, 1.0, 1.0), (5.0, 0.5, 3.0, 2.0), (40.0, 10.0, 1.0, 0.1)]
+)
 def test_kl_matches_numerical_integral(ap, bp, aq, bq):
     p, q = stats.gamma(ap, scale=1 / bp), stats.gamma(aq, scale=1 / bq)
 
@@ -91,11 +113,14 @@ def test_kl_matches_numerical_integral(ap, bp, aq, bq):
         lp = p.logpdf(lam)
         return math.exp(lp) * (lp - q.logpdf(lam))
 
-    value, _ = integrate.quad(f, 0.0, p.ppf(1 - 1e-15), points=[p.mean()], epsabs=1e-14,
-                              epsrel=1e-11, limit=200)
+    value, _ = integrate.quad(
+        f, 0.0, p.ppf(1 - 1e-15), points=[p.mean()], epsabs=1e-14, epsrel=1e-11, limit=200
+    )
     model = GammaPoisson()
-    ours = model.kl(NaturalParams(model, {"alpha": ap, "beta": bp}),
-                    NaturalParams(model, {"alpha": aq, "beta": bq}))
+    ours = model.kl(
+        NaturalParams(model, {"alpha": ap, "beta": bp}),
+        NaturalParams(model, {"alpha": aq, "beta": bq}),
+    )
     np.testing.assert_allclose(ours, value, rtol=1e-6)
 
 
@@ -122,10 +147,15 @@ def test_sample_moments():
     assert counts.var() == pytest.approx(nb.var(), rel=3e-2)
 
 
-@pytest.mark.parametrize("kwargs,name", [
-    ({"alpha": 0.0}, "alpha"), ({"alpha": -2.0}, "alpha"), ({"beta": 0.0}, "beta"),
-    ({"beta": np.nan}, "beta"),
-])
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"alpha": 0.0}, "alpha"),
+        ({"alpha": -2.0}, "alpha"),
+        ({"beta": 0.0}, "beta"),
+        ({"beta": np.nan}, "beta"),
+    ],
+)
 def test_bad_hyperparameters_raise(kwargs, name):
     with pytest.raises(ValueError, match=name):
         GammaPoisson(**kwargs)

@@ -21,8 +21,13 @@ def beta_binomial_data(seed, size):
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), size=st.integers(1, 30),
-       alpha=st.floats(0.0, 1.0), a0=st.floats(0.1, 5.0), b0=st.floats(0.1, 5.0))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.integers(1, 30),
+    alpha=st.floats(0.0, 1.0),
+    a0=st.floats(0.1, 5.0),
+    b0=st.floats(0.1, 5.0),
+)
 def test_special_cases_of_the_readout(seed, size, alpha, a0, b0):
     """Closed-form Beta parameters, computed without NaturalParams, for each special case."""
     model = BetaBinomial(alpha=a0, beta=b0)
@@ -119,7 +124,7 @@ def test_proposition_1_by_monte_carlo():
 def test_proposition_1_check_detects_weights_above_one():
     """The same Monte Carlo check flags readouts outside BAM's range: w = 2 over-counts the
     data and shrinks the variance below recursive Bayes."""
-    (mean, se), = _variance_gaps([[2, 2, 2, 2, 2]])
+    ((mean, se),) = _variance_gaps([[2, 2, 2, 2, 2]])
     assert mean < -3 * se
 
 

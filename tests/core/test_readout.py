@@ -96,25 +96,34 @@ MEMORIES = [binomial_memory, normal_memory]
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), size=st.integers(1, 9), lam=st.sampled_from([0.0, 0.1, 1.0]),
-       which=st.sampled_from(MEMORIES))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.integers(1, 9),
+    lam=st.sampled_from([0.0, 0.1, 1.0]),
+    which=st.sampled_from(MEMORIES),
+)
 def test_greedy_matches_literal_algorithm_1(seed, size, lam, which):
     model, memory, s_t = which(np.random.default_rng(seed), size)
     result = select(model, memory, s_t, lam=lam, method="greedy")
     expected = literal_algorithm_1(model, memory, s_t, lam)
     np.testing.assert_array_equal(result.weights, expected)
     assert result.objective == pytest.approx(
-        literal_objective(model, memory, s_t, expected, lam), rel=1e-10, abs=1e-10)
+        literal_objective(model, memory, s_t, expected, lam), rel=1e-10, abs=1e-10
+    )
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), size=st.integers(1, 9), lam=st.sampled_from([0.0, 0.1]),
-       q=st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0]), which=st.sampled_from(MEMORIES))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.integers(1, 9),
+    lam=st.sampled_from([0.0, 0.1]),
+    q=st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0]),
+    which=st.sampled_from(MEMORIES),
+)
 def test_parallel_matches_literal_algorithm_2(seed, size, lam, q, which):
     model, memory, s_t = which(np.random.default_rng(seed), size)
     result = select(model, memory, s_t, lam=lam, method="parallel", q=q)
-    np.testing.assert_array_equal(result.weights,
-                                  literal_algorithm_2(model, memory, s_t, lam, q))
+    np.testing.assert_array_equal(result.weights, literal_algorithm_2(model, memory, s_t, lam, q))
 
 
 def test_parallel_keeps_tied_scores():
@@ -128,13 +137,19 @@ def test_parallel_keeps_tied_scores():
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), size=st.integers(0, 10), lam=st.sampled_from([0.0, 0.3]),
-       which=st.sampled_from(MEMORIES))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.integers(0, 10),
+    lam=st.sampled_from([0.0, 0.3]),
+    which=st.sampled_from(MEMORIES),
+)
 def test_exhaustive_is_the_brute_force_maximum(seed, size, lam, which):
     model, memory, s_t = which(np.random.default_rng(seed), max(size, 1))
     result = select(model, memory, s_t, lam=lam, method="exhaustive")
-    brute = {w: literal_objective(model, memory, s_t, w, lam)
-             for w in itertools.product((0, 1), repeat=len(memory))}
+    brute = {
+        w: literal_objective(model, memory, s_t, w, lam)
+        for w in itertools.product((0, 1), repeat=len(memory))
+    }
     best = max(brute.values())
     assert result.objective == pytest.approx(best, rel=1e-10, abs=1e-10)
     assert brute[tuple(int(w) for w in result.weights)] == pytest.approx(best, rel=1e-10)
@@ -144,16 +159,21 @@ def test_exhaustive_is_the_brute_force_maximum(seed, size, lam, which):
 def test_exhaustive_on_twelve_items():
     model, memory, s_t = binomial_memory(np.random.default_rng(7), 12)
     result = select(model, memory, s_t, lam=0.1, method="exhaustive")
-    brute = [literal_objective(model, memory, s_t, w, 0.1)
-             for w in itertools.product((0, 1), repeat=12)]
+    brute = [
+        literal_objective(model, memory, s_t, w, 0.1) for w in itertools.product((0, 1), repeat=12)
+    ]
     assert result.objective == pytest.approx(max(brute), rel=1e-10)
     greedy = select(model, memory, s_t, lam=0.1, method="greedy")
     assert greedy.objective <= result.objective + 1e-12
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), size=st.integers(1, 12),
-       lam=st.sampled_from([0.0, 0.1, 1.0]), which=st.sampled_from(MEMORIES))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.integers(1, 12),
+    lam=st.sampled_from([0.0, 0.1, 1.0]),
+    which=st.sampled_from(MEMORIES),
+)
 def test_continuous_never_worse_than_its_greedy_start(seed, size, lam, which):
     model, memory, s_t = which(np.random.default_rng(seed), size)
     greedy = select(model, memory, s_t, lam=lam, method="greedy")
@@ -161,7 +181,8 @@ def test_continuous_never_worse_than_its_greedy_start(seed, size, lam, which):
     assert result.objective >= greedy.objective - 1e-12
     assert np.all((result.weights >= 0) & (result.weights <= 1))
     assert result.objective == pytest.approx(
-        objective(model, memory, s_t, result.weights, lam), rel=1e-12)
+        objective(model, memory, s_t, result.weights, lam), rel=1e-12
+    )
 
 
 def test_continuous_improves_on_a_binary_readout():
@@ -177,6 +198,7 @@ def test_continuous_gradient_matches_finite_differences():
 
     model, memory, s_t = normal_memory(np.random.default_rng(3), 6)
     for lam in (0.0, 0.5):
+
         def f(w, lam=lam):
             return objective(model, memory, s_t, w, lam)
 
@@ -219,12 +241,15 @@ def test_empty_memory_returns_base_prior():
         assert result.objective == pytest.approx(model.log_marginal(model.prior, s_t))
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"lam": -0.1}, "lam"),
-    ({"lam": float("nan")}, "lam"),
-    ({"method": "annealing"}, "method"),
-    ({"method": "parallel", "q": 1.5}, "q"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"lam": -0.1}, "lam"),
+        ({"lam": float("nan")}, "lam"),
+        ({"method": "annealing"}, "method"),
+        ({"method": "parallel", "q": 1.5}, "q"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     model, memory, s_t = binomial_memory(np.random.default_rng(0), 3)
     with pytest.raises(ValueError, match=match):

@@ -31,8 +31,10 @@ def state_of(obj) -> tuple[str, list[bytes]]:
     """Everything an object holds, as the state-file codec sees it (JSON + array bytes)."""
     encoder = _Encoder()
     document = encoder.encode(obj, "root")
-    arrays = [encoder.arrays[key].tobytes() + str(encoder.arrays[key].shape).encode()
-              for key in sorted(encoder.arrays)]
+    arrays = [
+        encoder.arrays[key].tobytes() + str(encoder.arrays[key].shape).encode()
+        for key in sorted(encoder.arrays)
+    ]
     return repr(document), arrays
 
 
@@ -129,17 +131,20 @@ def test_bam_with_changepoints_keeps_its_detector_when_selection_fails(monkeypat
 
 
 # ------------------------------------ items 2, 10, 11: refuse at construction
-@pytest.mark.parametrize(("kwargs", "name"), [
-    ({"method": "exhaustive"}, "capacity"),
-    ({"method": "exhaustive", "capacity": 17}, "capacity"),
-    ({"bogus": 1}, "bogus"),
-    ({"method": "parallel", "q": 5}, "q"),
-    ({"method": "continuous", "max_iter": -1}, "max_iter"),
-    ({"method": "continuous", "max_iter": 0.5}, "max_iter"),
-    ({"lam": "x"}, "lam"),
-    ({"lam": None}, "lam"),
-    ({"lam": -1.0}, "lam"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"method": "exhaustive"}, "capacity"),
+        ({"method": "exhaustive", "capacity": 17}, "capacity"),
+        ({"bogus": 1}, "bogus"),
+        ({"method": "parallel", "q": 5}, "q"),
+        ({"method": "continuous", "max_iter": -1}, "max_iter"),
+        ({"method": "continuous", "max_iter": 0.5}, "max_iter"),
+        ({"lam": "x"}, "lam"),
+        ({"lam": None}, "lam"),
+        ({"lam": -1.0}, "lam"),
+    ],
+)
 @pytest.mark.parametrize("rule_class", [BAM, BAMWithChangepoints])
 def test_bam_refuses_bad_options_at_construction(rule_class, kwargs, name):
     with pytest.raises(ValueError, match=name):
@@ -167,15 +172,20 @@ RULES = {
 BAD = [
     lambda m: NaturalParams(m, {k: np.full_like(v, np.nan) for k, v in m.prior.fields.items()}),
     lambda m: NaturalParams(m, {k: np.full_like(v, np.inf) for k, v in m.prior.fields.items()}),
-    lambda m: NormalGamma().stats([1.0]) if not isinstance(m, NormalGamma) else BetaBinomial()
-    .stats(1, 2),
+    lambda m: (
+        NormalGamma().stats([1.0]) if not isinstance(m, NormalGamma) else BetaBinomial().stats(1, 2)
+    ),
     lambda m: m.zeros((2,)),
 ]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rule_name=st.sampled_from(sorted(RULES)), bad=st.sampled_from(range(len(BAD))),
-       n_before=st.integers(0, 8), seed=st.integers(0, 2**16))
+@given(
+    rule_name=st.sampled_from(sorted(RULES)),
+    bad=st.sampled_from(range(len(BAD))),
+    n_before=st.integers(0, 8),
+    seed=st.integers(0, 2**16),
+)
 def test_refused_input_leaves_every_rule_unchanged(rule_name, bad, n_before, seed):
     model = BetaBinomial()
     rule = RULES[rule_name](model)

@@ -54,8 +54,9 @@ def test_json_nested_3000_deep_is_a_value_error(tmp_path):
         load_object(write(tmp_path / "deep2.npz", {"format": FORMAT, "root": nested}))
 
 
-@pytest.mark.parametrize("name", ["BitGenerator", "RandomState", "Generator", "SeedSequence",
-                                  "PCG64.__init__", 5, None])
+@pytest.mark.parametrize(
+    "name", ["BitGenerator", "RandomState", "Generator", "SeedSequence", "PCG64.__init__", 5, None]
+)
 def test_only_concrete_bit_generators_are_restored(tmp_path, name):
     path = save_object(np.random.default_rng(0), tmp_path / "rng.npz")
     document, arrays = document_of(path)
@@ -79,7 +80,7 @@ def _patch(raw: bytes, fields: tuple[tuple[bytes, int], ...], value: int) -> byt
     for signature, offset in fields:
         start = 0
         while (start := data.find(signature, start)) >= 0:
-            data[start + offset:start + offset + 2] = struct.pack("<H", value)
+            data[start + offset : start + offset + 2] = struct.pack("<H", value)
             start += 4
     return bytes(data)
 
@@ -109,7 +110,8 @@ def zip_bomb(path, mib: int = 1024) -> None:
     """A ~1 MB ``.npz`` whose one entry expands to a ``mib`` MiB float64 array."""
     header = io.BytesIO()
     np.lib.format.write_array_header_1_0(
-        header, {"descr": "<f8", "fortran_order": False, "shape": (mib * 2**17,)})
+        header, {"descr": "<f8", "fortran_order": False, "shape": (mib * 2**17,)}
+    )
     head = header.getvalue()
     compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
     first = compressor.compress(head) + compressor.flush(zlib.Z_SYNC_FLUSH)
@@ -121,12 +123,38 @@ def zip_bomb(path, mib: int = 1024) -> None:
     for _ in range(mib):
         crc = zlib.crc32(zeros, crc)
     size, name = len(head) + mib * len(zeros), b"a0.npy"
-    local = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 8, 0, 0, crc, len(data), size,
-                        len(name), 0) + name
-    central = struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, crc,
-                          len(data), size, len(name), 0, 0, 0, 0, 0, 0) + name
-    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 1, 1, len(central),
-                      len(local) + len(data), 0)
+    local = (
+        struct.pack(
+            "<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 8, 0, 0, crc, len(data), size, len(name), 0
+        )
+        + name
+    )
+    central = (
+        struct.pack(
+            "<4sHHHHHHIIIHHHHHII",
+            b"PK\x01\x02",
+            20,
+            20,
+            0,
+            8,
+            0,
+            0,
+            crc,
+            len(data),
+            size,
+            len(name),
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+        )
+        + name
+    )
+    end = struct.pack(
+        "<4sHHHHIIH", b"PK\x05\x06", 0, 0, 1, 1, len(central), len(local) + len(data), 0
+    )
     path.write_bytes(local + data + central + end)
 
 
@@ -148,7 +176,8 @@ def test_size_limits(tmp_path):
     # an npy header claiming far more data than the entry holds
     claim = io.BytesIO()
     np.lib.format.write_array_header_1_0(
-        claim, {"descr": "<f8", "fortran_order": False, "shape": (2**40,)})
+        claim, {"descr": "<f8", "fortran_order": False, "shape": (2**40,)}
+    )
     document = {"format": FORMAT, "root": {"__array__": "a0"}}
     import zipfile
 
@@ -227,8 +256,11 @@ def test_nested_rules_keep_their_types(tmp_path):
 
 
 def test_well_formed_states_still_round_trip(tmp_path):
-    for rule in (trained_bam(), trained_bam(capacity=3),
-                 BAMWithChangepoints(BetaBinomial(), hazard=0.1)):
+    for rule in (
+        trained_bam(),
+        trained_bam(capacity=3),
+        BAMWithChangepoints(BetaBinomial(), hazard=0.1),
+    ):
         loaded = load_object(save_object(rule, tmp_path / "rule.npz"), expected=type(rule))
         assert type(loaded.memory) is type(rule.memory)
         assert len(loaded.memory) == len(rule.memory)
@@ -240,4 +272,5 @@ def test_attribute_types_come_from_the_source():
     types_ = serialization._attribute_types(BAM)
     assert types_["memory"] == (Memory,)
     assert serialization._attribute_types(BAMWithChangepoints)["detector"][0].__name__ == (
-        "ChangepointDetector")
+        "ChangepointDetector"
+    )

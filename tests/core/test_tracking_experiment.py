@@ -23,8 +23,9 @@ def test_estimate_lag_recovers_a_known_shift():
 
 
 def test_bam_tracks_without_lag_and_recursive_bayes_converges_to_the_average():
-    frame = tracking_experiment(methods=("recursive", "bocd", "forgetting", "bam"), seeds=2,
-                                n_steps=300, progress=False)
+    frame = tracking_experiment(
+        methods=("recursive", "bocd", "forgetting", "bam"), seeds=2, n_steps=300, progress=False
+    )
     summary = summarize(frame).set_index("method")
     assert summary.loc["recursive", "mse"] > 2.5 * summary.loc["bam", "mse"]
     assert abs(summary.loc["bam", "lag"]) < 1.0
@@ -47,8 +48,21 @@ def test_reproduce_tracking_through_the_cli(tmp_path, capsys):
 
     from bam_rl.harness.cli import main
 
-    assert main(["reproduce", "tracking", "--quick", "--seeds", "2", "--out", str(tmp_path),
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "reproduce",
+                "tracking",
+                "--quick",
+                "--seeds",
+                "2",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     folder = tmp_path / "tracking"
     summary = pd.read_csv(folder / "tracking_summary.csv")
     assert set(summary["method"]) == {"recursive", "bocd", "forgetting", "bam", "bam_reg"}

@@ -54,6 +54,7 @@ def test_double_registration_is_guarded() -> None:
 
 def test_import_bam_rl_registers() -> None:
     import bam_rl  # noqa: F401  (a failure here is a failure, never a skip)
+
     env = gym.make("bam_rl:bam_rl/SwitchingBandit-v0")
     env.close()
 

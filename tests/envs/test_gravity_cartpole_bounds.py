@@ -34,8 +34,9 @@ def test_the_range_ends_are_accepted_and_stable():
         env.reset(seed=0)
         rewards = []
         for step in range(200):  # bang-bang swings: the most violent motion the env allows
-            obs, reward, _, truncated, _ = env.step(np.array([1.0 if (step // 25) % 2 else -1.0],
-                                                             np.float32))
+            obs, reward, _, truncated, _ = env.step(
+                np.array([1.0 if (step // 25) % 2 else -1.0], np.float32)
+            )
             assert np.isfinite(obs).all()
             rewards.append(reward)
         assert truncated
@@ -63,14 +64,17 @@ def test_mujoco_warnings_raise_and_end_the_trial(tmp_path, monkeypatch):
     assert np.isfinite(env.step(np.zeros(1, np.float32))[0]).all()
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"width": -5}, r"width must be an int in \[1, 8192\], got -5"),
-    ({"height": 0}, r"height must be an int in \[1, 8192\], got 0"),
-    ({"width": 10**6}, r"width must be an int in \[1, 8192\]"),
-    ({"width": 64.0}, r"width must be an int"),
-    ({"height": True}, r"height must be an int"),
-    ({"height": "480"}, r"height must be an int"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"width": -5}, r"width must be an int in \[1, 8192\], got -5"),
+        ({"height": 0}, r"height must be an int in \[1, 8192\], got 0"),
+        ({"width": 10**6}, r"width must be an int in \[1, 8192\]"),
+        ({"width": 64.0}, r"width must be an int"),
+        ({"height": True}, r"height must be an int"),
+        ({"height": "480"}, r"height must be an int"),
+    ],
+)
 def test_frame_size_is_checked(kwargs, match):
     # before: width=-5 was accepted and render() aborted Python (SIGABRT)
     with pytest.raises(ValueError, match=match):

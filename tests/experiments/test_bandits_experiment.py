@@ -16,8 +16,9 @@ from bam_rl.harness.experiments.bandits import (
 
 
 def test_cumulative_regret_per_run(tmp_path):
-    frame = bandit_experiment(arms=(10,), configurations=1, seeds=2, n_steps=300,
-                              out_dir=tmp_path, progress=False)
+    frame = bandit_experiment(
+        arms=(10,), configurations=1, seeds=2, n_steps=300, out_dir=tmp_path, progress=False
+    )
     assert set(frame["method"]) == set(METHODS)
     assert len(frame) == len(METHODS) * 2 * 300
     for _, run in frame.groupby(["method", "config", "seed"]):
@@ -29,8 +30,9 @@ def test_cumulative_regret_per_run(tmp_path):
     assert (summary["median"] <= summary["q75"]).all()
     # a rerun reads the finished runs back instead of recomputing them
     files = sorted(p.stat().st_mtime_ns for p in tmp_path.iterdir())
-    again = bandit_experiment(arms=(10,), configurations=1, seeds=2, n_steps=300,
-                              out_dir=tmp_path, progress=False)
+    again = bandit_experiment(
+        arms=(10,), configurations=1, seeds=2, n_steps=300, out_dir=tmp_path, progress=False
+    )
     pd.testing.assert_frame_equal(frame, again)
     assert sorted(p.stat().st_mtime_ns for p in tmp_path.iterdir()) == files
 
@@ -46,8 +48,9 @@ def test_reproduce_writes_figure_and_summary(tmp_path):
 def test_settings_reach_every_environment():
     import gymnasium as gym
 
-    configs = bandit_configs(arms=(10, 50), configurations=2, n_steps=100,
-                             env_kwargs=SETTINGS["separated"])
+    configs = bandit_configs(
+        arms=(10, 50), configurations=2, n_steps=100, env_kwargs=SETTINGS["separated"]
+    )
     assert len(configs) == 4
     for env_id, kwargs in configs.values():
         env = gym.make(env_id, **kwargs).unwrapped

@@ -14,8 +14,12 @@ from bam_rl.harness.experiments.cartpole import QUICK_SCHEDULES, SETTINGS, cartp
 def test_quick_reproduction_writes_sane_files(tmp_path, setting):
     from bam_rl.harness.cli import main
 
-    assert main(["reproduce", f"cartpole-{setting}", "--quick", "--out", str(tmp_path),
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            ["reproduce", f"cartpole-{setting}", "--quick", "--out", str(tmp_path), "--no-progress"]
+        )
+        == 0
+    )
     folder = tmp_path / f"cartpole-{setting}"
     trials = pd.read_csv(folder / "trials.csv")
     methods = set(SETTINGS[setting]["methods"])
@@ -27,7 +31,8 @@ def test_quick_reproduction_writes_sane_files(tmp_path, setting):
     assert (trials["steps"] == 200).all()
     assert trials["reward"].between(-1, 1).all()
     np.testing.assert_array_equal(
-        trials.groupby("trial")["gravity"].first().to_numpy(), QUICK_SCHEDULES[setting])
+        trials.groupby("trial")["gravity"].first().to_numpy(), QUICK_SCHEDULES[setting]
+    )
     steps = pd.read_csv(folder / "steps.csv")
     assert len(steps) == (len(learners) * n_trials + n_reference) * 200
     if "gt" in methods:  # placed at the episodes' first trials: 0, 2, 4

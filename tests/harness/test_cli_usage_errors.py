@@ -12,8 +12,18 @@ import pytest
 from bam_rl.harness.cli import main
 
 BANDIT = "bam_rl/SwitchingBandit-v0"
-RUN = ["run", "--env", BANDIT, "--agent", "ucb", "--steps", "20", "--backend", "serial",
-       "--no-progress"]
+RUN = [
+    "run",
+    "--env",
+    BANDIT,
+    "--agent",
+    "ucb",
+    "--steps",
+    "20",
+    "--backend",
+    "serial",
+    "--no-progress",
+]
 
 
 def usage_error(argv, capsys) -> str:
@@ -33,8 +43,11 @@ def afile(tmp_path):
 
 
 def test_out_naming_an_existing_file(afile, capsys):
-    for argv in (["demo", "--steps", "5", "--out", str(afile)], [*RUN, "--out", str(afile)],
-                 ["reproduce", "tracking", "--quick", "--out", str(afile)]):
+    for argv in (
+        ["demo", "--steps", "5", "--out", str(afile)],
+        [*RUN, "--out", str(afile)],
+        ["reproduce", "tracking", "--quick", "--out", str(afile)],
+    ):
         err = usage_error(argv, capsys)
         assert "--out" in err and "existing file" in err
     assert afile.read_text() == "precious"
@@ -47,29 +60,38 @@ def test_out_below_a_file_or_unwritable(afile, tmp_path, capsys):
         locked = tmp_path / "locked"
         locked.mkdir(mode=0o500)
         try:
-            for argv in ([*RUN, "--out", str(locked)], [*RUN, "--out", str(locked / "new")],
-                         ["demo", "--steps", "5", "--out", str(locked)]):
+            for argv in (
+                [*RUN, "--out", str(locked)],
+                [*RUN, "--out", str(locked / "new")],
+                ["demo", "--steps", "5", "--out", str(locked)],
+            ):
                 assert "not a writable directory" in usage_error(argv, capsys)
         finally:
             locked.chmod(0o700)
 
 
-@pytest.mark.parametrize("argv", [
-    ["demo", "--seed", "-1"],
-    ["demo", "--seed", "x"],
-    ["demo", "--seed", str(2**64)],
-    [*RUN, "--root-seed", "-1"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--seed", "-1"],
+        ["demo", "--seed", "x"],
+        ["demo", "--seed", str(2**64)],
+        [*RUN, "--root-seed", "-1"],
+    ],
+)
 def test_negative_or_huge_seeds(argv, capsys):
     assert "seed" in usage_error(argv, capsys)
 
 
-@pytest.mark.parametrize("argv", [
-    ["demo", "--steps", "99999999999999999999"],
-    ["run", "--env", BANDIT, "--agent", "ucb", "--steps", "99999999999999999999"],
-    ["run", "--env", BANDIT, "--agent", "ucb", "--episodes", "99999999999999999999"],
-    ["run", "--env", BANDIT, "--agent", "ucb", "--steps", "5", "--seeds", "99999999999999"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["demo", "--steps", "99999999999999999999"],
+        ["run", "--env", BANDIT, "--agent", "ucb", "--steps", "99999999999999999999"],
+        ["run", "--env", BANDIT, "--agent", "ucb", "--episodes", "99999999999999999999"],
+        ["run", "--env", BANDIT, "--agent", "ucb", "--steps", "5", "--seeds", "99999999999999"],
+    ],
+)
 def test_huge_budgets_are_bounded_at_once(argv, capsys):
     start = time.perf_counter()
     err = usage_error(argv, capsys)
@@ -84,9 +106,14 @@ def test_in_range_values_still_work(tmp_path, capsys):
 
 
 def test_python_dash_m_bam_rl():
-    listing = subprocess.run([sys.executable, "-m", "bam_rl", "list"], capture_output=True,
-                             text=True, timeout=120)
+    listing = subprocess.run(
+        [sys.executable, "-m", "bam_rl", "list"], capture_output=True, text=True, timeout=120
+    )
     assert listing.returncode == 0 and "bam_rl/SwitchingBandit-v0" in listing.stdout
-    bad = subprocess.run([sys.executable, "-m", "bam_rl", "demo", "--seed", "-1"],
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "bam_rl", "demo", "--seed", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "--seed" in bad.stderr

@@ -14,8 +14,20 @@ from bam_rl.harness import AGENTS, ENV_IDS
 from bam_rl.harness.cli import main
 
 BANDIT = "bam_rl/SwitchingBandit-v0"
-RUN = ["run", "--env", BANDIT, "--agent", "ucb,random", "--steps", "200", "--seeds", "2",
-       "--backend", "serial", "--no-progress"]
+RUN = [
+    "run",
+    "--env",
+    BANDIT,
+    "--agent",
+    "ucb,random",
+    "--steps",
+    "200",
+    "--seeds",
+    "2",
+    "--backend",
+    "serial",
+    "--no-progress",
+]
 
 
 def console_script() -> str:
@@ -45,19 +57,51 @@ def test_run_end_to_end_and_resume(tmp_path, capsys):
 
 
 def test_run_in_memory_with_kwargs_and_episodes(capsys):
-    assert main(["run", "--env", BANDIT, "--agent", "thompson-forgetting", "--episodes", "2",
-                 "--seeds", "1", "--backend", "serial", "--no-progress",
-                 "--env-kwargs", '{"max_steps": 25, "config_seed": 3}',
-                 "--agent-kwargs", '{"forgetting": 0.5}']) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--env",
+                BANDIT,
+                "--agent",
+                "thompson-forgetting",
+                "--episodes",
+                "2",
+                "--seeds",
+                "1",
+                "--backend",
+                "serial",
+                "--no-progress",
+                "--env-kwargs",
+                '{"max_steps": 25, "config_seed": 3}',
+                "--agent-kwargs",
+                '{"forgetting": 0.5}',
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "thompson-forgetting" in printed and " 50 " in printed
 
 
 def test_console_script_runs_a_tiny_sweep(tmp_path):
     result = subprocess.run(
-        [console_script(), *RUN, "--out", str(tmp_path), "--format", "csv", "--jobs", "2",
-         "--backend", "loky"],
-        capture_output=True, text=True, timeout=120)
+        [
+            console_script(),
+            *RUN,
+            "--out",
+            str(tmp_path),
+            "--format",
+            "csv",
+            "--jobs",
+            "2",
+            "--backend",
+            "loky",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert "mean_total_regret" in result.stdout
     assert len(list(tmp_path.glob("*.csv"))) == 4
@@ -81,13 +125,18 @@ def test_list_names_every_env_and_agent(capsys):
         assert name in printed
 
 
-@pytest.mark.parametrize(("argv", "value", "accepted"), [
-    (["run", "--env", BANDIT, "--agent", "ucb,nope", "--steps", "5"], "'nope'", AGENTS),
-    (["run", "--env", "bam_rl/Nope-v0", "--agent", "ucb", "--steps", "5"], "'bam_rl/Nope-v0'",
-     ENV_IDS),
-])
-def test_unknown_names_exit_2_naming_the_value_and_the_accepted_ones(argv, value, accepted,
-                                                                     capsys):
+@pytest.mark.parametrize(
+    ("argv", "value", "accepted"),
+    [
+        (["run", "--env", BANDIT, "--agent", "ucb,nope", "--steps", "5"], "'nope'", AGENTS),
+        (
+            ["run", "--env", "bam_rl/Nope-v0", "--agent", "ucb", "--steps", "5"],
+            "'bam_rl/Nope-v0'",
+            ENV_IDS,
+        ),
+    ],
+)
+def test_unknown_names_exit_2_naming_the_value_and_the_accepted_ones(argv, value, accepted, capsys):
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2
@@ -97,16 +146,19 @@ def test_unknown_names_exit_2_naming_the_value_and_the_accepted_ones(argv, value
         assert name in error
 
 
-@pytest.mark.parametrize("argv", [
-    ["run", "--env", "bam_rl/BinomialStream-v0", "--agent", "ucb", "--steps", "5"],
-    ["run", "--env", BANDIT, "--agent", "ucb", "--steps", "0"],
-    ["run", "--env", BANDIT, "--agent", "ucb", "--steps", "5", "--episodes", "1"],
-    ["run", "--env", BANDIT, "--agent", "ucb", "--steps", "5", "--backend", "dask"],
-    ["run", "--env", BANDIT, "--agent", "ucb", "--steps", "5", "--env-kwargs", "{oops"],
-    ["run", "--agent", "ucb", "--steps", "5"],
-    ["frobnicate"],
-    [],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--env", "bam_rl/BinomialStream-v0", "--agent", "ucb", "--steps", "5"],
+        ["run", "--env", BANDIT, "--agent", "ucb", "--steps", "0"],
+        ["run", "--env", BANDIT, "--agent", "ucb", "--steps", "5", "--episodes", "1"],
+        ["run", "--env", BANDIT, "--agent", "ucb", "--steps", "5", "--backend", "dask"],
+        ["run", "--env", BANDIT, "--agent", "ucb", "--steps", "5", "--env-kwargs", "{oops"],
+        ["run", "--agent", "ucb", "--steps", "5"],
+        ["frobnicate"],
+        [],
+    ],
+)
 def test_usage_errors_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as info:
         main(argv)
@@ -117,6 +169,9 @@ def test_usage_errors_exit_2(argv, capsys):
 def test_console_script_unknown_agent_exit_code():
     result = subprocess.run(
         [console_script(), "run", "--env", BANDIT, "--agent", "nope", "--steps", "5"],
-        capture_output=True, text=True, timeout=60)
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert "unknown agent 'nope'" in result.stderr and "thompson-bam" in result.stderr

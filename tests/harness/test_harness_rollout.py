@@ -86,15 +86,25 @@ def test_columns_rows_and_episode_boundaries_by_steps():
     agent = GreedyAgent(10)
     frame = rollout(env, agent, n_steps=120, seed=3, method="greedy", config="c")
     assert list(frame.columns[:6]) == LEADING
-    assert list(frame.columns[6:]) == ["action", "reward", "terminated", "truncated", "regret",
-                                       "optimal_action", "t", "belief_pulls", "belief_best"]
+    assert list(frame.columns[6:]) == [
+        "action",
+        "reward",
+        "terminated",
+        "truncated",
+        "regret",
+        "optimal_action",
+        "t",
+        "belief_pulls",
+        "belief_best",
+    ]
     assert len(frame) == 120
     assert (frame["method"] == "greedy").all() and (frame["config"] == "c").all()
     assert (frame["seed"] == 3).all()
     np.testing.assert_array_equal(frame["step"], np.arange(120))
     np.testing.assert_array_equal(frame["episode"], np.repeat([0, 1, 2], [50, 50, 20]))
-    np.testing.assert_array_equal(frame["episode_step"],
-                                  np.concatenate([np.arange(50), np.arange(50), np.arange(20)]))
+    np.testing.assert_array_equal(
+        frame["episode_step"], np.concatenate([np.arange(50), np.arange(50), np.arange(20)])
+    )
     assert frame.index.equals(pd.RangeIndex(120))
     assert frame["truncated"].sum() == 2
     assert frame.loc[[49, 99], "truncated"].all()
@@ -111,8 +121,12 @@ def test_columns_rows_and_episode_boundaries_by_steps():
 
 
 def test_episodes_budget_and_string_env_id():
-    frame = rollout(f"{STREAM}", RandomAgent(gym.spaces.Box(0.0, 1.0, (1,), np.float32), seed=1),
-                    n_episodes=2, seed=0)
+    frame = rollout(
+        f"{STREAM}",
+        RandomAgent(gym.spaces.Box(0.0, 1.0, (1,), np.float32), seed=1),
+        n_episodes=2,
+        seed=0,
+    )
     assert len(frame) == 2 * 500  # default max_steps
     assert frame["config"].iloc[0] == STREAM and frame["method"].iloc[0] == "RandomAgent"
     assert frame["truncated"].sum() == 2 and frame["truncated"].iloc[-1]
@@ -120,8 +134,9 @@ def test_episodes_budget_and_string_env_id():
     assert {"theta", "t"} <= set(frame.columns)
     assert "regret" not in frame.columns
     assert frame["action"].dtype == np.float32  # a (1,)-Box action is one number per step
-    np.testing.assert_allclose(frame["reward"], -((frame["action"] - frame["theta"]) ** 2),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        frame["reward"], -((frame["action"] - frame["theta"]) ** 2), rtol=1e-6
+    )
 
 
 def test_matches_a_hand_written_loop():
@@ -159,7 +174,10 @@ def test_vector_actions_terminations_and_copied_buffers():
     frame = rollout(VectorEnv(), BufferAgent(), n_episodes=3, seed=0)
     assert len(frame) == 21
     assert [c for c in frame.columns if c.startswith("action")] == [
-        "action_0", "action_1", "action_2"]
+        "action_0",
+        "action_1",
+        "action_2",
+    ]
     assert frame["terminated"].sum() == 3
     np.testing.assert_array_equal(frame["episode_step"], np.tile(np.arange(7), 3))
     # each step's action was recorded before the agent mutated its buffer again
@@ -184,8 +202,7 @@ def test_n_steps_ending_on_an_episode_boundary_does_not_reset_again():
 
 def test_tracker_beliefs_are_recorded_with_the_stream_truth():
     env = gym.make(STREAM, max_steps=60)
-    frame = rollout(env, make_agent("tracker-bam", env, seed=0), n_steps=60, seed=0,
-                    method="bam")
+    frame = rollout(env, make_agent("tracker-bam", env, seed=0), n_steps=60, seed=0, method="bam")
     for column in ("theta", "t", "belief_mean", "belief_variance", "belief_n_memories"):
         assert column in frame.columns
     np.testing.assert_array_equal(frame["t"], np.arange(1, 61))
@@ -202,17 +219,20 @@ def test_cartpole_info_fields():
     assert frame["action"].between(-1, 1).all()
 
 
-@pytest.mark.parametrize("kwargs", [
-    {},
-    {"n_steps": 10, "n_episodes": 1},
-    {"n_steps": 0},
-    {"n_steps": -3},
-    {"n_steps": 2.5},
-    {"n_steps": True},
-    {"n_episodes": "3"},
-    {"n_steps": 5, "seed": "1"},
-    {"n_steps": 5, "method": 3},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"n_steps": 10, "n_episodes": 1},
+        {"n_steps": 0},
+        {"n_steps": -3},
+        {"n_steps": 2.5},
+        {"n_steps": True},
+        {"n_episodes": "3"},
+        {"n_steps": 5, "seed": "1"},
+        {"n_steps": 5, "method": 3},
+    ],
+)
 def test_bad_rollout_arguments_raise_value_error(kwargs):
     env = gym.make(BANDIT, max_steps=20)
     with pytest.raises(ValueError):
@@ -247,8 +267,7 @@ def test_every_registered_agent_runs(name):
     else:
         env_id = BANDIT
     env = gym.make(env_id, max_steps=15)
-    frame = rollout(env, make_agent(name, env, seed=0, **kwargs), n_steps=20, seed=0,
-                    method=name)
+    frame = rollout(env, make_agent(name, env, seed=0, **kwargs), n_steps=20, seed=0, method=name)
     assert len(frame) == 20 and frame["episode"].iloc[-1] == 1
     assert np.isfinite(frame["reward"]).all()
 
@@ -271,9 +290,12 @@ def test_progress_bar_does_not_change_the_rows(capsys):
 
 
 def test_random_agent_continues_identically_after_save_and_load(tmp_path):
-    for space in (gym.spaces.Discrete(4, start=2),
-                  gym.spaces.Box(np.array([-1.0, 0.0, -np.inf]), np.array([1.0, np.inf, 5.0]),
-                                 dtype=np.float64)):
+    for space in (
+        gym.spaces.Discrete(4, start=2),
+        gym.spaces.Box(
+            np.array([-1.0, 0.0, -np.inf]), np.array([1.0, np.inf, 5.0]), dtype=np.float64
+        ),
+    ):
         agent = RandomAgent(space, seed=3)
         for _ in range(5):
             agent.act(0)

@@ -22,8 +22,15 @@ def small_net() -> dict:
 
 def test_sac_learns_online_through_the_harness():
     env = gym.make("bam_rl/GravityCartPole-v0", max_steps=200)
-    sac = SAC("MlpPolicy", env, learning_starts=100, batch_size=32, buffer_size=1_000,
-              policy_kwargs=small_net(), seed=0)
+    sac = SAC(
+        "MlpPolicy",
+        env,
+        learning_starts=100,
+        batch_size=32,
+        buffer_size=1_000,
+        policy_kwargs=small_net(),
+        seed=0,
+    )
     frame = rollout(env, SB3Agent(sac, seed=0), n_steps=400, seed=0, method="sac")
     assert len(frame) == 400 and frame["episode"].nunique() == 2
     assert frame["truncated"].sum() == 2  # two 200-step trials
@@ -39,7 +46,8 @@ def test_ppo_policy_is_evaluated_through_the_harness():
     frame = rollout(env, SB3Agent(ppo, seed=0), n_episodes=2, seed=1, method="ppo")
     assert len(frame) == 100 and list(frame["trial"].unique()) == [0, 1]
     after = list(ppo.policy.parameters())
-    assert all(np.array_equal(a.detach().numpy(), b.numpy())
-               for a, b in zip(after, before, strict=True))  # evaluation only
+    assert all(
+        np.array_equal(a.detach().numpy(), b.numpy()) for a, b in zip(after, before, strict=True)
+    )  # evaluation only
     again = rollout(env, SB3Agent(ppo, seed=0), n_episodes=2, seed=1, method="ppo")
     np.testing.assert_array_equal(frame["action"], again["action"])  # deterministic policy

@@ -20,8 +20,10 @@ import bam_rl.harness.sweeps as sweeps
 from bam_rl.harness import RunSpec, make_grid, read_run, run_many
 
 BANDIT = "bam_rl/SwitchingBandit-v0"
-CONFIGS = {"cfg0": (BANDIT, {"config_seed": 0, "max_steps": 60}),
-           "cfg1": (BANDIT, {"config_seed": 1, "max_steps": 60})}
+CONFIGS = {
+    "cfg0": (BANDIT, {"config_seed": 0, "max_steps": 60}),
+    "cfg1": (BANDIT, {"config_seed": 1, "max_steps": 60}),
+}
 
 
 def small_grid(**kwargs):
@@ -30,15 +32,21 @@ def small_grid(**kwargs):
 
 
 def result_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir() if p.suffix in (".parquet", ".csv")
-                  and not p.name.startswith("."))
+    return sorted(
+        p
+        for p in directory.iterdir()
+        if p.suffix in (".parquet", ".csv") and not p.name.startswith(".")
+    )
 
 
 def test_make_grid_and_common_random_numbers():
     grid = small_grid()
     assert len(grid) == 2 * 2 * 2
     assert [(s.method, s.config, s.seed_index) for s in grid[:3]] == [
-        ("ucb", "cfg0", 0), ("ucb", "cfg0", 1), ("ucb", "cfg1", 0)]
+        ("ucb", "cfg0", 0),
+        ("ucb", "cfg0", 1),
+        ("ucb", "cfg1", 0),
+    ]
     by_method = {}
     for spec in grid:
         by_method.setdefault((spec.config, spec.seed_index), set()).add(spec.seeds())
@@ -68,8 +76,9 @@ def test_seeds_and_keys_are_the_same_in_another_process():
             print(spec.key, *spec.seeds())
     """)
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env=env).stdout.split("\n")
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    ).stdout.split("\n")
     assert out[:-1] == [f"{s.key} {' '.join(map(str, s.seeds()))}" for s in grid]
 
 
@@ -88,8 +97,11 @@ def test_serial_sweep_rows_sorting_and_files(tmp_path):
     assert (seeds["ucb"] == seeds["thompson"]).all()
     # a run equals execute_run of its spec
     spec = grid[0]
-    run = frame[(frame["method"] == spec.method) & (frame["config"] == spec.config)
-                & (frame["seed_index"] == spec.seed_index)].reset_index(drop=True)
+    run = frame[
+        (frame["method"] == spec.method)
+        & (frame["config"] == spec.config)
+        & (frame["seed_index"] == spec.seed_index)
+    ].reset_index(drop=True)
     pd.testing.assert_frame_equal(run, harness.execute_run(spec))
 
 
@@ -123,11 +135,14 @@ def test_csv_format_round_trips(tmp_path):
     assert read_run(result_files(tmp_path / "csv")[0])["config"].iloc[0] == "cfg0"
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"backend": "dask"}, "unknown backend 'dask'"),
-    ({"fmt": "xlsx"}, "fmt"),
-    ({"n_jobs": 0}, "n_jobs"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"backend": "dask"}, "unknown backend 'dask'"),
+        ({"fmt": "xlsx"}, "fmt"),
+        ({"n_jobs": 0}, "n_jobs"),
+    ],
+)
 def test_bad_run_many_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         run_many(small_grid(seeds=1), progress=False, **kwargs)

@@ -16,8 +16,13 @@ N_STEPS = 400
 
 
 def grid():
-    return make_grid(["ucb", "random"], {"a": (BANDIT, {"config_seed": 0})}, seeds=2,
-                     n_steps=N_STEPS, root_seed=3)
+    return make_grid(
+        ["ucb", "random"],
+        {"a": (BANDIT, {"config_seed": 0})},
+        seeds=2,
+        n_steps=N_STEPS,
+        root_seed=3,
+    )
 
 
 @pytest.fixture
@@ -92,20 +97,25 @@ def test_files_without_a_matching_record_are_recomputed(tmp_path, executed, refe
 def test_stale_temporary_files_are_removed_on_resume(tmp_path, executed, reference):
     run_many(grid()[:2], backend="serial", out_dir=tmp_path, progress=False, fmt="csv")
     key = grid()[2].key
-    stale = [tmp_path / f".{key}.csv.k3j_x9qz.tmp", tmp_path / f".{key}.csv.json.a1b2c3d4.tmp",
-             tmp_path / f".{grid()[0].key}.parquet.zz9xq0wr.tmp"]
+    stale = [
+        tmp_path / f".{key}.csv.k3j_x9qz.tmp",
+        tmp_path / f".{key}.csv.json.a1b2c3d4.tmp",
+        tmp_path / f".{grid()[0].key}.parquet.zz9xq0wr.tmp",
+    ]
     for path in stale:
         path.write_text("half a file")
-    unrelated = [tmp_path / ".notes.txt.abcd1234.tmp", tmp_path / f".{key[:-1]}x.csv.ab.tmp",
-                 tmp_path / "mine.csv"]
+    unrelated = [
+        tmp_path / ".notes.txt.abcd1234.tmp",
+        tmp_path / f".{key[:-1]}x.csv.ab.tmp",
+        tmp_path / "mine.csv",
+    ]
     for path in unrelated:
         path.write_text("not ours")
     frame, _ = resume(tmp_path, "csv")
     pd.testing.assert_frame_equal(frame, reference)
     assert not any(path.exists() for path in stale)
     assert all(path.exists() for path in unrelated)
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")
-                and p not in unrelated]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp") and p not in unrelated]
 
 
 def test_records_are_written_and_describe_their_files(tmp_path):

@@ -50,21 +50,35 @@ SETTING_TITLES = {
 }
 
 
-def bandit_configs(arms: tuple[int, ...] = (10, 50), configurations: int = 5,
-                   n_steps: int = 10_000, env_kwargs: dict | None = None
-                   ) -> dict[str, tuple[str, dict]]:
+def bandit_configs(
+    arms: tuple[int, ...] = (10, 50),
+    configurations: int = 5,
+    n_steps: int = 10_000,
+    env_kwargs: dict | None = None,
+) -> dict[str, tuple[str, dict]]:
     """``label -> (env id, kwargs)`` for every (arm count, arm configuration); ``env_kwargs``
     (e.g. ``low_range``/``high_range``) are passed to every environment."""
-    return {f"{k}arms-config{c}": ("bam_rl/SwitchingBandit-v0",
-                                   {"n_arms": k, "config_seed": c, "max_steps": n_steps,
-                                    **(env_kwargs or {})})
-            for k in arms for c in range(configurations)}
+    return {
+        f"{k}arms-config{c}": (
+            "bam_rl/SwitchingBandit-v0",
+            {"n_arms": k, "config_seed": c, "max_steps": n_steps, **(env_kwargs or {})},
+        )
+        for k in arms
+        for c in range(configurations)
+    }
 
 
-def bandit_experiment(arms: tuple[int, ...] = (10, 50), configurations: int = 5, seeds: int = 5,
-                      n_steps: int = 10_000, methods: tuple[str, ...] = tuple(METHODS),
-                      n_jobs: int = 1, out_dir: str | Path | None = None,
-                      progress: bool = True, env_kwargs: dict | None = None) -> pd.DataFrame:
+def bandit_experiment(
+    arms: tuple[int, ...] = (10, 50),
+    configurations: int = 5,
+    seeds: int = 5,
+    n_steps: int = 10_000,
+    methods: tuple[str, ...] = tuple(METHODS),
+    n_jobs: int = 1,
+    out_dir: str | Path | None = None,
+    progress: bool = True,
+    env_kwargs: dict | None = None,
+) -> pd.DataFrame:
     """Runs the sweep (resumable when ``out_dir`` is given) and returns cumulative regret.
 
     Returns:
@@ -74,8 +88,13 @@ def bandit_experiment(arms: tuple[int, ...] = (10, 50), configurations: int = 5,
 
     configs = bandit_configs(arms, configurations, n_steps, env_kwargs)
     grid = make_grid(list(methods), configs, seeds=seeds, n_steps=n_steps)
-    frame = run_many(grid, backend="loky" if n_jobs != 1 else "serial", n_jobs=n_jobs,
-                     out_dir=out_dir, progress=progress)
+    frame = run_many(
+        grid,
+        backend="loky" if n_jobs != 1 else "serial",
+        n_jobs=n_jobs,
+        out_dir=out_dir,
+        progress=progress,
+    )
     frame = frame[["method", "config", "seed", "step", "regret"]].copy()
     frame["arms"] = frame["config"].str.extract(r"^(\d+)arms")[0].astype(int)
     frame = frame.sort_values(["method", "config", "seed", "step"], kind="stable")
@@ -87,18 +106,25 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Final cumulative regret per (arms, method): mean and 25/50/75 % quantiles over runs."""
     last = frame.loc[frame.groupby(["method", "config", "seed"])["step"].idxmax()]
     grouped = last.groupby(["arms", "method"])["cumulative_regret"]
-    summary = grouped.agg(mean="mean", q25=lambda x: x.quantile(0.25), median="median",
-                          q75=lambda x: x.quantile(0.75), runs="size").reset_index()
+    summary = grouped.agg(
+        mean="mean",
+        q25=lambda x: x.quantile(0.25),
+        median="median",
+        q75=lambda x: x.quantile(0.75),
+        runs="size",
+    ).reset_index()
     return summary.sort_values(["arms", "median"]).reset_index(drop=True)
 
 
-def plot_bandits(frame: pd.DataFrame, path: str | Path | None = None, every: int = 20,
-                 setting: str | None = None):
+def plot_bandits(
+    frame: pd.DataFrame, path: str | Path | None = None, every: int = 20, setting: str | None = None
+):
     """The paper's Figure 3: cumulative regret over time, median with 25–75 % bands, one panel
     per arm count and one legend; ``setting`` (a key of :data:`SETTINGS`) goes in the title."""
     arm_counts = sorted(frame["arms"].unique())
-    figure, axes = new_figure(1, len(arm_counts), figsize=(5.2 * len(arm_counts) + 1.0, 4.2),
-                              squeeze=False)
+    figure, axes = new_figure(
+        1, len(arm_counts), figsize=(5.2 * len(arm_counts) + 1.0, 4.2), squeeze=False
+    )
     thinned = frame[frame["step"] % every == 0]
     for axis, arms in zip(axes[0], arm_counts, strict=True):
         for method in METHODS:
@@ -106,8 +132,13 @@ def plot_bandits(frame: pd.DataFrame, path: str | Path | None = None, every: int
             if runs.empty:
                 continue
             entry = naming.method("bandits", method)
-            plot_band(axis, runs.groupby("step")["cumulative_regret"], entry.legend,
-                      quantiles=QUANTILES, **entry.style())
+            plot_band(
+                axis,
+                runs.groupby("step")["cumulative_regret"],
+                entry.legend,
+                quantiles=QUANTILES,
+                **entry.style(),
+            )
         axis.set(title=f"{arms} arms", xlabel="step $t$", ylabel="cumulative regret")
     runs = frame.groupby(["arms", "config", "seed"]).ngroups // max(len(arm_counts), 1)
     configs = frame.groupby("arms")["config"].nunique().max()
@@ -116,15 +147,23 @@ def plot_bandits(frame: pd.DataFrame, path: str | Path | None = None, every: int
         title += f" — {SETTING_TITLES.get(setting, setting)}"
     figure.suptitle(title, fontsize=12)
     figure_legend(figure, axes[0])
-    add_caption(figure, f"{band_note(QUANTILES, over='runs')} ({configs} arm configurations × "
-                f"{runs // max(configs, 1)} seed(s) = {runs} runs per arm count). "
-                f"{naming.abbreviation_note('bandits')}.",
-                width=45 + 55 * len(arm_counts))
+    add_caption(
+        figure,
+        f"{band_note(QUANTILES, over='runs')} ({configs} arm configurations × "
+        f"{runs // max(configs, 1)} seed(s) = {runs} runs per arm count). "
+        f"{naming.abbreviation_note('bandits')}.",
+        width=45 + 55 * len(arm_counts),
+    )
     return save_figure(figure, path)
 
 
-def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_jobs: int = 1,
-              progress: bool = True) -> pd.DataFrame:
+def reproduce(
+    out: str | Path,
+    seeds: int | None = None,
+    quick: bool = False,
+    n_jobs: int = 1,
+    progress: bool = True,
+) -> pd.DataFrame:
     """Runs Experiment 3 in every arm-value setting of :data:`SETTINGS`.
 
     Writes ``bandits_summary.csv`` to ``out`` and, per setting, ``out/<setting>/bandits.png``,
@@ -150,8 +189,14 @@ def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_
     for setting, env_kwargs in SETTINGS.items():
         folder = out / setting
         folder.mkdir(parents=True, exist_ok=True)
-        frame = bandit_experiment(seeds=seeds, n_jobs=n_jobs, out_dir=folder / "runs",
-                                  progress=progress, env_kwargs=env_kwargs, **kwargs)
+        frame = bandit_experiment(
+            seeds=seeds,
+            n_jobs=n_jobs,
+            out_dir=folder / "runs",
+            progress=progress,
+            env_kwargs=env_kwargs,
+            **kwargs,
+        )
         write_frame(frame[frame["step"] % 20 == 0], folder / "bandits_regret.csv")
         plot_bandits(frame, folder / "bandits.png", setting=setting)
         summary = summarize(frame)
@@ -193,8 +238,13 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
     if path is None or not path.exists():
         return not_run("bandits", "§4.3", CLAIMS)
     summary = pd.read_csv(path)
-    short = {"thompson": "TS", "thompson-forgetting": "BF", "thompson-bocd": "BOCD",
-             "ucb": "UCB", "ucbam": "UCBAM"}
+    short = {
+        "thompson": "TS",
+        "thompson-forgetting": "BF",
+        "thompson-bocd": "BOCD",
+        "ucb": "UCB",
+        "ucbam": "UCBAM",
+    }
 
     def medians(setting: str, arms: int) -> dict[str, float]:
         rows = summary[(summary["setting"] == setting) & (summary["arms"] == arms)]
@@ -225,8 +275,10 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
     def bocd_low(values: dict[str, float]) -> bool:
         return values["thompson-bocd"] < min(values["thompson"], values["thompson-forgetting"])
 
-    rows = [claim("bandits", "§4.3", CLAIMS[0], *per_setting(10, best)),
-            claim("bandits", "§4.3", CLAIMS[1], *per_setting(50, best))]
+    rows = [
+        claim("bandits", "§4.3", CLAIMS[0], *per_setting(10, best)),
+        claim("bandits", "§4.3", CLAIMS[1], *per_setting(50, best)),
+    ]
     texts, results = [], []
     for setting in settings:
         for arms in sorted(summary["arms"].unique()):
@@ -234,22 +286,25 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
             if {"thompson", "ucb"} <= set(values):
                 ok = values["thompson"] > values["ucb"]
                 results.append(ok)
-                texts.append(f"{setting}, {arms} arms: TS {values['thompson']:.0f} vs UCB "
-                             f"{values['ucb']:.0f}")
-    rows.append(claim("bandits", "§4.3", CLAIMS[2], "; ".join(texts) or None,
-                      _verdict(results)))
+                texts.append(
+                    f"{setting}, {arms} arms: TS {values['thompson']:.0f} vs UCB "
+                    f"{values['ucb']:.0f}"
+                )
+    rows.append(claim("bandits", "§4.3", CLAIMS[2], "; ".join(texts) or None, _verdict(results)))
     rows.append(claim("bandits", "§4.3", CLAIMS[3], *per_setting(10, bocd_low)))
     texts, results = [], []
     for setting in settings:
         ten, fifty = medians(setting, 10), medians(setting, 50)
         if set(ten) == set(fifty) == set(METHODS):
-            ranks = [sorted(v, key=v.__getitem__).index("thompson-bocd") + 1
-                     for v in (ten, fifty)]
+            ranks = [sorted(v, key=v.__getitem__).index("thompson-bocd") + 1 for v in (ten, fifty)]
             results.append(ranks[1] > ranks[0])
-            texts.append(f"{setting}: BOCD + Thompson ranks {ranks[0]} of 5 with 10 arms, "
-                         f"{ranks[1]} of 5 with 50")
-    rows.append(claim("bandits", "§4.3", CLAIMS[4], "; ".join(texts) or "no 50-arm runs",
-                      _verdict(results)))
+            texts.append(
+                f"{setting}: BOCD + Thompson ranks {ranks[0]} of 5 with 10 arms, "
+                f"{ranks[1]} of 5 with 50"
+            )
+    rows.append(
+        claim("bandits", "§4.3", CLAIMS[4], "; ".join(texts) or "no 50-arm runs", _verdict(results))
+    )
     return rows
 
 

@@ -70,8 +70,10 @@ QUANTILES = (0.1, 0.9)
 TRIAL_STEPS = 200
 TRIALS_PER_EPISODE = 15
 #: ``--quick``: two trials per gravity and a short planner, for smoke tests.
-QUICK_SCHEDULES = {"episodic": (9.81, 9.81, 3.72, 3.72, 9.81, 9.81),
-                   "continual": (9.81, 9.81, 3.72, 3.72, 9.81, 9.81)}
+QUICK_SCHEDULES = {
+    "episodic": (9.81, 9.81, 3.72, 3.72, 9.81, 9.81),
+    "continual": (9.81, 9.81, 3.72, 3.72, 9.81, 9.81),
+}
 QUICK_PLANNER = {"horizon": 10, "n_samples": 8}
 
 
@@ -105,16 +107,22 @@ def cartpole_grid(setting: str, seeds: int, quick: bool = False) -> list[Any]:
     spec = SETTINGS[setting]
     methods = {label: (name, dict(kwargs)) for label, (name, kwargs) in spec["methods"].items()}
     if quick:
-        methods = {label: (name, {**kwargs, **QUICK_PLANNER})
-                   for label, (name, kwargs) in methods.items()}
+        methods = {
+            label: (name, {**kwargs, **QUICK_PLANNER}) for label, (name, kwargs) in methods.items()
+        }
     reference = {label: methods.pop(label) for label in list(methods) if label == "gt"}
     env_kwargs: dict[str, Any] = {"gravity_schedule": gravities} if quick else {}
-    grid = make_grid(methods, {setting: (spec["env_id"], env_kwargs)}, seeds=seeds,
-                     n_episodes=len(gravities))
+    grid = make_grid(
+        methods, {setting: (spec["env_id"], env_kwargs)}, seeds=seeds, n_episodes=len(gravities)
+    )
     if reference:
         firsts = tuple(gravities[i] for i in episode_starts(gravities))
-        grid += make_grid(reference, {setting: (spec["env_id"], {"gravity_schedule": firsts})},
-                          seeds=seeds, n_episodes=len(firsts))
+        grid += make_grid(
+            reference,
+            {setting: (spec["env_id"], {"gravity_schedule": firsts})},
+            seeds=seeds,
+            n_episodes=len(firsts),
+        )
     return grid
 
 
@@ -126,8 +134,11 @@ def per_trial(steps: pd.DataFrame, gravities: Any) -> pd.DataFrame:
     is_reference = frame["method"] == "gt"
     starts = episode_starts(gravities)
     frame.loc[is_reference, "trial"] = starts[frame.loc[is_reference, "episode"].to_numpy()]
-    aggregations: dict[str, Any] = {"reward": ("reward", "mean"), "gravity": ("gravity", "first"),
-                                    "steps": ("reward", "size")}
+    aggregations: dict[str, Any] = {
+        "reward": ("reward", "mean"),
+        "gravity": ("gravity", "first"),
+        "steps": ("reward", "size"),
+    }
     for column in ("belief_n_selections", "belief_readout_size", "belief_readout_same_gravity"):
         if column in frame:
             aggregations[column.removeprefix("belief_")] = (column, "last")
@@ -153,20 +164,28 @@ def summarize(trials: pd.DataFrame, setting: str) -> pd.DataFrame:
     starts = list(episode_starts(gravity.to_numpy())) + [len(gravity)]
     rows = []
     seen: set[float] = set()
-    for episode, (start, stop) in enumerate(zip(starts[:-1], starts[1:], strict=True)):
+    for episode, (start, stop) in enumerate(itertools.pairwise(starts)):
         g = float(gravity.iloc[start])
         block = medians.iloc[start:stop]
         learned = block.drop(columns="gt", errors="ignore")
-        reference = (float(block["gt"].iloc[0]) if "gt" in block
-                     else float(learned.iloc[-5:].mean().max()))
+        reference = (
+            float(block["gt"].iloc[0]) if "gt" in block else float(learned.iloc[-5:].mean().max())
+        )
         target = reference - 0.1 * abs(reference)
         for method in block.columns:
             curve = block[method].dropna().to_numpy()
-            rows.append({
-                "setting": setting, "episode": episode, "gravity": g, "revisit": g in seen,
-                "method": method, "first_trial": float(curve[0]),
-                "last_five": float(np.mean(curve[-5:])), "recovery_trials": _recovery(curve, target),
-            })
+            rows.append(
+                {
+                    "setting": setting,
+                    "episode": episode,
+                    "gravity": g,
+                    "revisit": g in seen,
+                    "method": method,
+                    "first_trial": float(curve[0]),
+                    "last_five": float(np.mean(curve[-5:])),
+                    "recovery_trials": _recovery(curve, target),
+                }
+            )
         seen.add(g)
     summary = pd.DataFrame(rows)
     if "n_selections" in trials:
@@ -178,8 +197,9 @@ def summarize(trials: pd.DataFrame, setting: str) -> pd.DataFrame:
 
 def plot_cartpole(trials: pd.DataFrame, setting: str, path: str | Path | None = None) -> Any:
     """Reward per trial (median over seeds, 10–90 % bands) with the gravity of each trial."""
-    figure, (top, bottom) = new_figure(2, 1, figsize=(11, 6), sharex=True,
-                                       gridspec_kw={"height_ratios": [3, 1]})
+    figure, (top, bottom) = new_figure(
+        2, 1, figsize=(11, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
+    )
     gravity = trials.groupby("trial")["gravity"].first()
     starts = episode_starts(gravity.to_numpy())
     ends = np.r_[starts[1:], len(gravity)] - 1
@@ -192,31 +212,53 @@ def plot_cartpole(trials: pd.DataFrame, setting: str, path: str | Path | None = 
         if method == "gt":  # the reference's first trial of each episode, drawn across it
             median = runs.groupby("trial")["reward"].median()
             for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
-                top.hlines(median.get(start, np.nan), start, end,
-                           label=entry.legend if i == 0 else None, **entry.style())
+                top.hlines(
+                    median.get(start, np.nan),
+                    start,
+                    end,
+                    label=entry.legend if i == 0 else None,
+                    **entry.style(),
+                )
             continue
-        plot_band(top, runs.groupby("trial")["reward"], entry.legend, quantiles=QUANTILES,
-                  **entry.style())
+        plot_band(
+            top, runs.groupby("trial")["reward"], entry.legend, quantiles=QUANTILES, **entry.style()
+        )
     for start in starts[1:]:
         for axis in (top, bottom):
             axis.axvline(start - 0.5, color="grey", lw=0.8, alpha=0.6)
     bottom.step(gravity.index, gravity.to_numpy(), where="mid", color="black")
     bottom.set(xlabel="trial", ylabel="gravity $g$ (m/s$^2$)")
-    title = ("episodic: changes announced" if setting == "episodic"
-             else "continual: changes not announced")
+    title = (
+        "episodic: changes announced"
+        if setting == "episodic"
+        else "continual: changes not announced"
+    )
     seeds = trials["seed_index"].nunique() if "seed_index" in trials else 1
-    top.set(ylabel=r"mean $\cos(\mathrm{pole\ angle})$ per trial", ylim=(-1.05, 1.05),
-            title=f"Experiment 2: cart-pole swing-up, {title}")
+    top.set(
+        ylabel=r"mean $\cos(\mathrm{pole\ angle})$ per trial",
+        ylim=(-1.05, 1.05),
+        title=f"Experiment 2: cart-pole swing-up, {title}",
+    )
     figure_legend(figure, [top])
-    add_caption(figure, f"{band_note(QUANTILES)} ({seeds} seeds); grey vertical lines: gravity "
-                "changes; GT MPC runs the first trial of each episode and is drawn across it. "
-                f"{naming.abbreviation_note('cartpole', keys)}.", width=140)
+    add_caption(
+        figure,
+        f"{band_note(QUANTILES)} ({seeds} seeds); grey vertical lines: gravity "
+        "changes; GT MPC runs the first trial of each episode and is drawn across it. "
+        f"{naming.abbreviation_note('cartpole', keys)}.",
+        width=140,
+    )
     return save_figure(figure, path)
 
 
-def run_setting(setting: str, out: str | Path, seeds: int = 5, quick: bool = False,
-                n_jobs: int = 1, backend: str | None = None, progress: bool = True
-                ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def run_setting(
+    setting: str,
+    out: str | Path,
+    seeds: int = 5,
+    quick: bool = False,
+    n_jobs: int = 1,
+    backend: str | None = None,
+    progress: bool = True,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Runs one setting (resumable under ``out/runs``); returns (per-trial rows, summary)."""
     from bam_rl.harness import run_many
 
@@ -224,12 +266,24 @@ def run_setting(setting: str, out: str | Path, seeds: int = 5, quick: bool = Fal
     out.mkdir(parents=True, exist_ok=True)
     grid = cartpole_grid(setting, seeds, quick)
     backend = backend or ("serial" if n_jobs == 1 else "loky")
-    steps = run_many(grid, backend=backend, n_jobs=n_jobs, out_dir=out / "runs",
-                     progress=progress)
+    steps = run_many(grid, backend=backend, n_jobs=n_jobs, out_dir=out / "runs", progress=progress)
     trials = per_trial(steps, schedule(setting, quick))
     summary = summarize(trials, setting)
-    columns = [c for c in ("method", "seed_index", "episode", "episode_step", "action", "reward",
-                           "gravity", "trial", "context_changed") if c in steps]
+    columns = [
+        c
+        for c in (
+            "method",
+            "seed_index",
+            "episode",
+            "episode_step",
+            "action",
+            "reward",
+            "gravity",
+            "trial",
+            "context_changed",
+        )
+        if c in steps
+    ]
     write_frame(steps[columns], out / "steps.csv")
     write_frame(trials, out / "trials.csv")
     write_frame(summary, out / "summary.csv")
@@ -237,9 +291,15 @@ def run_setting(setting: str, out: str | Path, seeds: int = 5, quick: bool = Fal
     return trials, summary
 
 
-def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_jobs: int = 1,
-              progress: bool = True, setting: str = "episodic", backend: str | None = None
-              ) -> pd.DataFrame:
+def reproduce(
+    out: str | Path,
+    seeds: int | None = None,
+    quick: bool = False,
+    n_jobs: int = 1,
+    progress: bool = True,
+    setting: str = "episodic",
+    backend: str | None = None,
+) -> pd.DataFrame:
     """Runs one setting of Experiment 2 (5 seeds; ``quick``: 1 seed, 6 short trials).
 
     Args:
@@ -252,8 +312,9 @@ def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_
         backend: ``"serial"``, ``"loky"`` or ``"ray"`` (default: serial for one job, else loky).
     """
     seeds = seeds if seeds is not None else (1 if quick else 5)
-    _, summary = run_setting(setting, out, seeds=seeds, quick=quick, n_jobs=n_jobs,
-                             backend=backend, progress=progress)
+    _, summary = run_setting(
+        setting, out, seeds=seeds, quick=quick, n_jobs=n_jobs, backend=backend, progress=progress
+    )
     return summary
 
 
@@ -310,8 +371,11 @@ def claims(folder: str | Path | None, setting: str = "episodic") -> list[dict[st
     from bam_rl.harness.report import claim, not_run
 
     name, section, texts = f"cartpole-{setting}", _SECTION[setting], CLAIMS[setting]
-    if folder is None or not (Path(folder) / "trials.csv").exists() \
-            or not (Path(folder) / "summary.csv").exists():
+    if (
+        folder is None
+        or not (Path(folder) / "trials.csv").exists()
+        or not (Path(folder) / "summary.csv").exists()
+    ):
         return not_run(name, section, texts)
     trials = pd.read_csv(Path(folder) / "trials.csv")
     summary = pd.read_csv(Path(folder) / "summary.csv")
@@ -322,27 +386,43 @@ def claims(folder: str | Path | None, setting: str = "episodic") -> list[dict[st
         if not needed <= set(medians.columns):
             return not_run(name, section, texts, "incomplete")
         firsts = [(start, stop) for start, stop, revisit in episodes if not revisit]
-        gaps = [abs(medians["bam"].iloc[a:b].mean() - medians["recursive"].iloc[a:b].mean())
-                for a, b in firsts]
+        gaps = [
+            abs(medians["bam"].iloc[a:b].mean() - medians["recursive"].iloc[a:b].mean())
+            for a, b in firsts
+        ]
         recovery = revisits.groupby("method")["recovery_trials"].apply(list)
         bam = recovery.get("bam", [])
         rec = recovery.get("recursive", [])
         reference = "GT MPC" if "gt" in set(summary["method"]) else "the best method"
         return [
-            claim(name, section, texts[0],
-                  "mean |BAM − recursive| of the episode's median reward on first visits: "
-                  + ", ".join(f"{gap:.2f}" for gap in gaps) + " (holds if all ≤ 0.1)",
-                  bool(gaps) and max(gaps) <= 0.1),
-            claim(name, section, texts[1],
-                  f"trials until BAM reaches 90 % of {reference} on revisits: "
-                  + (", ".join(str(int(t)) for t in bam) or "no revisit"),
-                  (bool(bam) and max(bam) <= 2) if bam else None),
-            claim(name, section, texts[2],
-                  "trials until recursive Bayes reaches it on revisits: "
-                  + (", ".join(str(int(t)) for t in rec) or "no revisit")
-                  + f" (BAM: {', '.join(str(int(t)) for t in bam)})",
-                  (min(rec) > 2 and all(r > b for r, b in zip(rec, bam, strict=False)))
-                  if rec and bam else None),
+            claim(
+                name,
+                section,
+                texts[0],
+                "mean |BAM − recursive| of the episode's median reward on first visits: "
+                + ", ".join(f"{gap:.2f}" for gap in gaps)
+                + " (holds if all ≤ 0.1)",
+                bool(gaps) and max(gaps) <= 0.1,
+            ),
+            claim(
+                name,
+                section,
+                texts[1],
+                f"trials until BAM reaches 90 % of {reference} on revisits: "
+                + (", ".join(str(int(t)) for t in bam) or "no revisit"),
+                (bool(bam) and max(bam) <= 2) if bam else None,
+            ),
+            claim(
+                name,
+                section,
+                texts[2],
+                "trials until recursive Bayes reaches it on revisits: "
+                + (", ".join(str(int(t)) for t in rec) or "no revisit")
+                + f" (BAM: {', '.join(str(int(t)) for t in bam)})",
+                (min(rec) > 2 and all(r > b for r, b in zip(rec, bam, strict=False)))
+                if rec and bam
+                else None,
+            ),
         ]
     needed = {"bam", "bam_bocd", "bocd"}
     if not needed <= set(medians.columns):
@@ -353,39 +433,80 @@ def claims(folder: str | Path | None, setting: str = "episodic") -> list[dict[st
     revisit_blocks = [(a, b) for a, b, revisit in episodes if revisit]
     dips, faster = [], []
     for a, b in revisit_blocks:
-        early = medians.iloc[a:min(a + 5, b)]
-        dips.append((float(early["bocd"].mean()), float(early["bam"].mean()),
-                     float(early["bam_bocd"].mean())))
+        early = medians.iloc[a : min(a + 5, b)]
+        dips.append(
+            (
+                float(early["bocd"].mean()),
+                float(early["bam"].mean()),
+                float(early["bam_bocd"].mean()),
+            )
+        )
     recovery = revisits.groupby("method")["recovery_trials"].apply(list)
-    for bam_t, both_t, bocd_t in zip(recovery.get("bam", []), recovery.get("bam_bocd", []),
-                                     recovery.get("bocd", []), strict=False):
+    for bam_t, both_t, bocd_t in zip(
+        recovery.get("bam", []),
+        recovery.get("bam_bocd", []),
+        recovery.get("bocd", []),
+        strict=False,
+    ):
         faster.append((bam_t, both_t, bocd_t))
     difference = float((medians["bam"] - medians["bam_bocd"]).abs().mean())
-    selections = summary.groupby("method")["selections"].first() \
-        if "selections" in summary else pd.Series(dtype=float)
+    selections = (
+        summary.groupby("method")["selections"].first()
+        if "selections" in summary
+        else pd.Series(dtype=float)
+    )
     faster_ok = [b < c and m < c for m, b, c in faster]
     return [
-        claim(name, section, texts[0],
-              "first episode's mean median reward: " + ", ".join(
-                  f"{LABELS[m]} {first[m]:.2f}" for m in sorted(needed))
-              + f" (spread {spread:.2f}; holds if ≤ 0.1)", spread <= 0.1),
-        claim(name, section, texts[1],
-              "; ".join(f"first 5 trials of the revisit: BOCD {d[0]:.2f} vs BAM {d[1]:.2f}, "
-                        f"BAM + BOCD {d[2]:.2f}" for d in dips) or "no revisit",
-              all(d[0] < min(d[1], d[2]) - 0.1 for d in dips) if dips else None),
-        claim(name, section, texts[2],
-              "; ".join(f"trials to recover on the revisit: BAM {m}, BAM + BOCD {b}, BOCD {c}"
-                        for m, b, c in faster) or "no revisit",
-              (True if all(faster_ok) else "partly" if any(faster_ok) else False)
-              if faster else None),
-        claim(name, section, texts[3],
-              f"mean |BAM − BAM + BOCD| of the median reward per trial: {difference:.3f} "
-              "(holds if ≤ 0.1)", difference <= 0.1),
-        claim(name, section, texts[4],
-              f"readout selections per run (median): BAM {selections.get('bam', np.nan):.0f}, "
-              f"BAM + BOCD {selections.get('bam_bocd', np.nan):.0f}",
-              bool(selections.get("bam_bocd", np.inf) <= selections.get("bam", 0) / 4)
-              if len(selections) else None),
+        claim(
+            name,
+            section,
+            texts[0],
+            "first episode's mean median reward: "
+            + ", ".join(f"{LABELS[m]} {first[m]:.2f}" for m in sorted(needed))
+            + f" (spread {spread:.2f}; holds if ≤ 0.1)",
+            spread <= 0.1,
+        ),
+        claim(
+            name,
+            section,
+            texts[1],
+            "; ".join(
+                f"first 5 trials of the revisit: BOCD {d[0]:.2f} vs BAM {d[1]:.2f}, "
+                f"BAM + BOCD {d[2]:.2f}"
+                for d in dips
+            )
+            or "no revisit",
+            all(d[0] < min(d[1], d[2]) - 0.1 for d in dips) if dips else None,
+        ),
+        claim(
+            name,
+            section,
+            texts[2],
+            "; ".join(
+                f"trials to recover on the revisit: BAM {m}, BAM + BOCD {b}, BOCD {c}"
+                for m, b, c in faster
+            )
+            or "no revisit",
+            (True if all(faster_ok) else "partly" if any(faster_ok) else False) if faster else None,
+        ),
+        claim(
+            name,
+            section,
+            texts[3],
+            f"mean |BAM − BAM + BOCD| of the median reward per trial: {difference:.3f} "
+            "(holds if ≤ 0.1)",
+            difference <= 0.1,
+        ),
+        claim(
+            name,
+            section,
+            texts[4],
+            f"readout selections per run (median): BAM {selections.get('bam', np.nan):.0f}, "
+            f"BAM + BOCD {selections.get('bam_bocd', np.nan):.0f}",
+            bool(selections.get("bam_bocd", np.inf) <= selections.get("bam", 0) / 4)
+            if len(selections)
+            else None,
+        ),
     ]
 
 

@@ -73,22 +73,28 @@ def run_tracking(method: str, seed: int, n_steps: int = 500, n_trials: int = 15)
     finally:
         env.close()
     remembered = steps.get("belief_remembered", pd.Series(np.nan, index=steps.index))
-    frame = pd.DataFrame({
-        "t": steps["t"].to_numpy(),
-        "theta": steps["theta"].to_numpy(),
-        "count": steps["belief_count"].to_numpy().astype(np.int64),
-        "mean": steps["belief_mean"].to_numpy(),
-        "variance": steps["belief_variance"].to_numpy(),
-        "remembered": remembered.to_numpy(dtype=np.float64),
-    })
+    frame = pd.DataFrame(
+        {
+            "t": steps["t"].to_numpy(),
+            "theta": steps["theta"].to_numpy(),
+            "count": steps["belief_count"].to_numpy().astype(np.int64),
+            "mean": steps["belief_mean"].to_numpy(),
+            "variance": steps["belief_variance"].to_numpy(),
+            "remembered": remembered.to_numpy(dtype=np.float64),
+        }
+    )
     frame.insert(0, "seed", int(seed))
     frame.insert(0, "method", method)
     return frame
 
 
-def tracking_experiment(methods: Sequence[str] = tuple(AGENTS), seeds: int = 20,
-                        n_steps: int = 500, n_jobs: int = 1, progress: bool = True
-                        ) -> pd.DataFrame:
+def tracking_experiment(
+    methods: Sequence[str] = tuple(AGENTS),
+    seeds: int = 20,
+    n_steps: int = 500,
+    n_jobs: int = 1,
+    progress: bool = True,
+) -> pd.DataFrame:
     """Runs every method on ``seeds`` streams (seeds 0..seeds−1) and concatenates the rows."""
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds!r}")
@@ -125,21 +131,27 @@ def summarize(frame: pd.DataFrame, burn_in: int = 100) -> pd.DataFrame:
     rows = []
     for (method, seed), run in frame.groupby(["method", "seed"], sort=False):
         late = run[run["t"] > burn_in]
-        rows.append({
-            "method": method,
-            "seed": seed,
-            "mse": float(np.mean((late["mean"] - late["theta"]) ** 2)),
-            "lag": estimate_lag(late["mean"].to_numpy(), late["theta"].to_numpy()),
-            "remembered": float(late["remembered"].mean()),
-            "log_variance": float(np.mean(np.log(late["variance"]))),
-            "roughness": float(np.mean(np.diff(late["mean"].to_numpy()) ** 2)),
-        })
+        rows.append(
+            {
+                "method": method,
+                "seed": seed,
+                "mse": float(np.mean((late["mean"] - late["theta"]) ** 2)),
+                "lag": estimate_lag(late["mean"].to_numpy(), late["theta"].to_numpy()),
+                "remembered": float(late["remembered"].mean()),
+                "log_variance": float(np.mean(np.log(late["variance"]))),
+                "roughness": float(np.mean(np.diff(late["mean"].to_numpy()) ** 2)),
+            }
+        )
     per_seed = pd.DataFrame(rows)
     stats = per_seed.groupby("method", sort=False).agg(
-        mse=("mse", "mean"), mse_q10=("mse", lambda x: x.quantile(0.1)),
-        mse_q90=("mse", lambda x: x.quantile(0.9)), lag=("lag", "median"),
-        remembered=("remembered", "mean"), log_variance=("log_variance", "mean"),
-        roughness=("roughness", "mean"))
+        mse=("mse", "mean"),
+        mse_q10=("mse", lambda x: x.quantile(0.1)),
+        mse_q90=("mse", lambda x: x.quantile(0.9)),
+        lag=("lag", "median"),
+        remembered=("remembered", "mean"),
+        log_variance=("log_variance", "mean"),
+        roughness=("roughness", "mean"),
+    )
     return stats.reset_index()
 
 
@@ -148,8 +160,9 @@ def plot_tracking(frame: pd.DataFrame, path: str | Path | None = None):
     medians over seeds with 10–90 % bands, one legend for both panels."""
     figure, (left, right) = new_figure(1, 2, figsize=(12, 4.2), sharex=True)
     truth = frame[frame["method"] == frame["method"].iloc[0]].groupby("t")["theta"].first()
-    left.plot(truth.index, truth.to_numpy(), color="black", lw=0.9, zorder=6,
-              label=r"true $\theta_t$")
+    left.plot(
+        truth.index, truth.to_numpy(), color="black", lw=0.9, zorder=6, label=r"true $\theta_t$"
+    )
     present = set(frame["method"])
     keys = [k for k in naming.methods("tracking") if k in present]
     keys += [k for k in frame["method"].unique() if k not in keys]
@@ -157,25 +170,50 @@ def plot_tracking(frame: pd.DataFrame, path: str | Path | None = None):
         grouped = frame[frame["method"] == method].groupby("t")
         entry = naming.method("tracking", str(method))
         plot_band(left, grouped["mean"], entry.legend, quantiles=QUANTILES, **entry.style())
-        plot_band(right, grouped["variance"], entry.legend, quantiles=QUANTILES,
-                  transform=np.log, **entry.style())
+        plot_band(
+            right,
+            grouped["variance"],
+            entry.legend,
+            quantiles=QUANTILES,
+            transform=np.log,
+            **entry.style(),
+        )
     seeds = frame["seed"].nunique()
-    left.set(xlabel="$t$", ylabel=r"posterior mean of $\theta_t$", ylim=(0, 1),
-             title=r"Posterior mean of $\theta_t$")
-    right.set(xlabel="$t$", ylabel=r"$\log$ posterior variance of $\theta_t$",
-              title="Log posterior variance")
-    figure.suptitle(r"Experiment 1: tracking $\theta_t = 0.3\,\sin(2\pi t/100) + 0.5$ from "
-                    rf"Binomial$(15, \theta_t)$ counts ({seeds} seeds)", fontsize=12)
+    left.set(
+        xlabel="$t$",
+        ylabel=r"posterior mean of $\theta_t$",
+        ylim=(0, 1),
+        title=r"Posterior mean of $\theta_t$",
+    )
+    right.set(
+        xlabel="$t$",
+        ylabel=r"$\log$ posterior variance of $\theta_t$",
+        title="Log posterior variance",
+    )
+    figure.suptitle(
+        r"Experiment 1: tracking $\theta_t = 0.3\,\sin(2\pi t/100) + 0.5$ from "
+        rf"Binomial$(15, \theta_t)$ counts ({seeds} seeds)",
+        fontsize=12,
+    )
     figure_legend(figure, [left, right])
-    add_caption(figure, f"{band_note(QUANTILES)} (over {seeds} seeds); the thin black line is "
-                f"the true $\\theta_t$. {naming.abbreviation_note('tracking', keys)}. The "
-                "medians of BAM with $\\lambda=0$ (thick, solid) and $\\lambda=0.1$ (thin, "
-                "dash-dotted, drawn on top) nearly coincide in the left panel.", width=130)
+    add_caption(
+        figure,
+        f"{band_note(QUANTILES)} (over {seeds} seeds); the thin black line is "
+        f"the true $\\theta_t$. {naming.abbreviation_note('tracking', keys)}. The "
+        "medians of BAM with $\\lambda=0$ (thick, solid) and $\\lambda=0.1$ (thin, "
+        "dash-dotted, drawn on top) nearly coincide in the left panel.",
+        width=130,
+    )
     return save_figure(figure, path)
 
 
-def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_jobs: int = 1,
-              progress: bool = True) -> pd.DataFrame:
+def reproduce(
+    out: str | Path,
+    seeds: int | None = None,
+    quick: bool = False,
+    n_jobs: int = 1,
+    progress: bool = True,
+) -> pd.DataFrame:
     """Runs Experiment 1 and writes ``tracking.csv``, ``tracking_summary.csv`` and
     ``tracking.png`` (the paper's Figure 1) to ``out``; returns the summary.
 
@@ -189,14 +227,14 @@ def reproduce(out: str | Path, seeds: int | None = None, quick: bool = False, n_
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     seeds = seeds if seeds is not None else (3 if quick else 20)
-    frame = tracking_experiment(seeds=seeds, n_steps=300 if quick else 500, n_jobs=n_jobs,
-                                progress=progress)
+    frame = tracking_experiment(
+        seeds=seeds, n_steps=300 if quick else 500, n_jobs=n_jobs, progress=progress
+    )
     summary = summarize(frame)
     write_frame(frame, out / "tracking.csv")
     write_frame(summary, out / "tracking_summary.csv")
     plot_tracking(frame, out / "tracking.png")
     return summary
-
 
 
 #: The paper's claims of §4.1, in order (the rows of the report's claim table).
@@ -231,42 +269,73 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
     others = [m for m in AGENTS if m != "recursive"]
     lowest = min(others, key=lambda m: v(m, "log_variance"))
     rough_ratio = v("bam_reg", "roughness") / v("bam", "roughness")
-    wider = [LABELS[m] for m in AGENTS if m != "bam_reg"
-                      and v(m, "log_variance") > v("bam_reg", "log_variance")]
+    wider = [
+        LABELS[m]
+        for m in AGENTS
+        if m != "bam_reg" and v(m, "log_variance") > v("bam_reg", "log_variance")
+    ]
     rows = [
-        claim("tracking", "§4.1", CLAIMS[0],
-              f"MSE {v('recursive', 'mse'):.4f} vs BAM λ=0 {v('bam', 'mse'):.4f} "
-              f"({v('recursive', 'mse') / v('bam', 'mse'):.1f}×); mean log variance "
-              f"{v('recursive', 'log_variance'):.2f} (next lowest: {LABELS[lowest]}, "
-              f"{v(lowest, 'log_variance'):.2f})",
-              v("recursive", "mse") > max(v(m, "mse") for m in others)
-              and v("recursive", "log_variance") < v(lowest, "log_variance")),
-        claim("tracking", "§4.1", CLAIMS[1],
-              f"BOCD MSE {v('bocd', 'mse'):.4f}, lag {v('bocd', 'lag'):.2f} steps behind θ_t",
-              v("bocd", "lag") > 1.0 and v("bocd", "mse") < v("recursive", "mse")),
-        claim("tracking", "§4.1", CLAIMS[2],
-              f"lag: BAM λ=0 {v('bam', 'lag'):.2f}, BOCD {v('bocd', 'lag'):.2f} steps",
-              abs(v("bam", "lag")) < 1.0 and abs(v("bam", "lag")) < v("bocd", "lag")),
-        claim("tracking", "§4.1", CLAIMS[3],
-              f"mean squared step of the estimate: BAM λ=0 {v('bam', 'roughness'):.4f}, "
-              f"BOCD {v('bocd', 'roughness'):.4f}",
-              v("bam", "roughness") > v("bocd", "roughness")),
-        claim("tracking", "§4.1", CLAIMS[4],
-              f"mean log variance: BAM λ=0 {v('bam', 'log_variance'):.2f}, BOCD "
-              f"{v('bocd', 'log_variance'):.2f}; BAM remembers {v('bam', 'remembered'):.1f} "
-              "past data on average",
-              v("bam", "log_variance") < v("bocd", "log_variance")),
-        claim("tracking", "§4.1", CLAIMS[5],
-              f"mean squared step: λ=0.1 {v('bam_reg', 'roughness'):.4f} vs λ=0 "
-              f"{v('bam', 'roughness'):.4f} (ratio {rough_ratio:.3f}; holds if < 0.95)",
-              rough_ratio < 0.95),
-        claim("tracking", "§4.1", CLAIMS[6],
-              f"mean log variance: λ=0.1 {v('bam_reg', 'log_variance'):.2f} vs λ=0 "
-              f"{v('bam', 'log_variance'):.2f}, BOCD {v('bocd', 'log_variance'):.2f}, BF "
-              f"{v('forgetting', 'log_variance'):.2f}"
-              + (f"; wider still: {', '.join(wider)}" if wider
-                 else ""),
-              True if not wider else
-              ("partly" if v("bam_reg", "log_variance") > v("bam", "log_variance") else False)),
+        claim(
+            "tracking",
+            "§4.1",
+            CLAIMS[0],
+            f"MSE {v('recursive', 'mse'):.4f} vs BAM λ=0 {v('bam', 'mse'):.4f} "
+            f"({v('recursive', 'mse') / v('bam', 'mse'):.1f}×); mean log variance "
+            f"{v('recursive', 'log_variance'):.2f} (next lowest: {LABELS[lowest]}, "
+            f"{v(lowest, 'log_variance'):.2f})",
+            v("recursive", "mse") > max(v(m, "mse") for m in others)
+            and v("recursive", "log_variance") < v(lowest, "log_variance"),
+        ),
+        claim(
+            "tracking",
+            "§4.1",
+            CLAIMS[1],
+            f"BOCD MSE {v('bocd', 'mse'):.4f}, lag {v('bocd', 'lag'):.2f} steps behind θ_t",
+            v("bocd", "lag") > 1.0 and v("bocd", "mse") < v("recursive", "mse"),
+        ),
+        claim(
+            "tracking",
+            "§4.1",
+            CLAIMS[2],
+            f"lag: BAM λ=0 {v('bam', 'lag'):.2f}, BOCD {v('bocd', 'lag'):.2f} steps",
+            abs(v("bam", "lag")) < 1.0 and abs(v("bam", "lag")) < v("bocd", "lag"),
+        ),
+        claim(
+            "tracking",
+            "§4.1",
+            CLAIMS[3],
+            f"mean squared step of the estimate: BAM λ=0 {v('bam', 'roughness'):.4f}, "
+            f"BOCD {v('bocd', 'roughness'):.4f}",
+            v("bam", "roughness") > v("bocd", "roughness"),
+        ),
+        claim(
+            "tracking",
+            "§4.1",
+            CLAIMS[4],
+            f"mean log variance: BAM λ=0 {v('bam', 'log_variance'):.2f}, BOCD "
+            f"{v('bocd', 'log_variance'):.2f}; BAM remembers {v('bam', 'remembered'):.1f} "
+            "past data on average",
+            v("bam", "log_variance") < v("bocd", "log_variance"),
+        ),
+        claim(
+            "tracking",
+            "§4.1",
+            CLAIMS[5],
+            f"mean squared step: λ=0.1 {v('bam_reg', 'roughness'):.4f} vs λ=0 "
+            f"{v('bam', 'roughness'):.4f} (ratio {rough_ratio:.3f}; holds if < 0.95)",
+            rough_ratio < 0.95,
+        ),
+        claim(
+            "tracking",
+            "§4.1",
+            CLAIMS[6],
+            f"mean log variance: λ=0.1 {v('bam_reg', 'log_variance'):.2f} vs λ=0 "
+            f"{v('bam', 'log_variance'):.2f}, BOCD {v('bocd', 'log_variance'):.2f}, BF "
+            f"{v('forgetting', 'log_variance'):.2f}"
+            + (f"; wider still: {', '.join(wider)}" if wider else ""),
+            True
+            if not wider
+            else ("partly" if v("bam_reg", "log_variance") > v("bam", "log_variance") else False),
+        ),
     ]
     return rows
