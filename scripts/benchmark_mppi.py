@@ -30,23 +30,13 @@ import time
 
 import gymnasium as gym
 import numpy as np
+from mppi_acceptance import random_trial  # the same random-action trial
 
 import bam_rl  # noqa: F401
 from agents.dynamics import RFFDynamicsModel
 from agents.mppi import MPPI, GroundTruthMPPI
 from bam_rl.memory import Memory
 from bam_rl.readout import select
-
-
-def random_trial(env, rng, **reset):
-    observation, _ = env.reset(**reset)
-    states, actions = [observation], []
-    for _ in range(200):
-        action = rng.uniform(-1, 1, size=1)
-        observation, *_ = env.step(action)
-        states.append(observation)
-        actions.append(action)
-    return np.array(states), np.array(actions)
 
 
 def median_latency(step, n_steps: int) -> tuple[float, float]:
