@@ -242,9 +242,13 @@ def plot_cartpole(trials: pd.DataFrame, setting: str, path: str | Path | None = 
     figure_legend(figure, [top])
     add_caption(
         figure,
-        f"{band_note(QUANTILES)} ({seeds} seeds); grey vertical lines: gravity "
-        "changes; GT MPC runs the first trial of each episode and is drawn across it. "
-        f"{naming.abbreviation_note('cartpole', keys)}.",
+        f"{band_note(QUANTILES)} ({seeds} seeds); grey vertical lines: gravity changes"
+        + (
+            "; GT MPC runs the first trial of each episode and is drawn across it"
+            if "gt" in keys
+            else ""
+        )
+        + f". {naming.abbreviation_note('cartpole', keys)}.",
         width=140,
     )
     return save_figure(figure, path)
