@@ -445,19 +445,24 @@ def _greedy_sorted(
             pick, value, step = lo, j_lo, -1
         else:
             pick, value, step = hi, j_hi, 1
-        if j_lo != j_hi:  # climb while J strictly increases (J is concave in y)
+        if j_lo != j_hi:  # climb while J does not decrease (J is concave in y)
+            cursor = pick
             while True:
-                nxt = pick
+                nxt = cursor
                 while True:  # the next unselected position with a different value
                     nxt = _find(left, nxt) - 1 if step < 0 else _find(right, nxt + 1)
-                    if nxt < 0 or nxt >= m or values[nxt] != values[pick]:
+                    if nxt < 0 or nxt >= m or values[nxt] != values[cursor]:
                         break
                 if nxt < 0 or nxt >= m:
                     break
                 j_next = objective(k + 1, target - values[nxt])
-                if not j_next > value:
+                if j_next < value:
                     break
-                pick, value = nxt, j_next
+                # a flat step (values one rounding step apart give the same J) is crossed;
+                # equal J keeps the lowest memory index, as the generic argmax does
+                if j_next > value or order[nxt] < order[pick]:
+                    pick, value = nxt, j_next
+                cursor = nxt
         while True:  # lowest memory index among unselected duplicates of the pick
             prev = _find(left, pick) - 1
             if prev < 0 or values[prev] != values[pick]:
@@ -492,7 +497,8 @@ def gaussian_greedy_readout(
     Every candidate of a round shares ``k + 1``, and ``J`` is concave in the added ``y`` (for
     ``λ = 0`` a parabola with its peak at ``y = v + r``), so the best unselected record is
     found from the two unselected neighbours of ``v + r`` in sorted order (climbing further
-    while ``J`` strictly increases when ``λ > 0``). Ties go to the lowest memory index, and a
+    while ``J`` does not decrease when ``λ > 0``, so flat steps between values one rounding
+    step apart are crossed). Ties go to the lowest memory index, and a
     round is accepted only if ``J`` strictly improves, as in :func:`bam_rl.readout.select`.
     The objective is evaluated in this well-conditioned form rather than as the difference
     of log-normalisers, so decisions can differ from the generic loop only where two values

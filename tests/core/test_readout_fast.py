@@ -377,3 +377,18 @@ def test_factor_cache_budget_evicts():
     assert len(cache) == 3 and cache.get((0,)) is None and cache.get((4,)) is not None
     with pytest.raises(ValueError, match="max_bytes"):
         FactorCache(max_bytes=-1)
+
+
+def test_penalised_gaussian_greedy_crosses_flat_steps_between_near_equal_values():
+    """Two records one rounding step apart give the same J; the λ > 0 climb used to stop on
+    that flat step and pick a worse record than the generic greedy (a reviewer's reproducer)."""
+    model = NormalKnownVariance(0.0, 1.0, 1.0)
+    memory = Memory()
+    for y in [-0.1, 1.0, 1.4, -0.4, 1.3, 1.2, np.nextafter(1.4, 9)]:
+        memory.add(model.stats([y]))
+    s_t = model.stats([1.0])
+    fast = select(model, memory, s_t, lam=0.4)
+    generic = select(model, memory, s_t, lam=0.4, fast=False)
+    assert fast.path == "gaussian"
+    np.testing.assert_array_equal(fast.weights, generic.weights)
+    assert fast.objective == pytest.approx(generic.objective, rel=1e-12)
