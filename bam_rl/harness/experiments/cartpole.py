@@ -99,7 +99,8 @@ def cartpole_grid(setting: str, seeds: int, quick: bool = False) -> list[Any]:
 
     The ground-truth planner (``gt``) is a reference that does not learn, and at ~25 ms per
     control step (3,200 simulator steps) it is the costliest method: it runs the *first* trial
-    of every episode only, under the same environment seed.
+    of every episode only, with the same environment seed (its k-th trial draws the k-th
+    initial state of that seed, so only the first episode's start state is the learners').
     """
     from bam_rl.harness import make_grid
 
