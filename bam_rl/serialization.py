@@ -412,7 +412,10 @@ class _Decoder:
                 )
             return NaturalParams(family, self.decode(value["fields"]), self.decode(value["log_h"]))
         if "__object__" in value:
-            cls = import_class(value["__object__"])
+            name = value["__object__"]
+            if isinstance(name, str) and name.startswith(REFUSED_PREFIXES):  # before importing
+                raise ValueError(f"refusing to load a {name}: the run layer is not saved state")
+            cls = import_class(name)
             if f"{cls.__module__}.".startswith(REFUSED_PREFIXES):
                 raise ValueError(
                     f"refusing to load a {qualified_name(cls)}: objects of the run "

@@ -274,3 +274,28 @@ def test_attribute_types_come_from_the_source():
     assert serialization._attribute_types(BAMWithChangepoints)["detector"][0].__name__ == (
         "ChangepointDetector"
     )
+
+
+def test_a_run_layer_name_is_refused_before_its_module_is_imported(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from bam_rl.serialization import FORMAT, write_archive
+
+    path = tmp_path / "state.npz"
+    document = {
+        "format": FORMAT,
+        "root": {"__object__": "bam_rl.harness.report.Anything", "state": {}},
+    }
+    write_archive(path, document, {})
+    code = (
+        "import sys\n"
+        "from bam_rl.serialization import load_object\n"
+        "try:\n"
+        f"    load_object({json.dumps(str(path))})\n"
+        "except ValueError as error:\n"
+        "    assert 'run layer' in str(error), error\n"
+        "assert 'bam_rl.harness.report' not in sys.modules, 'imported before refusing'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
