@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from agents.base import BaseAgent
-from agents.dynamics import RFFDynamicsModel, SimulatorDynamics, check_rollout_inputs
+from agents.dynamics import RFFDynamicsModel, SimulatorDynamics
 from agents.planner import MPPI, AngleCosineReward, StateReward
 from bam_rl import hyperparams
 from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, BeliefRule, RecursiveBayes
@@ -63,6 +63,18 @@ class EpisodicBAM(BAM):
         self.memory.add(s, time=self.t)  # the last step that can refuse the datum
         self._record(readout)
         return belief
+
+
+#: The cart-pole observation: x, ẋ, cos θ, sin θ, θ̇ (the ground-truth planner's state).
+CARTPOLE_STATE_DIM = 5
+
+
+def _check_state(name: str, observation: Any, state_dim: int) -> np.ndarray:
+    """``observation`` as a finite float64 vector of ``state_dim`` entries, or ``ValueError``."""
+    state = as_float_array(name, observation)
+    if state.shape != (state_dim,):
+        raise ValueError(f"{name} must have shape ({state_dim},), got {state.shape}")
+    return state
 
 
 def _observation_dim(space: Any, name: str) -> int:
@@ -218,7 +230,7 @@ class MPPIAgent(BaseAgent):
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         """Starts a trial: ends a pending one, resets on an announced change, clears the
         plan."""
-        state = self._check_state("observation", observation)
+        state = _check_state("observation", observation, self.state_dim)
         if len(self._trial.actions):
             self._end_trial()
         if bool((info or {}).get("context_changed", False)):
@@ -231,7 +243,7 @@ class MPPIAgent(BaseAgent):
 
     def act(self, observation: Any) -> np.ndarray:
         """The first action of the MPPI plan from ``observation`` (float32, action shape)."""
-        state = self._check_state("observation", observation)
+        state = _check_state("observation", observation, self.state_dim)
         action = self.planner.plan(state, self.rng, dynamics=self.model)
         return action.astype(np.float32)
 
@@ -249,7 +261,7 @@ class MPPIAgent(BaseAgent):
         if action.shape != (self.action_dim,):
             raise ValueError(f"action must have {self.action_dim} entries, got {action.shape}")
         check_finite_scalar("reward", reward)
-        state = self._check_state("next_observation", next_observation)
+        state = _check_state("next_observation", next_observation, self.state_dim)
         if not self._trial.states:
             raise ValueError("observe() called before reset()")
         self._trial.actions.append(action)
@@ -259,12 +271,6 @@ class MPPIAgent(BaseAgent):
             self._end_trial()
             self._trial = _TrialRecorder()
             self._trial.states.append(state)
-
-    def _check_state(self, name: str, observation: Any) -> np.ndarray:
-        state = as_float_array(name, observation)
-        if state.shape != (self.state_dim,):
-            raise ValueError(f"{name} must have shape ({self.state_dim},), got {state.shape}")
-        return state
 
     def _end_trial(self) -> None:
         """The finished trial's datum goes through the memory rule into the model."""
@@ -349,7 +355,7 @@ class GroundTruthMPPI(BaseAgent):
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         """Starts a trial at ``info["gravity"]`` with a cleared plan."""
-        check_rollout_inputs(observation, np.zeros((1, 1, 1)), 5, 1)
+        _check_state("observation", observation, CARTPOLE_STATE_DIM)
         self._read_gravity(info)
         self.planner.reset()
 
@@ -366,7 +372,7 @@ class GroundTruthMPPI(BaseAgent):
         truncated: bool,
         info: dict[str, Any],
     ) -> None:
-        check_rollout_inputs(next_observation, np.zeros((1, 1, 1)), 5, 1)
+        _check_state("next_observation", next_observation, CARTPOLE_STATE_DIM)
         self._read_gravity(info)
 
     def __repr__(self) -> str:
