@@ -14,9 +14,9 @@ sense — UCB's counts are cleared, every arm's rule is ``reset()`` (recursive, 
 BOCD beliefs return to the prior; BAM keeps its memory), UCBAM's beliefs return to the prior
 and ``known`` to ``False`` while its per-arm memories are kept.
 
-:class:`UCBAM` and its closed-form readout :func:`gaussian_greedy_readout` live in
-:mod:`agents.ucbam` and are importable from here as well; this module holds UCB, Thompson
-sampling and the helpers they share with UCBAM.
+:class:`UCBAM` lives in :mod:`agents.ucbam`; the helpers both modules use (rewards as
+statistics, UCB's counts) live in :mod:`agents.arms`, and the closed-form Gaussian readout in
+the core, :mod:`bam_rl.fast_readout`. This module holds UCB and Thompson sampling.
 """
 
 from __future__ import annotations
