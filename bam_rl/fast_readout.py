@@ -227,25 +227,28 @@ def _grouped_greedy(
     current = prior
     best = float(score(current))
     picks: list[int] = []
-    group_stats = {k: v[order[starts]] for k, v in stats.items()}  # one record per group
+    # the groups still available, in a fixed order, with one record's statistics each
     available = np.arange(n_groups)
+    group_stats = {k: v[order[starts]] for k, v in stats.items()}
     while available.size:
-        reps = order[pointer[available]]  # lowest unselected index of each group
-        by_index = np.argsort(reps, kind="stable")
-        groups = available[by_index]
-        candidates = {k: current[k] + group_stats[k][groups] for k in current}
+        candidates = {k: current[k] + group_stats[k] for k in current}
         values = score(candidates)
-        top = int(np.argmax(values))  # first maximum: the lowest memory index
+        top = int(np.argmax(values))
         if not values[top] > best:
             break
+        ties = np.flatnonzero(values == values[top])
+        if ties.size > 1:  # equal J: the lowest memory index, as the generic argmax picks
+            top = int(ties[np.argmin(order[pointer[available[ties]]])])
         best = float(values[top])
-        group = int(groups[top])
+        group = int(available[top])
         pick = int(order[pointer[group]])
         picks.append(pick)
         current = {k: current[k] + stats[k][pick] for k in current}
         pointer[group] += 1
         if pointer[group] == ends[group]:
-            available = available[available != group]
+            keep = np.arange(available.size) != top
+            available = available[keep]
+            group_stats = {k: v[keep] for k, v in group_stats.items()}
     result = _finish(model, memory, score, picks, "grouped")
     return result._replace(objective=best if picks else result.base_objective)
 

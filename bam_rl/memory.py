@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from bam_rl.checks import check_finite_params, check_int
-from bam_rl.families.base import ConjugateFamily, NaturalParams, concatenate, stack
+from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
+
+
+class _BoundedPlan(NamedTuple):
+    """What a bounded ``add`` computed before committing (see ``Memory._plan_bounded_add``)."""
+
+    row: np.ndarray  # symmetric KL of the new record to each stored one
+    grads: Fields  # ∇A(prior + s) of the new record
+    merge: tuple[int, int, NaturalParams, Fields, np.ndarray] | None  # i < j, merged record
 
 
 class Memory:
@@ -44,7 +52,9 @@ class Memory:
         self._labels: list[Any] = []
         self._size = 0
         self._next_time = 0
-        self._distances: np.ndarray | None = None  # symmetric-KL cache, capacity mode only
+        # capacity mode only: ∇A(prior + s_j) per record and the symmetric-KL matrix buffer
+        self._grads: dict[str, np.ndarray] = {}
+        self._distances: np.ndarray | None = None
         self.n_merges = 0
 
     # ---------------------------------------------------------------- access
@@ -106,9 +116,10 @@ class Memory:
         if self.family is None:
             self._allocate(s.family, 16)
         self._next_time = max(self._next_time, time) + 1
-        self._append(s, label, time, 1)
-        if plan is not None:
-            self._commit_bounded_add(*plan)
+        if plan is None:
+            self._append(s, label, time, 1)
+        else:
+            self._commit_bounded_add(plan, s, label, time)
 
     def clear(self) -> None:
         """Forgets every record (keeps the capacity)."""
@@ -119,22 +130,33 @@ class Memory:
         self._fields = {
             name: np.zeros((rows, *event)) for name, event in family.field_shapes.items()
         }
+        self._grads = (
+            {}
+            if self.capacity is None
+            else {name: np.zeros((rows, *event)) for name, event in family.field_shapes.items()}
+        )
         self._log_h = np.zeros(rows)
         self._times = np.zeros(rows, dtype=np.int64)
         self._counts = np.zeros(rows, dtype=np.int64)
 
-    def _append(self, s: NaturalParams, label: Any, time: int, count: int) -> None:
+    def _append(
+        self, s: NaturalParams, label: Any, time: int, count: int, grads: Fields | None = None
+    ) -> None:
         rows = self._log_h.shape[0]
         if self._size == rows:  # amortised doubling keeps appends O(1)
             grow = max(16, rows)
-            for name, array in self._fields.items():
-                self._fields[name] = np.concatenate([array, np.zeros((grow, *array.shape[1:]))])
+            for store in (self._fields, getattr(self, "_grads", {})):
+                for name, array in store.items():
+                    store[name] = np.concatenate([array, np.zeros((grow, *array.shape[1:]))])
             self._log_h = np.concatenate([self._log_h, np.zeros(grow)])
             self._times = np.concatenate([self._times, np.zeros(grow, dtype=np.int64)])
             self._counts = np.concatenate([self._counts, np.zeros(grow, dtype=np.int64)])
         index = self._size
         for name, array in self._fields.items():
             array[index] = s.fields[name]
+        if grads is not None:  # bounded memories only
+            for name, array in self._grads.items():
+                array[index] = grads[name]
         self._log_h[index] = s.log_h
         self._times[index] = time
         self._counts[index] = count
@@ -143,21 +165,47 @@ class Memory:
 
     def _remove(self, index: int) -> None:
         last = self._size - 1
-        for array in (*self._fields.values(), self._log_h, self._times, self._counts):
+        arrays = (*self._fields.values(), *getattr(self, "_grads", {}).values())
+        for array in (*arrays, self._log_h, self._times, self._counts):
             array[index:last] = array[index + 1 : last + 1]
         del self._labels[index]
         self._size -= 1
 
     # --------------------------------------------------------- bounded memory
-    def _distance_row(self, s: NaturalParams, others: NaturalParams) -> np.ndarray:
-        """Symmetric KL between the single-datum posteriors of ``s`` and of each of
-        ``others``; raises ``ValueError`` if any is not a finite number >= 0."""
-        family = s.family
-        posterior, other_posteriors = family.prior + s, family.prior + others
+    # Distances are symmetric KLs between single-datum posteriors p_j = prior + s_j. For an
+    # exponential family KL(p‖q) + KL(q‖p) = ⟨η_p − η_q, ∇A(η_p) − ∇A(η_q)⟩ (the log-partition
+    # terms cancel, so there is no difference of large normalisers either), with η_p − η_q =
+    # s_p − s_q. With ∇A(prior + s_j) cached per record, a new distance row costs O(capacity)
+    # products and one gradient; the matrix lives in a buffer updated in place.
+    @staticmethod
+    def _posterior_grads(family: ConjugateFamily, fields: Fields) -> Fields:
+        """``∇A(prior + s)`` (batched); ``ValueError`` unless a proper belief with finite
+        mean parameters."""
+        prior = family.prior.fields
+        posterior = {name: prior[name] + fields[name] for name in prior}
+        family._check_belief(posterior)
         with np.errstate(all="ignore"):
-            row = np.atleast_1d(family.kl(posterior, other_posteriors)) + np.atleast_1d(
-                family.kl(other_posteriors, posterior)
+            raw = family.grad_log_partition_fields(posterior)
+        grads = {name: np.asarray(raw[name], dtype=np.float64) for name in prior}
+        if not all(np.all(np.isfinite(value)) for value in grads.values()):
+            raise ValueError(
+                "cannot store the datum in a bounded memory: the mean parameters of its "
+                "single-datum posterior are not finite (extreme or degenerate data?)"
             )
+        return grads
+
+    @staticmethod
+    def _symmetric_kl(fields: Fields, grads: Fields, one: Fields, one_grads: Fields) -> np.ndarray:
+        """Symmetric KL between records ``(fields, grads)`` (stacked along axis 0) and one
+        record; clipped at 0 against rounding; ``ValueError`` if any is not finite."""
+        total: Any = 0.0
+        with np.errstate(all="ignore"):
+            for name in one:
+                product = (fields[name] - one[name]) * (grads[name] - one_grads[name])
+                if product.ndim > 1:
+                    product = product.reshape(product.shape[0], -1).sum(axis=1)
+                total = total + product
+        row = np.maximum(np.asarray(total, dtype=np.float64), 0.0)
         if not np.all(np.isfinite(row)):
             raise ValueError(
                 "cannot store the datum in a bounded memory: the symmetric KL "
@@ -165,56 +213,106 @@ class Memory:
             )
         return row
 
-    def _plan_bounded_add(
-        self, s: NaturalParams
-    ) -> tuple[np.ndarray, tuple[int, int, NaturalParams, np.ndarray] | None]:
-        """Everything a bounded ``add`` computes, before any state changes: the new record's
-        distance row and, when the memory overflows, the pair to merge, the merged statistics
-        and the merged record's distances to the records that stay."""
-        size = self._size
-        # the first record has no distances yet; its own KL to the prior checks that its
-        # single-datum posterior is a proper belief, as every later distance will need
-        others = self.stats if size else s.family.zeros()
-        row = self._distance_row(s, others)[:size]
-        matrix = np.full((size + 1, size + 1), np.inf)
-        if size:
-            assert self._distances is not None  # kept in capacity mode
-            matrix[:size, :size] = self._distances
-            matrix[size, :size] = matrix[:size, size] = row
-        merge = None
-        assert self.capacity is not None
-        if size + 1 > self.capacity:
-            a, b = np.unravel_index(np.argmin(matrix), matrix.shape)
-            first, second = sorted((int(a), int(b)))
-            stats = concatenate([self.stats, stack([s])])  # the records with the new one last
-            merged = stats[first] + stats[second]
-            keep = np.array(
-                [i for i in range(size + 1) if i not in (first, second)], dtype=np.int64
+    def _stored_grads(self) -> Fields:
+        """The cached ``∇A(prior + s_j)`` of the stored records (rebuilt if absent, e.g. for
+        a memory saved before the cache existed)."""
+        grads = getattr(self, "_grads", None)
+        if self.family is not None and not grads:
+            computed = self._posterior_grads(
+                self.family, {name: array[: self._size] for name, array in self._fields.items()}
             )
-            merged_row = self._distance_row(merged, stats[keep]) if keep.size else np.zeros(0)
-            merge = (first, second, merged, merged_row)
-        return matrix, merge
+            rows = self._log_h.shape[0]
+            grads = {}
+            for name, value in computed.items():
+                grads[name] = np.zeros((rows, *value.shape[1:]))
+                grads[name][: self._size] = value
+            self._grads = grads
+        return {name: array[: self._size] for name, array in (grads or {}).items()}
 
-    def _commit_bounded_add(
-        self, matrix: np.ndarray, merge: tuple[int, int, NaturalParams, np.ndarray] | None
-    ) -> None:
-        self._distances = matrix
-        if merge is None:
+    def _closest_pair(self, row: np.ndarray) -> tuple[int, int]:
+        """The pair to merge once the new record (index ``len(self)``, distances ``row``)
+        joins: the first minimum in row-major order of the full symmetric matrix (``inf`` on
+        the diagonal), as ``np.argmin`` over it finds; sorted."""
+        size = self._size
+        stored = self._distance_buffer(size)[:size, :size]
+        a, b = divmod(int(np.argmin(stored)), size)
+        j = int(np.argmin(row))
+        if row[j] < stored[a, b] or (row[j] == stored[a, b] and j < a):
+            return j, size
+        return a, b
+
+    def _plan_bounded_add(self, s: NaturalParams) -> _BoundedPlan:
+        """Everything a bounded ``add`` computes, before any state changes: the new record's
+        mean parameters and distances and, when the memory overflows, the pair to merge, the
+        merged statistics, their mean parameters and distances to the records that stay."""
+        family, size = s.family, self._size
+        grads = self._posterior_grads(family, s.fields)
+        fields = {name: array[:size] for name, array in self._fields.items()}
+        stored_grads = self._stored_grads()
+        row = self._symmetric_kl(fields, stored_grads, s.fields, grads) if size else np.zeros(0)
+        assert self.capacity is not None
+        if size + 1 <= self.capacity:
+            return _BoundedPlan(row, grads, None)
+        pair = self._closest_pair(row)
+        parts = [
+            (s.fields, s.log_h)
+            if i == size
+            else ({k: v[i] for k, v in fields.items()}, self._log_h[i])
+            for i in pair
+        ]
+        merged_fields = {name: parts[0][0][name] + parts[1][0][name] for name in s.fields}
+        merged = NaturalParams(family, merged_fields, parts[0][1] + parts[1][1])
+        merged_grads = self._posterior_grads(family, merged_fields)
+        to_new = self._symmetric_kl(
+            {k: v[None] for k, v in s.fields.items()},
+            {k: v[None] for k, v in grads.items()},
+            merged_fields,
+            merged_grads,
+        )
+        to_stored = self._symmetric_kl(fields, stored_grads, merged_fields, merged_grads)
+        merged_row = np.delete(np.concatenate([to_stored, to_new]), pair)
+        return _BoundedPlan(row, grads, (pair[0], pair[1], merged, merged_grads, merged_row))
+
+    def _distance_buffer(self, rows: int) -> np.ndarray:
+        """The symmetric-KL matrix's buffer, grown (doubling, at most ``capacity + 1``) to
+        hold ``rows`` records; the valid block is ``[:len(self), :len(self)]``."""
+        buffer = self._distances
+        if buffer is None or buffer.shape[0] < rows:
+            assert self.capacity is not None
+            old = 0 if buffer is None else buffer.shape[0]
+            new_rows = min(self.capacity + 1, max(rows, 16, 2 * old))
+            grown = np.full((new_rows, new_rows), np.inf)
+            if buffer is not None:
+                keep = min(old, self._size)
+                grown[:keep, :keep] = buffer[:keep, :keep]
+            self._distances = buffer = grown
+        return buffer
+
+    def _commit_bounded_add(self, plan: _BoundedPlan, s: NaturalParams, label: Any, time: int):
+        """Stores the new record and performs the planned merge; nothing here can fail."""
+        n = self._size
+        buffer = self._distance_buffer(n + 1)
+        buffer[n, :n] = buffer[:n, n] = plan.row
+        buffer[n, n] = np.inf
+        self._append(s, label, time, 1, plan.grads)
+        if plan.merge is None:
             return
-        first, second, merged, merged_row = merge
+        first, second, merged, merged_grads, merged_row = plan.merge
         label_a, label_b = self._labels[first], self._labels[second]
-        label = label_a if label_a == label_b else None
-        time = int(max(self._times[first], self._times[second]))
+        merged_label = label_a if label_a == label_b else None
+        merged_time = int(max(self._times[first], self._times[second]))
         count = int(self._counts[first] + self._counts[second])
-        keep = [i for i in range(self._size) if i not in (first, second)]
         self._remove(second)
         self._remove(first)
-        size = len(keep) + 1
-        distances = np.full((size, size), np.inf)
-        distances[: size - 1, : size - 1] = matrix[np.ix_(keep, keep)]
-        distances[size - 1, : size - 1] = distances[: size - 1, size - 1] = merged_row
-        self._distances = distances
-        self._append(merged, label, time, count)
+        size = n + 1  # rows and columns first < second leave the (n + 1)-square block
+        buffer[first : second - 1, :size] = buffer[first + 1 : second, :size]
+        buffer[second - 1 : size - 2, :size] = buffer[second + 1 : size, :size]
+        buffer[: size - 2, first : second - 1] = buffer[: size - 2, first + 1 : second]
+        buffer[: size - 2, second - 1 : size - 2] = buffer[: size - 2, second + 1 : size]
+        last = size - 2
+        buffer[last, :last] = buffer[:last, last] = merged_row
+        buffer[last, last] = np.inf
+        self._append(merged, merged_label, merged_time, count, merged_grads)
         self.n_merges += 1
 
     # -------------------------------------------------------------- readouts
