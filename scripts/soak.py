@@ -14,8 +14,12 @@ Checked for each workload: every value read back (the rule's mean and variance, 
 each agent's arm means and ``summary()``) is finite — counted every step for the stream,
 every ``--check-every`` steps for the bandits; the resident set size (``VmRSS`` of
 ``/proc/self/status``) after the first 20 % of the run against the end ("flat memory":
-growth below ``--rss-tolerance-mb``); the time per step over the second tenth of the run
-against the last tenth ("flat time": ratio below ``--time-tolerance``).
+growth below ``--rss-tolerance-mb``); the CPU time per step (``time.process_time``, so other
+work on the machine does not move it) over the second tenth of the run against the last tenth
+("flat time": ratio at most ``--time-tolerance``, 1.5). Flat time is required of the bounded
+workloads only (the two stream rules): an unbounded BAM agent (``thompson-bam``, ``ucbam``, as
+in the paper) reads out over a memory that grows with every pull, and a BOCD agent's run-length
+posterior grows until ``max_run_length``, so their ratios are printed, not judged.
 
 Prints one line per workload and a final summary line ``soak: PASS|FAIL ...``; exits 1 on
 FAIL.
@@ -49,6 +53,9 @@ from bam_rl.families import BetaBinomial
 from bam_rl.harness import make_agent
 
 BANDIT_AGENTS = ("ucb", "thompson", "thompson-forgetting", "thompson-bocd", "thompson-bam", "ucbam")
+#: agents whose per-step cost does not grow with the data seen (the others are judged on
+#: finiteness and memory only; see the module docstring)
+BOUNDED_AGENTS = ("ucb", "thompson", "thompson-forgetting")
 
 
 def rss_mb() -> float:
@@ -76,6 +83,7 @@ class Outcome:
     rss_early_mb: float  # after 20 % of the run
     rss_end_mb: float
     warnings: int
+    bounded: bool = True  # whether flat time per step is required
 
     def time_ratio(self) -> float:
         return self.late_us / self.early_us if self.early_us > 0 else math.inf
@@ -87,12 +95,13 @@ class Outcome:
         return (
             f"{self.name}: {self.steps} steps in {self.seconds:.0f} s, "
             f"{self.non_finite} non-finite, {self.early_us:.0f}->{self.late_us:.0f} us/step "
-            f"(x{self.time_ratio():.2f}), RSS {self.rss_early_mb:.0f}->"
+            f"CPU (x{self.time_ratio():.2f}{'' if self.bounded else ', not judged'}), "
+            f"RSS {self.rss_early_mb:.0f}->"
             f"{self.rss_end_mb:.0f} MB ({self.rss_growth():+.1f}), {self.warnings} warnings"
         )
 
 
-def timed_loop(name: str, steps: int, step: Callable[[int], int]) -> Outcome:
+def timed_loop(name: str, steps: int, step: Callable[[int], int], bounded: bool = True) -> Outcome:
     """Runs ``step(t)`` (returning its count of non-finite values) ``steps`` times."""
     tenth = max(steps // 10, 1)
     marks: dict[int, float] = {}
@@ -100,18 +109,20 @@ def timed_loop(name: str, steps: int, step: Callable[[int], int]) -> Outcome:
     non_finite = 0
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        start = time.perf_counter()
+        wall = time.perf_counter()
+        start = time.process_time()
         for t in range(steps):
             if t in (tenth, 2 * tenth, steps - tenth):
-                marks[t] = time.perf_counter()
+                marks[t] = time.process_time()
             if t == 2 * tenth:
                 rss_early = rss_mb()
             non_finite += step(t)
-        end = time.perf_counter()
+        end = time.process_time()
+        wall = time.perf_counter() - wall
     early = (marks.get(2 * tenth, end) - marks.get(tenth, start)) / tenth * 1e6
     late = (end - marks.get(steps - tenth, start)) / tenth * 1e6
     return Outcome(
-        name, steps, end - start, non_finite, early, late, rss_early, rss_mb(), len(caught)
+        name, steps, wall, non_finite, early, late, rss_early, rss_mb(), len(caught), bounded
     )
 
 
@@ -163,7 +174,7 @@ def soak_bandit(name: str, steps: int, seed: int, check_every: int) -> Outcome:
             agent.reset(observation, info)
         return bad
 
-    outcome = timed_loop(f"bandit {name}", steps, step)
+    outcome = timed_loop(f"bandit {name}", steps, step, bounded=name in BOUNDED_AGENTS)
     env.close()
     return outcome
 
@@ -178,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", nargs="*", default=[], choices=["bam", "bocd", "bandits"])
     parser.add_argument("--check-every", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--time-tolerance", type=float, default=2.0)
+    parser.add_argument("--time-tolerance", type=float, default=1.5)
     parser.add_argument("--rss-tolerance-mb", type=float, default=50.0)
     args = parser.parse_args(argv)
 
@@ -210,11 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         o.name
         for o in outcomes
         if o.non_finite
-        or o.time_ratio() > args.time_tolerance
+        or (o.bounded and o.time_ratio() > args.time_tolerance)
         or o.rss_growth() > args.rss_tolerance_mb
     ]
     total = sum(o.seconds for o in outcomes)
-    worst_time = max((o.time_ratio() for o in outcomes), default=1.0)
+    worst_time = max((o.time_ratio() for o in outcomes if o.bounded), default=1.0)
     worst_rss = max((o.rss_growth() for o in outcomes), default=0.0)
     status = "FAIL" if failures else "PASS"
     print(
@@ -222,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         f"(BAM capacity {args.capacity}, BOCD max_run_length {args.max_run_length}), "
         f"bandits {args.bandit_steps} steps x {len(args.agents)} agents; "
         f"{sum(o.non_finite for o in outcomes)} non-finite values; "
-        f"worst late/early time per step x{worst_time:.2f}; worst RSS growth "
+        f"worst late/early CPU time per step of the bounded workloads x{worst_time:.2f}; "
+        f"worst RSS growth "
         f"{worst_rss:+.1f} MB; {total / 60:.1f} min"
         + (f"; failed: {', '.join(failures)}" if failures else ""),
         flush=True,
