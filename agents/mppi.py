@@ -129,8 +129,9 @@ class MPPIAgent(BaseAgent):
         bandwidth: Their bandwidth (6.0).
         noise_var: Model noise variance ``σ²`` (1e-6).
         prior_precision: Prior precision of the rows of ``M`` (1e-4).
-        planning_dtype: ``"float64"`` (default) or ``"float32"`` planning rollouts (faster,
-            not equivalent; see :class:`~agents.dynamics.RFFDynamicsModel`).
+        planning_dtype: ``"float32"`` (default) or ``"float64"`` planning rollouts (about 2×
+            slower, not more faithful to the model; see
+            :class:`~agents.dynamics.RFFDynamicsModel`).
         feature_states: State components the random features see (``None``: all).
         angle_pairs: ``(cos, sin)`` index pairs projected onto the unit circle in planning
             rollouts; the default ``((2, 3),)`` is the cart-pole's pole angle, as the default
@@ -163,7 +164,7 @@ class MPPIAgent(BaseAgent):
         bandwidth: float = hyperparams.RFF_BANDWIDTH,
         noise_var: float = hyperparams.BLR_NOISE_VAR,
         prior_precision: float = hyperparams.BLR_PRIOR_PRECISION,
-        planning_dtype: str = "float64",
+        planning_dtype: str = "float32",
         feature_states: Any = None,
         angle_pairs: Any = ((2, 3),),
         **planner_options: Any,

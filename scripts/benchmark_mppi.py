@@ -11,8 +11,9 @@ on the CPU with ``torch.set_num_threads(1)``, as our numpy runs with one BLAS th
 Rows: (workload, ours, peer, ratio = peer / ours; > 1 means we are faster); latencies are
 medians of the wall time over ``--steps`` control steps, each followed by the process CPU
 time per step in brackets (less sensitive to other load on the machine; the load average
-is printed first). float64 is the default planning dtype; the float32 rows show the
-faster, non-equivalent option. A last row times one ``GroundTruthMPPI`` control step (the
+is printed first). float32 is the default planning dtype; the float64 row shows the
+slower option (equally good plans, not identical ones; see ``RFFDynamicsModel``). A last
+row times one ``GroundTruthMPPI`` control step (the
 simulator through ``mujoco.rollout``; no peer).
 
 Usage: ``python scripts/benchmark_mppi.py [--steps 200]``.

@@ -223,7 +223,14 @@ def loop_rollout(model, state, actions, models, noise):
     [((), None), (((2, 3),), None), (((2, 3),), (1, 2, 3, 4))],
 )
 def test_fast_rollout_equals_the_loop_by_loop_rollout(cartpole_data, angle_pairs, feature_states):
-    model = RFFDynamicsModel(5, 1, seed=3, angle_pairs=angle_pairs, feature_states=feature_states)
+    model = RFFDynamicsModel(
+        5,
+        1,
+        seed=3,
+        angle_pairs=angle_pairs,
+        feature_states=feature_states,
+        planning_dtype="float64",
+    )
     model.set_belief(
         model.family.prior
         + model.stats(*cartpole_data[9.81][0])
@@ -256,7 +263,7 @@ def test_fast_rollout_equals_the_loop_by_loop_rollout(cartpole_data, angle_pairs
 
 
 def test_rollout_of_a_diverging_model_falls_back_to_numpy_cos(cartpole_data):
-    model = RFFDynamicsModel(5, 1, n_features=20, seed=0)
+    model = RFFDynamicsModel(5, 1, n_features=20, seed=0, planning_dtype="float64")
     rng = np.random.default_rng(0)
     models = 1e12 * rng.standard_normal((3, 5, 20))  # states pass 1e12: beyond the table
     noise = np.zeros((6, 3, 5))
