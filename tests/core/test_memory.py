@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_family_common import FAMILIES, SEEDS, random_model, random_stats
 
 from bam_rl.families import BetaBinomial, NormalKnownVariance
 from bam_rl.memory import Memory
@@ -111,3 +112,65 @@ def test_bad_input():
     with pytest.raises(ValueError, match="empty"):
         _ = Memory().stats
     assert len(memory) == 3  # failed additions leave the memory as it was
+
+
+# -------------------------------------------------- bounded memory: distances and old state
+def _regression_model(name):
+    from bam_rl.families import BayesianLinearRegression, BayesianLinearRegressionNIG
+
+    if name == "regression":
+        return BayesianLinearRegression(dim_in=3, dim_out=2, noise_var=0.5, prior_precision=0.7)
+    return BayesianLinearRegressionNIG(dim_in=3, dim_out=2, prior_precision=0.7, a=2.0, b=1.5)
+
+
+@pytest.mark.parametrize("name", [*FAMILIES, "regression", "regression-nig"])
+@settings(max_examples=25, deadline=None)
+@given(seed=SEEDS)
+def test_distances_are_symmetric_kl_of_single_datum_posteriors(name, seed):
+    """The cached-mean-parameter form ⟨Δη, Δ∇A⟩ equals KL(p‖q) + KL(q‖p) of the families."""
+    rng = np.random.default_rng(seed)
+    if name.startswith("regression"):
+        model = _regression_model(name)
+        data = [model.stats(*_xy(model, rng)) for _ in range(5)]
+    else:
+        model = random_model(name, rng)
+        data = [random_stats(model, rng, n=int(rng.integers(1, 8))) for _ in range(5)]
+    memory = Memory(capacity=10)
+    for s in data:
+        memory.add(s)
+    posteriors = [model.prior + s for s in data]
+    for i in range(5):
+        for j in range(5):
+            if i == j:
+                continue
+            expected = model.kl(posteriors[i], posteriors[j]) + model.kl(
+                posteriors[j], posteriors[i]
+            )
+            assert memory._distances[i, j] == pytest.approx(expected, rel=1e-7, abs=1e-9)
+
+
+def _xy(model, rng):
+    n = int(rng.integers(1, 6))
+    x = rng.normal(size=(n, model.dim_in))
+    return x, x @ rng.normal(size=(model.dim_in, model.dim_out)) + rng.normal(
+        size=(n, model.dim_out)
+    )
+
+
+def test_a_bounded_memory_saved_before_the_distance_cache_keeps_merging_the_same():
+    """A memory whose state lacks the cached mean parameters (older files) rebuilds them."""
+    rng = np.random.default_rng(5)
+    model = NormalKnownVariance(mean=0.0, var=4.0, noise_var=1.0)
+    data = [model.stats(rng.normal(rng.choice([-2.0, 2.0]), 1.0, size=3)) for _ in range(30)]
+    fresh, old = Memory(capacity=6), Memory(capacity=6)
+    for s in data[:10]:
+        fresh.add(s)
+        old.add(s)
+    size = len(old)
+    del old._grads  # the state of a memory written before the cache existed
+    old._distances = old._distances[:size, :size].copy()
+    for s in data[10:]:
+        fresh.add(s)
+        old.add(s)
+    assert fresh.stats.allclose(old.stats, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(fresh.counts, old.counts)
