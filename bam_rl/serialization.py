@@ -14,10 +14,12 @@ walk, which refuses entries that are compressed more than :data:`MAX_EXPANSION` 
 1 MB file cannot become a 1 GiB array), arrays whose header claims more bytes than the entry
 holds, more than ``max_bytes`` (:data:`MAX_BYTES`) of data in all, and JSON nested deeper
 than :data:`MAX_DEPTH`. Nested objects are type-checked: an attribute that the class's
-source declares (``self.memory = Memory(...)``, ``self.belief: NaturalParams``) or
-annotates at class level must hold an object of that class, so a ``Memory`` swapped for
+source declares (``self.memory = Memory(...)``, ``self.belief: NaturalParams``, or
+``self.rule = rule`` from a parameter annotated ``rule: BeliefRule`` and never rebound) or
+annotates at class level must hold an object of that class — the items of ``list[T]``,
+``tuple[T, ...]`` and the values of ``dict[K, T]`` included — so a ``Memory`` swapped for
 another project object does not load; objects of the run layer (``bam_rl.harness``) are never
-state.
+state. Attributes a class never declares are not refused (they are restored as data).
 
 Encoded types: ``None``, ``bool``, ``int``, ``float``, ``str``, numpy arrays (not of object
 dtype) and scalars, lists, tuples, dicts with string keys, ``numpy.random.Generator``,
@@ -250,6 +252,14 @@ def _annotation(node: ast.expr | None, namespace: dict[str, Any]) -> _Expected |
         if origin in (list, typing.List):  # noqa: UP006 - reads old annotations too
             inner = _annotation(arguments[0], namespace)
             return ((list, inner),) if inner is not None else (list,)
+        if origin in (tuple, typing.Tuple) and len(arguments) == 2:  # noqa: UP006
+            # tuple[T, ...]: every item a T (fixed-length tuples are checked as tuples)
+            ellipsis = isinstance(arguments[1], ast.Constant) and arguments[1].value is Ellipsis
+            inner = _annotation(arguments[0], namespace) if ellipsis else None
+            return ((tuple, inner),) if inner is not None else (tuple,)
+        if origin in (dict, typing.Dict) and len(arguments) == 2:  # noqa: UP006
+            inner = _annotation(arguments[1], namespace)  # the values (keys are strings)
+            return ((dict, inner),) if inner is not None else (dict,)
         origin = typing.get_origin(origin) or origin
         return (origin,) if isinstance(origin, type) else None
     found = _lookup(node, namespace)
@@ -299,6 +309,7 @@ def _attribute_types(cls: type) -> dict[str, _Expected]:
         for function in body:
             if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
+            parameters = _parameter_types(function, namespace)
             for node in ast.walk(function):
                 target = getattr(node, "target", None)
                 targets = (
@@ -322,7 +333,11 @@ def _attribute_types(cls: type) -> dict[str, _Expected]:
                         and isinstance(node, ast.Assign)
                         and leaf.attr not in inferred
                     ):
-                        inferred[leaf.attr] = _assigned(node.value, namespace)
+                        inferred[leaf.attr] = (
+                            parameters.get(node.value.id)
+                            if isinstance(node.value, ast.Name)
+                            else _assigned(node.value, namespace)
+                        )
         for name, kind in inferred.items():
             if name not in annotated:
                 declared[name] = kind
@@ -330,6 +345,33 @@ def _attribute_types(cls: type) -> dict[str, _Expected]:
     return {
         name: kind for name, kind in declared.items() if kind is not None and kind != (type(None),)
     }
+
+
+def _parameter_types(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, namespace: dict[str, Any]
+) -> dict[str, _Expected | None]:
+    """Annotated parameters of ``function`` that its body never rebinds (so that
+    ``self.x = parameter`` holds what the annotation allows)."""
+    arguments = function.args
+    annotated = {
+        argument.arg: _annotation(argument.annotation, namespace)
+        for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+        if argument.annotation is not None
+    }
+    for node in ast.walk(function):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+            targets = [node.target]
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            targets = [node.target] if hasattr(node, "target") else []
+            targets += [item.optional_vars for item in getattr(node, "items", [])]
+        for target in targets:
+            for leaf in ast.walk(target) if target is not None else ():
+                if isinstance(leaf, ast.Name):
+                    annotated.pop(leaf.id, None)
+    return annotated
 
 
 def _flatten(expected: _Expected) -> list[Any]:
@@ -347,7 +389,8 @@ def _fits(value: Any, expected: _Expected) -> bool:
     for item in expected:
         if isinstance(item, tuple):
             container, inner = item
-            if isinstance(value, container) and all(_fits(v, inner) for v in value):
+            items = value.values() if isinstance(value, dict) else value
+            if isinstance(value, container) and all(_fits(v, inner) for v in items):
                 return True
         elif isinstance(item, type):
             if isinstance(value, item):

@@ -299,3 +299,46 @@ def test_a_run_layer_name_is_refused_before_its_module_is_imported(tmp_path):
         "assert 'bam_rl.harness.report' not in sys.modules, 'imported before refusing'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_attributes_set_from_annotated_parameters_are_checked(tmp_path):
+    """``self.rule = rule`` with ``rule: BeliefRule`` in the signature: a file putting a
+    Memory there does not load (the parameter is never rebound, so its annotation holds)."""
+    from agents.tracking import BeliefTracker
+
+    assert serialization._attribute_types(BeliefTracker)["rule"][0].__name__ == "BeliefRule"
+    tracker = BeliefTracker(trained_bam())
+    path = save_object(tracker, tmp_path / "tracker.npz")
+    document, arrays = document_of(path)
+    document["root"]["state"]["rule"] = document["root"]["state"]["rule"]["state"]["memory"]
+    with pytest.raises(ValueError, match=r"BeliefTracker\.rule must hold BeliefRule"):
+        load_object(write(tmp_path / "evil.npz", document, arrays))
+    assert type(load_object(path).rule) is BAM
+
+
+def test_dict_and_tuple_annotations_check_their_items():
+    import ast
+
+    from bam_rl.memory import Memory
+
+    namespace = {"Memory": Memory}
+    expected = serialization._annotation(ast.parse("dict[str, Memory]").body[0].value, namespace)
+    assert serialization._fits({"a": Memory()}, expected)
+    assert not serialization._fits({"a": trained_bam()}, expected)
+    expected = serialization._annotation(ast.parse("tuple[Memory, ...]").body[0].value, namespace)
+    assert serialization._fits((Memory(), Memory()), expected)
+    assert not serialization._fits((Memory(), trained_bam()), expected)
+
+
+def test_a_rebound_parameter_is_not_trusted_for_its_annotation():
+    import ast
+
+    source = (
+        "def __init__(self, rule: int, other: str, n: int):\n"
+        "    rule = str(rule)\n"
+        "    for n in range(3):\n"
+        "        pass\n"
+        "    self.rule = rule\n"
+    )
+    function = ast.parse(source).body[0]
+    assert set(serialization._parameter_types(function, {})) == {"other"}
