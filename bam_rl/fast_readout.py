@@ -192,9 +192,10 @@ def _finish(
     weights[picks] = 1.0
     if picks:
         stats = memory.stats.fields
+        index = np.fromiter(picks, dtype=np.intp, count=len(picks))
         # a sequential running sum: the same order of additions as the generic loop
         current = {
-            k: np.cumsum(np.concatenate([prior[k][None], stats[k][picks]]), axis=0)[-1]
+            k: np.cumsum(np.concatenate([prior[k][None], stats[k][index]]), axis=0)[-1]
             for k in prior
         }
         best = float(score(current))
@@ -373,7 +374,9 @@ def _greedy_parabola(
                         break
                     first = prev
                 pick = first if order[first] < order[hi] else hi
-        if pick == lo:  # lowest memory index among unselected duplicates of the pick
+        # the lowest memory index among unselected duplicates of the pick (values ascend, so
+        # without an equal left neighbour there is none)
+        if pick == lo and pick > 0 and values[pick - 1] == values[pick]:
             while True:
                 prev = _find(left, pick) - 1
                 if prev < 0 or values[prev] != values[pick]:
@@ -397,7 +400,7 @@ def _greedy_parabola(
             if left[lo] != lo:
                 lo = _find(left, lo)
             lo -= 1
-    return [order[position] for position in chosen]
+    return list(map(order.__getitem__, chosen))
 
 
 def _greedy_sorted(
