@@ -396,6 +396,7 @@ def _cmd_record(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         every=args.every,
         planner=planner,
         progress=None if args.no_progress else print,
+        revisit=args.revisit,
     )
     print(json.dumps(result, indent=2))
     return 0
@@ -563,7 +564,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="GIF of BAM vs recursive Bayes swinging up on a revisited gravity",
         description="Runs MPPI with BAM and with recursive Bayes through the episodic cart-pole "
         "schedule and renders, side by side and headless (MUJOCO_GL=egl), the "
-        "second trial of the first revisited episode (the first trial after BAM's "
+        "second trial of a revisited episode (the first trial after BAM's "
         "readout). Takes a few minutes.",
     )
     record.add_argument(
@@ -573,6 +574,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="GIF path (docs/figures/swingup.gif)",
     )
     record.add_argument("--seed", type=_seed, default=0, help="environment and agent seed (0)")
+    record.add_argument(
+        "--revisit",
+        type=_positive_int,
+        default=1,
+        help="which revisited episode: 1, 2 or 3 (11.15, 3.72, 9.81 m/s^2 again; default 1)",
+    )
     record.add_argument("--width", type=_positive_int, default=320, help="panel width (320)")
     record.add_argument("--height", type=_positive_int, default=240, help="panel height (240)")
     record.add_argument(

@@ -27,27 +27,36 @@ __all__ = ["RECORDED", "record_swingup", "revisited_trial", "run_until"]
 RECORDED: tuple[tuple[str, str], ...] = (("mppi-bam", "BAM"), ("mppi-recursive", "recursive Bayes"))
 
 
-def revisited_trial(gravities: Sequence[float], offset: int = 1) -> int:
-    """0-based index of trial ``offset`` (0: the first) of the first episode whose gravity was
-    seen in an earlier episode.
+def revisited_trial(gravities: Sequence[float], offset: int = 1, revisit: int = 1) -> int:
+    """0-based index of trial ``offset`` (0: the first) of the ``revisit``-th episode (1: the
+    first) whose gravity was seen in an earlier episode.
 
     >>> revisited_trial([9.81, 9.81, 3.72, 3.72, 9.81, 9.81])
     5
+    >>> revisited_trial([9.81, 3.72, 9.81, 3.72], offset=0, revisit=2)
+    3
     """
+    if isinstance(revisit, bool) or not isinstance(revisit, int) or revisit < 1:
+        raise ValueError(f"revisit must be an integer >= 1, got {revisit!r}")
     seen: set[float] = set()
     previous = None
+    found = 0
     for index, gravity in enumerate(gravities):
         if gravity != previous:
             if gravity in seen:
-                if index + offset >= len(gravities) or gravities[index + offset] != gravity:
-                    raise ValueError(
-                        f"the revisited episode at trial {index} is shorter "
-                        f"than {offset + 1} trials"
-                    )
-                return index + offset
+                found += 1
+                if found == revisit:
+                    if index + offset >= len(gravities) or gravities[index + offset] != gravity:
+                        raise ValueError(
+                            f"the revisited episode at trial {index} is shorter "
+                            f"than {offset + 1} trials"
+                        )
+                    return index + offset
             if previous is not None:
                 seen.add(float(previous))
             previous = gravity
+    if found:
+        raise ValueError(f"the schedule revisits a gravity {found} times, not {revisit}")
     raise ValueError("no gravity is revisited in the schedule")
 
 
@@ -164,9 +173,10 @@ def record_swingup(
     fps: float | None = None,
     planner: dict[str, Any] | None = None,
     progress: Callable[[str], None] | None = print,
+    revisit: int = 1,
 ) -> dict[str, Any]:
-    """Renders BAM and recursive Bayes side by side on the second trial of the first revisited
-    episode and writes a looping GIF to ``path``.
+    """Renders BAM and recursive Bayes side by side on the second trial of a revisited
+    episode (the first by default) and writes a looping GIF to ``path``.
 
     Args:
         path: The GIF's path (parents created).
@@ -177,6 +187,8 @@ def record_swingup(
         fps: Frames per second of the GIF (default ``50 / every``: real time).
         planner: MPPI options for both agents (e.g. ``{"horizon": 10, "n_samples": 8}``).
         progress: Called with a line per trial (``None``: silent).
+        revisit: Which revisited episode (1: the first; the paper's schedule revisits 11.15,
+            3.72 and 9.81 m/s² in episodes 4, 5 and 6).
 
     Returns:
         ``path``, ``trial`` (0-based), ``gravity``, each agent's mean reward on the trial, the
@@ -189,7 +201,7 @@ def record_swingup(
 
     started = time.perf_counter()
     gravities = tuple(schedule) if schedule is not None else envs.EPISODIC_SCHEDULE
-    trial = revisited_trial(gravities, offset=1)
+    trial = revisited_trial(gravities, offset=1, revisit=revisit)
     gravity = float(gravities[trial])
     panels, rewards = [], {}
     for name, label in RECORDED:
@@ -213,8 +225,8 @@ def record_swingup(
             ]
         )
     caption = (
-        f"trial {trial + 1} of {len(gravities)}: 2nd trial of a revisited episode, "
-        f"g = {gravity:.2f} m/s^2"
+        f"seed {seed}, trial {trial + 1} of {len(gravities)}: 2nd trial of a revisited "
+        f"episode, g = {gravity:.2f} m/s^2"
     )
     gap = np.full((panels[0][0].shape[0], 6, 3), 255, dtype=np.uint8)
     combined: list[Any] = [
@@ -226,6 +238,7 @@ def record_swingup(
     imageio.mimsave(path, combined, duration=1000.0 / (fps or 50.0 / every), loop=0)
     return {
         "path": str(path),
+        "seed": seed,
         "trial": trial,
         "gravity": gravity,
         **{f"reward_{name}": value for name, value in rewards.items()},

@@ -30,3 +30,15 @@ def test_record_writes_a_small_gif(tmp_path):
     assert len(frames) >= 2 and frames[0].shape[1] > 2 * 320  # two panels side by side
     assert frames[0].std() > 10  # rendered, not blank
     assert path.stat().st_size < 3_000_000
+
+
+def test_revisited_trial_picks_the_requested_revisit():
+    import envs
+
+    # the paper's schedule revisits 11.15, 3.72 and 9.81 in episodes 4, 5 and 6 (15 trials each)
+    assert revisited_trial(envs.EPISODIC_SCHEDULE, revisit=2) == 61
+    assert revisited_trial(envs.EPISODIC_SCHEDULE, offset=0, revisit=3) == 75
+    with pytest.raises(ValueError, match="revisits a gravity 3 times, not 4"):
+        revisited_trial(envs.EPISODIC_SCHEDULE, revisit=4)
+    with pytest.raises(ValueError, match="revisit must be an integer >= 1"):
+        revisited_trial(envs.EPISODIC_SCHEDULE, revisit=0)
