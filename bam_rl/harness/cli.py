@@ -386,17 +386,14 @@ def _cmd_record(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     from bam_rl.harness.record import record_swingup
 
     os.environ.setdefault("MUJOCO_GL", "egl")
-    planner = {"horizon": 10, "n_samples": 8} if args.quick else None
-    schedule = (9.81, 9.81, 3.72, 3.72, 9.81, 9.81) if args.quick else None
     result = record_swingup(
         args.out,
         seed=args.seed,
-        schedule=schedule,
+        revisit=args.revisit,
         size=(args.width, args.height),
         every=args.every,
-        planner=planner,
+        quick=args.quick,
         progress=None if args.no_progress else print,
-        revisit=args.revisit,
     )
     print(json.dumps(result, indent=2))
     return 0
@@ -573,7 +570,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="GIF path (docs/figures/swingup.gif)",
     )
-    record.add_argument("--seed", type=_seed, default=0, help="environment and agent seed (0)")
+    record.add_argument(
+        "--seed",
+        type=_seed,
+        default=0,
+        help="seed index of the episodic experiment (0; its runs are replayed trial for trial)",
+    )
     record.add_argument(
         "--revisit",
         type=_positive_int,
@@ -589,7 +591,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep every N-th simulator step's frame (3; played in real time)",
     )
     record.add_argument(
-        "--quick", action="store_true", help="a 6-trial schedule and a short planner (a smoke test)"
+        "--quick",
+        action="store_true",
+        help="the runs of 'reproduce --quick' (two trials per episode, a short planner)",
     )
     record.add_argument("--no-progress", action="store_true", help="no line per trial")
     record.set_defaults(handler=_cmd_record, parser=record)

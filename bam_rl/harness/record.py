@@ -1,14 +1,17 @@
 """A swing-up you can watch: BAM beside recursive Bayes on a revisited gravity (``bam-rl record``).
 
-Both agents run the paper's episodic cart-pole schedule (:data:`envs.EPISODIC_SCHEDULE`: 9.81,
-11.15, 3.72, 11.15, … m/s², 15 trials each, changes announced) from the same environment seed,
-so every trial starts from the same initial state for both. In the paper's protocol BAM chooses
-its readout *after the first trial* of an episode, so that first trial is planned from the base
-prior by both agents; the animation therefore shows the **second trial of the first revisited
-episode** (trial 47 of 90, gravity 11.15 m/s²: Neptune again), where BAM plans with the trials
-it remembered and recursive Bayes with one trial of data. Frames are rendered headless
-(``MUJOCO_GL=egl``) with ``env.render()``, placed side by side, labelled, and written as a GIF
-with imageio.
+The animation replays runs of the episodic experiment (``bam-rl reproduce cartpole-episodic``)
+exactly: for a seed index it builds the same run specifications (environment, agent options,
+environment and agent seeds derived from the seed index) and runs BAM and recursive Bayes
+through the paper's episodic schedule (:data:`envs.EPISODIC_SCHEDULE`: 9.81, 11.15, 3.72,
+11.15, … m/s², 15 trials each, changes announced), so every trial starts from the same initial
+state for both and each trial's reward is the one in the experiment's ``trials.csv``. In the
+paper's protocol BAM chooses its readout *after the first trial* of an episode, so that first
+trial is planned from the base prior by both agents; the animation therefore shows the
+**second trial of a revisited episode** (by default the first revisit, trial 47 of 90, gravity
+11.15 m/s²: Neptune again), where BAM plans with the trials it remembered and recursive Bayes
+with one trial of data. Frames are rendered headless (``MUJOCO_GL=egl``), placed side by
+side, labelled, and written as a GIF with imageio.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RECORDED", "record_swingup", "revisited_trial", "run_until"]
+__all__ = ["RECORDED", "experiment_runs", "record_swingup", "revisited_trial", "run_until"]
 
-#: The agents shown, left to right: (registered agent name, label).
-RECORDED: tuple[tuple[str, str], ...] = (("mppi-bam", "BAM"), ("mppi-recursive", "recursive Bayes"))
+#: The runs shown, left to right: (method of the episodic experiment, label).
+RECORDED: tuple[tuple[str, str], ...] = (("bam", "BAM"), ("recursive", "recursive Bayes"))
 
 
 def revisited_trial(gravities: Sequence[float], offset: int = 1, revisit: int = 1) -> int:
@@ -60,16 +63,20 @@ def revisited_trial(gravities: Sequence[float], offset: int = 1, revisit: int = 
     raise ValueError("no gravity is revisited in the schedule")
 
 
+def experiment_runs(seed_index: int, quick: bool = False) -> dict[str, Any]:
+    """The episodic experiment's run specifications (:class:`~bam_rl.harness.RunSpec`) of
+    seed index ``seed_index``, by method (``quick``: those of ``reproduce --quick``)."""
+    from bam_rl.harness.experiments.cartpole import cartpole_grid
+
+    grid = cartpole_grid("episodic", seeds=seed_index + 1, quick=quick)
+    return {spec.method: spec for spec in grid if spec.seed_index == seed_index}
+
+
 def run_until(
-    agent_name: str,
-    trial: int,
-    seed: int = 0,
-    schedule: Sequence[float] | None = None,
-    planner: dict[str, Any] | None = None,
-    progress: Callable[[str], None] | None = None,
+    spec: Any, trial: int, progress: Callable[[str], None] | None = None
 ) -> tuple[np.ndarray, float]:
-    """Runs ``agent_name`` on the episodic cart-pole through trial ``trial`` (0-based) and
-    keeps that trial's simulator states.
+    """Runs the experiment's run ``spec`` through trial ``trial`` (0-based), as
+    :func:`~bam_rl.harness.execute_run` does, and keeps that trial's simulator states.
 
     Returns:
         The ``(qpos, qvel)`` of every step of trial ``trial`` (the initial state first), one row
@@ -80,16 +87,14 @@ def run_until(
     import bam_rl  # noqa: F401  (registers the environments)
     from bam_rl.harness.registry import make_agent
 
-    kwargs: dict[str, Any] = {}
-    if schedule is not None:
-        kwargs["gravity_schedule"] = tuple(schedule)
-    env = gym.make("bam_rl/GravityCartPoleEpisodic-v0", **kwargs)
+    env = gym.make(spec.env_id, **spec.env_kwargs)
     data: Any = env.unwrapped.data  # type: ignore[attr-defined]
+    env_seed, agent_seed = spec.seeds()
     states: list[np.ndarray] = []
     rewards: list[float] = []
     try:
-        agent = make_agent(agent_name, env, seed, **(planner or {}))
-        observation, info = env.reset(seed=seed)
+        agent = make_agent(spec.agent_name, env, agent_seed, **spec.agent_kwargs)
+        observation, info = env.reset(seed=env_seed)
         for index in range(trial + 1):
             if index:
                 observation, info = env.reset()
@@ -108,7 +113,7 @@ def run_until(
                     rewards.append(float(reward))
             if progress is not None:
                 progress(
-                    f"{agent_name}: trial {index + 1}/{trial + 1} "
+                    f"{spec.agent_name}: trial {index + 1}/{trial + 1} "
                     f"(g = {info['gravity']:.2f}) {time.perf_counter() - started:.1f} s"
                 )
         states.append(np.concatenate([data.qpos, data.qvel]))
@@ -167,47 +172,51 @@ def _label(frame: np.ndarray, lines: Sequence[str]) -> np.ndarray:
 def record_swingup(
     path: str | Path = "docs/figures/swingup.gif",
     seed: int = 0,
-    schedule: Sequence[float] | None = None,
+    revisit: int = 1,
     size: tuple[int, int] = (320, 240),
     every: int = 3,
     fps: float | None = None,
-    planner: dict[str, Any] | None = None,
+    quick: bool = False,
     progress: Callable[[str], None] | None = print,
-    revisit: int = 1,
 ) -> dict[str, Any]:
     """Renders BAM and recursive Bayes side by side on the second trial of a revisited
-    episode (the first by default) and writes a looping GIF to ``path``.
+    episode of the episodic experiment's seed ``seed`` and writes a looping GIF to ``path``.
 
     Args:
         path: The GIF's path (parents created).
-        seed: Environment and agent seed (both agents get the same).
-        schedule: Gravity per trial (default: the paper's episodic schedule).
+        seed: Seed index of the experiment (0–4 in ``bam-rl reproduce cartpole-episodic``);
+            the runs are that experiment's runs, trial for trial.
+        revisit: Which revisited episode (1: the first; the paper's schedule revisits 11.15,
+            3.72 and 9.81 m/s² in episodes 4, 5 and 6).
         size: Width and height of each agent's frames in pixels.
         every: Keep every ``every``-th step's frame (the simulator runs at 50 steps/s).
         fps: Frames per second of the GIF (default ``50 / every``: real time).
-        planner: MPPI options for both agents (e.g. ``{"horizon": 10, "n_samples": 8}``).
+        quick: The runs of ``reproduce --quick`` (two trials per episode, a short planner).
         progress: Called with a line per trial (``None``: silent).
-        revisit: Which revisited episode (1: the first; the paper's schedule revisits 11.15,
-            3.72 and 9.81 m/s² in episodes 4, 5 and 6).
 
     Returns:
-        ``path``, ``trial`` (0-based), ``gravity``, each agent's mean reward on the trial, the
-        GIF's size in bytes and the wall time.
+        ``path``, ``seed``, ``trial`` (0-based), ``gravity``, each run's mean reward on the
+        trial, the GIF's size in bytes and the wall time.
     """
     import envs
 
     os.environ.setdefault("MUJOCO_GL", "egl")
     import imageio.v2 as imageio
 
+    from bam_rl.checks import check_int
+
+    seed = check_int("seed", seed, minimum=0)
     started = time.perf_counter()
-    gravities = tuple(schedule) if schedule is not None else envs.EPISODIC_SCHEDULE
+    runs = experiment_runs(seed, quick)
+    first = runs[RECORDED[0][0]]
+    gravities = tuple(first.env_kwargs.get("gravity_schedule", envs.EPISODIC_SCHEDULE))
     trial = revisited_trial(gravities, offset=1, revisit=revisit)
     gravity = float(gravities[trial])
     panels, rewards = [], {}
-    for name, label in RECORDED:
-        states, reward = run_until(
-            name, trial, seed=seed, schedule=gravities, planner=planner, progress=progress
-        )
+    for method, label in RECORDED:
+        spec = runs[method]
+        name = spec.agent_name
+        states, reward = run_until(spec, trial, progress=progress)
         rewards[name] = reward
         upright = np.cos(states[:-1, 1])  # hinge angle 0 = up: the per-step reward
         held = int(np.sum(upright > 0.9))

@@ -42,3 +42,21 @@ def test_revisited_trial_picks_the_requested_revisit():
         revisited_trial(envs.EPISODIC_SCHEDULE, revisit=4)
     with pytest.raises(ValueError, match="revisit must be an integer >= 1"):
         revisited_trial(envs.EPISODIC_SCHEDULE, revisit=0)
+
+
+def test_the_recording_replays_the_experiments_runs_trial_for_trial():
+    """``run_until`` on a run of the (quick) episodic experiment gives that run's reward."""
+    import numpy as np
+
+    from bam_rl.harness import execute_run
+    from bam_rl.harness.record import experiment_runs, run_until
+
+    runs = experiment_runs(1, quick=True)
+    assert set(runs) >= {"bam", "recursive"}
+    spec = runs["bam"]
+    frame = execute_run(spec)
+    trial = revisited_trial(spec.env_kwargs["gravity_schedule"], offset=1)
+    per_trial = frame.groupby("episode")["reward"].mean().to_numpy()
+    states, reward = run_until(spec, trial)
+    assert reward == pytest.approx(per_trial[trial], rel=1e-12)  # the same trajectory
+    assert states.shape[0] == 201 and np.isfinite(states).all()
