@@ -26,8 +26,10 @@ class Memory:
     vectors at once are one ``tensordot`` per field. With a ``capacity``, adding past it
     merges the two records whose single-datum posteriors ``p(θ | D_j) ∝ p(θ) p(D_j | θ)``
     are closest in symmetric KL; their statistics add, so the merged record is exactly the
-    datum ``D_i ∪ D_j``. Pairwise distances are cached, so an addition costs ``O(capacity)``
-    KL evaluations (one batched call), not ``O(capacity²)``.
+    datum ``D_i ∪ D_j``. Pairwise distances are cached, and so are each record's mean
+    parameters ``∇A(prior + s_j)``, so an addition costs one gradient and ``O(capacity)``
+    products (``KL(p‖q) + KL(q‖p) = ⟨η_p − η_q, ∇A(η_p) − ∇A(η_q)⟩``) plus an
+    ``O(capacity²)`` scan for the closest pair, with no KL call.
 
     Args:
         capacity: Maximum number of records (``None`` for unbounded); must be >= 2.
