@@ -27,8 +27,9 @@ class Memory:
     merges the two records whose single-datum posteriors ``p(θ | D_j) ∝ p(θ) p(D_j | θ)``
     are closest in symmetric KL; their statistics add, so the merged record is exactly the
     datum ``D_i ∪ D_j``. Pairwise distances are cached, and so are each record's mean
-    parameters ``∇A(prior + s_j)``, so an addition costs one gradient and ``O(capacity)``
-    products (``KL(p‖q) + KL(q‖p) = ⟨η_p − η_q, ∇A(η_p) − ∇A(η_q)⟩``) plus an
+    parameters ``∇A(prior + s_j)`` (under the first record's family), so an addition costs one
+    gradient (two when it merges), ``O(capacity)`` products
+    (``KL(p‖q) + KL(q‖p) = ⟨η_p − η_q, ∇A(η_p) − ∇A(η_q)⟩``) and an
     ``O(capacity²)`` scan for the closest pair, with no KL call.
 
     Args:
@@ -247,7 +248,9 @@ class Memory:
         """Everything a bounded ``add`` computes, before any state changes: the new record's
         mean parameters and distances and, when the memory overflows, the pair to merge, the
         merged statistics, their mean parameters and distances to the records that stay."""
-        family, size = s.family, self._size
+        # every distance under one prior, the memory's (families with the same signature but
+        # other hyperparameters may share a memory; their statistics are comparable)
+        family, size = self.family or s.family, self._size
         grads = self._posterior_grads(family, s.fields)
         fields = {name: array[:size] for name, array in self._fields.items()}
         stored_grads = self._stored_grads()

@@ -17,7 +17,8 @@ every ``--check-every`` steps for the bandits; the resident set size (``VmRSS`` 
 growth below ``--rss-tolerance-mb``); the CPU time per step (``time.process_time``, so other
 work on the machine does not move it) over the second tenth of the run against the last tenth
 ("flat time": ratio at most ``--time-tolerance``, 1.5). Flat time is required of the bounded
-workloads only (the two stream rules): an unbounded BAM agent (``thompson-bam``, ``ucbam``, as
+workloads only (the two stream rules, and ``ucb``, ``thompson``, ``thompson-forgetting``, whose
+per-step cost does not grow with the data): an unbounded BAM agent (``thompson-bam``, ``ucbam``, as
 in the paper) reads out over a memory that grows with every pull, and a BOCD agent's run-length
 posterior grows until ``max_run_length``, so their ratios are printed, not judged.
 

@@ -383,8 +383,15 @@ def _cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
 
 def _cmd_record(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from bam_rl.harness.record import record_swingup
+    import envs
+    from bam_rl.harness.record import RECORDED, experiment_runs, record_swingup, revisited_trial
 
+    try:  # a seed index or revisit the experiment does not have is a usage error
+        spec = experiment_runs(args.seed, args.quick)[RECORDED[0][0]]
+        schedule = spec.env_kwargs.get("gravity_schedule", envs.EPISODIC_SCHEDULE)
+        revisited_trial(schedule, offset=1, revisit=args.revisit)
+    except ValueError as error:
+        parser.error(f"--seed {args.seed} --revisit {args.revisit}: {error}")
     os.environ.setdefault("MUJOCO_GL", "egl")
     result = record_swingup(
         args.out,
@@ -574,13 +581,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed",
         type=_seed,
         default=0,
-        help="seed index of the episodic experiment (0; its runs are replayed trial for trial)",
+        help="seed index of the episodic experiment, 0-999 (0; its runs are replayed trial for "
+        "trial)",
     )
     record.add_argument(
         "--revisit",
         type=_positive_int,
         default=1,
-        help="which revisited episode: 1, 2 or 3 (11.15, 3.72, 9.81 m/s^2 again; default 1)",
+        help="which revisited episode: 1, 2 or 3 (11.15, 3.72, 9.81 m/s^2 again; default 1; "
+        "--quick has one)",
     )
     record.add_argument("--width", type=_positive_int, default=320, help="panel width (320)")
     record.add_argument("--height", type=_positive_int, default=240, help="panel height (240)")

@@ -24,7 +24,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RECORDED", "experiment_runs", "record_swingup", "revisited_trial", "run_until"]
+__all__ = [
+    "MAX_SEED_INDEX",
+    "RECORDED",
+    "experiment_runs",
+    "record_swingup",
+    "revisited_trial",
+    "run_until",
+]
 
 #: The runs shown, left to right: (method of the episodic experiment, label).
 RECORDED: tuple[tuple[str, str], ...] = (("bam", "BAM"), ("recursive", "recursive Bayes"))
@@ -63,10 +70,20 @@ def revisited_trial(gravities: Sequence[float], offset: int = 1, revisit: int = 
     raise ValueError("no gravity is revisited in the schedule")
 
 
+#: Largest seed index ``record`` replays (the paper's experiment has 0–4).
+MAX_SEED_INDEX = 999
+
+
 def experiment_runs(seed_index: int, quick: bool = False) -> dict[str, Any]:
     """The episodic experiment's run specifications (:class:`~bam_rl.harness.RunSpec`) of
-    seed index ``seed_index``, by method (``quick``: those of ``reproduce --quick``)."""
+    seed index ``seed_index`` (0 … :data:`MAX_SEED_INDEX`), by method (``quick``: those of
+    ``reproduce --quick``)."""
+    from bam_rl.checks import check_int
     from bam_rl.harness.experiments.cartpole import cartpole_grid
+
+    seed_index = check_int("seed", seed_index, minimum=0)
+    if seed_index > MAX_SEED_INDEX:
+        raise ValueError(f"seed must be a seed index in [0, {MAX_SEED_INDEX}], got {seed_index}")
 
     grid = cartpole_grid("episodic", seeds=seed_index + 1, quick=quick)
     return {spec.method: spec for spec in grid if spec.seed_index == seed_index}
@@ -203,9 +220,6 @@ def record_swingup(
     os.environ.setdefault("MUJOCO_GL", "egl")
     import imageio.v2 as imageio
 
-    from bam_rl.checks import check_int
-
-    seed = check_int("seed", seed, minimum=0)
     started = time.perf_counter()
     runs = experiment_runs(seed, quick)
     first = runs[RECORDED[0][0]]

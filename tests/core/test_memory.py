@@ -174,3 +174,19 @@ def test_a_bounded_memory_saved_before_the_distance_cache_keeps_merging_the_same
         old.add(s)
     assert fresh.stats.allclose(old.stats, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(fresh.counts, old.counts)
+
+
+def test_distances_use_the_memorys_prior_for_statistics_of_another_prior():
+    """Families with one signature but other hyperparameters may share a memory: every
+    distance is the symmetric KL under the first record's family (never negative)."""
+    first, other = BetaBinomial(1.0, 1.0), BetaBinomial(1.0, 100.0)
+    memory = Memory(capacity=3)
+    data = [first.stats(successes=0, trials=1), other.stats(successes=1, trials=1)]
+    for s in data:
+        memory.add(s)
+    p, q = first.prior + data[0], first.prior + data[1]
+    expected = first.kl(p, q) + first.kl(q, p)
+    assert memory._distances[0, 1] == pytest.approx(expected, rel=1e-9)
+    memory.add(first.stats(successes=0, trials=1))
+    memory.add(first.stats(successes=0, trials=1))  # merges the two identical records
+    np.testing.assert_array_equal(memory.counts, [1, 1, 2])

@@ -60,3 +60,28 @@ def test_the_recording_replays_the_experiments_runs_trial_for_trial():
     states, reward = run_until(spec, trial)
     assert reward == pytest.approx(per_trial[trial], rel=1e-12)  # the same trajectory
     assert states.shape[0] == 201 and np.isfinite(states).all()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [(["--quick", "--revisit", "2"], "revisits a gravity 1 times"), (["--seed", "5000"], "seed")],
+)
+def test_record_refuses_a_run_the_experiment_does_not_have(arguments, message, capsys, tmp_path):
+    from bam_rl.harness.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["record", "--out", str(tmp_path / "x.gif"), "--no-progress", *arguments])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x.gif").exists()
+
+
+def test_cartpole_runs_name_their_planning_dtype():
+    """The dtype is part of every learned-model run's options, so of its file key: a sweep
+    resumed in a folder of runs made with other planning numerics recomputes them."""
+    from bam_rl.harness.experiments.cartpole import cartpole_grid
+
+    for setting in ("episodic", "continual"):
+        for spec in cartpole_grid(setting, seeds=1):
+            if spec.method != "gt":
+                assert spec.agent_kwargs["planning_dtype"] == "float32"

@@ -43,22 +43,25 @@ from bam_rl.harness.plotting import (
     save_figure,
 )
 
+#: The learned models' planning dtype, named in every run's options so that a run's file key
+#: (a digest of its options) changes with it and a resumed sweep never mixes dtypes.
+PLANNING = {"planning_dtype": "float32"}
 #: Settings: the environment id and the methods, ``label -> (agent name, agent kwargs)``.
 SETTINGS: dict[str, dict[str, Any]] = {
     "episodic": {
         "env_id": "bam_rl/GravityCartPoleEpisodic-v0",
         "methods": {
-            "bam": ("mppi-bam", {"announced": True}),
-            "recursive": ("mppi-recursive", {}),
+            "bam": ("mppi-bam", {"announced": True, **PLANNING}),
+            "recursive": ("mppi-recursive", {**PLANNING}),
             "gt": ("mppi-gt", {}),
         },
     },
     "continual": {
         "env_id": "bam_rl/GravityCartPoleContinual-v0",
         "methods": {
-            "bam": ("mppi-bam", {"announced": False}),
-            "bam_bocd": ("mppi-bam-bocd", {}),
-            "bocd": ("mppi-bocd", {}),
+            "bam": ("mppi-bam", {"announced": False, **PLANNING}),
+            "bam_bocd": ("mppi-bam-bocd", {**PLANNING}),
+            "bocd": ("mppi-bocd", {**PLANNING}),
         },
     },
 }
