@@ -8,7 +8,9 @@ Not part of the test suite (it takes minutes to hours). Workloads:
   10⁴, the default of :class:`bam_rl.bocd.ChangepointDetector`), ``--stream-steps`` (10⁶) each;
 * every bandit agent of :func:`bam_rl.harness.make_agent` (ucb, thompson,
   thompson-forgetting, thompson-bocd, thompson-bam, ucbam) on ``bam_rl/SwitchingBandit-v0``
-  for ``--bandit-steps`` (10⁵) steps through the agent protocol (act → step → observe).
+  for ``--bandit-steps`` (10⁵) steps through the agent protocol (act → step → observe);
+  ``--agents thompson-bam:capacity=256`` passes options (a bounded memory is judged on flat
+  time as well).
 
 Checked for each workload: every value read back (the rule's mean and variance, each reward,
 each agent's arm means and ``summary()``) is finite — counted every step for the stream,
@@ -34,6 +36,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import ast
 import math
 import os
 import sys
@@ -41,6 +44,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -145,9 +149,20 @@ def soak_rule(name: str, rule: BeliefRule, counts: np.ndarray) -> Outcome:
     return timed_loop(name, counts.size, step)
 
 
-def soak_bandit(name: str, steps: int, seed: int, check_every: int) -> Outcome:
+def agent_spec(text: str) -> tuple[str, dict[str, Any]]:
+    """``name`` or ``name:key=value,...`` (values as Python literals) for :func:`make_agent`."""
+    name, _, options = text.partition(":")
+    kwargs = {}
+    for item in filter(None, options.split(",")):
+        key, _, value = item.partition("=")
+        kwargs[key.strip()] = ast.literal_eval(value.strip())
+    return name, kwargs
+
+
+def soak_bandit(text: str, steps: int, seed: int, check_every: int) -> Outcome:
+    name, kwargs = agent_spec(text)
     env = gymnasium.make("bam_rl/SwitchingBandit-v0", max_steps=steps)
-    agent = make_agent(name, env, seed=seed)
+    agent = make_agent(name, env, seed=seed, **kwargs)
     observation, info = env.reset(seed=seed)
     agent.reset(observation, info)
 
@@ -175,7 +190,8 @@ def soak_bandit(name: str, steps: int, seed: int, check_every: int) -> Outcome:
             agent.reset(observation, info)
         return bad
 
-    outcome = timed_loop(f"bandit {name}", steps, step, bounded=name in BOUNDED_AGENTS)
+    bounded = name in BOUNDED_AGENTS or kwargs.get("capacity") is not None
+    outcome = timed_loop(f"bandit {text}", steps, step, bounded=bounded)
     env.close()
     return outcome
 
@@ -186,7 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bandit-steps", type=int, default=100_000)
     parser.add_argument("--capacity", type=int, default=256)
     parser.add_argument("--max-run-length", type=int, default=10_000)
-    parser.add_argument("--agents", nargs="*", default=list(BANDIT_AGENTS))
+    parser.add_argument(
+        "--agents",
+        nargs="*",
+        default=list(BANDIT_AGENTS),
+        help="agent names, each optionally with options: thompson-bam:capacity=256",
+    )
     parser.add_argument("--skip", nargs="*", default=[], choices=["bam", "bocd", "bandits"])
     parser.add_argument("--check-every", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
