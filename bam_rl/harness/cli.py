@@ -383,13 +383,10 @@ def _cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
 
 def _cmd_record(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    import envs
-    from bam_rl.harness.record import RECORDED, experiment_runs, record_swingup, revisited_trial
+    from bam_rl.harness.record import record_swingup, replay_plan
 
     try:  # a seed index or revisit the experiment does not have is a usage error
-        spec = experiment_runs(args.seed, args.quick)[RECORDED[0][0]]
-        schedule = spec.env_kwargs.get("gravity_schedule", envs.EPISODIC_SCHEDULE)
-        revisited_trial(schedule, offset=1, revisit=args.revisit)
+        replay_plan(args.seed, args.revisit, args.quick)
     except ValueError as error:
         parser.error(f"--seed {args.seed} --revisit {args.revisit}: {error}")
     os.environ.setdefault("MUJOCO_GL", "egl")

@@ -29,6 +29,7 @@ __all__ = [
     "RECORDED",
     "experiment_runs",
     "record_swingup",
+    "replay_plan",
     "revisited_trial",
     "run_until",
 ]
@@ -87,6 +88,21 @@ def experiment_runs(seed_index: int, quick: bool = False) -> dict[str, Any]:
 
     grid = cartpole_grid("episodic", seeds=seed_index + 1, quick=quick)
     return {spec.method: spec for spec in grid if spec.seed_index == seed_index}
+
+
+def replay_plan(
+    seed: int, revisit: int = 1, quick: bool = False
+) -> tuple[dict[str, Any], tuple[float, ...], int]:
+    """What :func:`record_swingup` replays: the runs of seed index ``seed`` (by method), the
+    gravity of every trial and the 0-based trial shown (the second of the ``revisit``-th
+    revisited episode). Raises ``ValueError`` for a seed index or revisit the experiment lacks,
+    before anything runs."""
+    import envs
+
+    runs = experiment_runs(seed, quick)
+    first = runs[RECORDED[0][0]]
+    gravities = tuple(first.env_kwargs.get("gravity_schedule", envs.EPISODIC_SCHEDULE))
+    return runs, gravities, revisited_trial(gravities, offset=1, revisit=revisit)
 
 
 def run_until(
@@ -215,16 +231,11 @@ def record_swingup(
         ``path``, ``seed``, ``trial`` (0-based), ``gravity``, each run's mean reward on the
         trial, the GIF's size in bytes and the wall time.
     """
-    import envs
-
     os.environ.setdefault("MUJOCO_GL", "egl")
     import imageio.v2 as imageio
 
     started = time.perf_counter()
-    runs = experiment_runs(seed, quick)
-    first = runs[RECORDED[0][0]]
-    gravities = tuple(first.env_kwargs.get("gravity_schedule", envs.EPISODIC_SCHEDULE))
-    trial = revisited_trial(gravities, offset=1, revisit=revisit)
+    runs, gravities, trial = replay_plan(seed, revisit, quick)
     gravity = float(gravities[trial])
     panels, rewards = [], {}
     for method, label in RECORDED:
