@@ -359,18 +359,9 @@ def _parameter_types(
         if argument.annotation is not None
     }
     for node in ast.walk(function):
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            targets = list(node.targets)
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
-            targets = [node.target]
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
-            targets = [node.target] if hasattr(node, "target") else []
-            targets += [item.optional_vars for item in getattr(node, "items", [])]
-        for target in targets:
-            for leaf in ast.walk(target) if target is not None else ():
-                if isinstance(leaf, ast.Name):
-                    annotated.pop(leaf.id, None)
+        # any name stored to (assignment, for/with target, walrus, ...) is rebound
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            annotated.pop(node.id, None)
     return annotated
 
 
