@@ -182,23 +182,15 @@ def _version(package: str) -> str:
 
 def _git_commit() -> str:
     root = Path(__file__).resolve().parents[2]
+
+    def git(*arguments: str) -> str:
+        return subprocess.run(
+            ["git", *arguments], cwd=root, text=True, capture_output=True, timeout=10, check=True
+        ).stdout.strip()
+
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=root,
-            text=True,
-            capture_output=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            text=True,
-            capture_output=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return "unknown (not a git checkout)"
     return f"{commit} (with uncommitted changes)" if dirty else commit
