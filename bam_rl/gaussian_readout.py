@@ -1,0 +1,299 @@
+"""Algorithm 1 in closed form for one-point Gaussian records: the fast path of
+:func:`bam_rl.readout.select` for :class:`~bam_rl.families.NormalKnownVariance` memories whose
+records, and the new datum, all hold the same number of observations.
+
+With ``k`` records selected the candidate prior is Gaussian with precision ``h0 + k/σ²``, so
+every candidate of a round shares it and ``J`` is concave in the candidate's observation: the
+best unselected record is a neighbour of the peak in sorted order (O(log m) per round instead
+of O(m)), see :func:`gaussian_greedy_readout`. The rounds themselves stay sequential: at
+``λ = 0`` each picks the unselected record nearest to a target that moves by the previous
+pick's residual, and the picks do not form a block in sorted order (in memories drawn like a
+two-valued bandit arm's, one pick in three to nine skips an unselected record), so a
+vectorised merge of the two sides does not reproduce them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import weakref
+from typing import NamedTuple
+
+import numpy as np
+
+from bam_rl.families.normal import NormalKnownVariance
+from bam_rl.memory import Memory
+
+__all__ = ["gaussian_greedy_readout"]
+
+
+class _SortedRecords(NamedTuple):
+    n_merges: int
+    values: np.ndarray  # record values in memory order
+    sorted_values: list[float]  # ascending, ties in memory order
+    order: list[int]  # memory index of each sorted value
+
+
+#: Per memory: its record values kept sorted between calls (memories only append between
+#: merges, so a call inserts the new values instead of sorting everything again).
+_SORTED: weakref.WeakKeyDictionary[Memory, _SortedRecords] = weakref.WeakKeyDictionary()
+
+
+def _sorted_records(memory: Memory, values: np.ndarray) -> tuple[list[float], list[int]]:
+    """``values`` sorted ascending (ties in memory order) and their memory indices."""
+    cached = _SORTED.get(memory)
+    old = 0 if cached is None else cached.values.size
+    if (
+        cached is not None
+        and cached.n_merges == memory.n_merges
+        and values.size >= old
+        and np.array_equal(values[:old], cached.values)
+    ):
+        sorted_values, order = cached.sorted_values, cached.order
+        for index in range(old, values.size):
+            y = float(values[index])
+            position = bisect.bisect_right(sorted_values, y)
+            sorted_values.insert(position, y)
+            order.insert(position, index)
+    else:
+        indices = np.argsort(values, kind="stable")
+        sorted_values, order = values[indices].tolist(), indices.tolist()
+    _SORTED[memory] = _SortedRecords(memory.n_merges, values.copy(), sorted_values, order)
+    return sorted_values, order
+
+
+def _find(parent: list[int], x: int) -> int:
+    """Union-find root of ``x`` with path compression (iterative)."""
+    root = x
+    while parent[root] != root:
+        root = parent[root]
+    while parent[x] != root:
+        parent[x], x = root, parent[x]
+    return root
+
+
+def _greedy_parabola(
+    values: list[float],
+    order: list[int],
+    v: float,
+    r: float,
+    h0: float,
+    s2: float,
+    right: list[int],
+    left: list[int],
+) -> list[int]:
+    """The λ = 0 loop of :func:`gaussian_greedy_readout`.
+
+    With ``λ = 0``, ``J(k, r) = c_k − g_k r²`` is a parabola in the added observation peaked at
+    ``v + r``, so the best candidate is the unselected neighbour nearest to ``v + r``; the
+    per-round constants ``c_k``, ``g_k`` are tabulated once.
+    """
+    m = len(values)
+    k_all = np.arange(m + 1, dtype=np.float64)
+    x = h0 + k_all / s2
+    a = s2 + 1.0 / x
+    c = (-0.5 * np.log(2.0 * np.pi * a)).tolist()
+    g = (1.0 / (2.0 * s2 * s2 * x * x * a)).tolist()
+    best = c[0] - g[0] * r * r
+    bisect_left = bisect.bisect_left
+    # (lo, hi): last unselected position with value < target, first with value >= target;
+    # everything between them is selected. Targets move little between rounds, so the
+    # bracket of the previous round is usually still valid and no search is needed.
+    lo, hi = -2, m
+    chosen: list[int] = []
+    k = 0
+    while k < m:
+        target = v + r
+        if lo == -2 or not ((lo < 0 or values[lo] < target) and (hi == m or target <= values[hi])):
+            p = bisect_left(values, target)
+            hi = right[p]
+            if right[hi] != hi:
+                hi = _find(right, hi)
+            lo = left[p]
+            if left[lo] != lo:
+                lo = _find(left, lo)
+            lo -= 1  # previous unselected position <= p - 1 (-1: none)
+        if hi == m:
+            pick = lo
+        elif lo < 0:
+            pick = hi
+        else:
+            d_lo = target - values[lo]
+            d_hi = values[hi] - target
+            if d_lo < d_hi:
+                pick = lo
+            elif d_hi < d_lo:
+                pick = hi
+            else:  # equal J: the lower memory index (lo's lowest unselected duplicate)
+                first = lo
+                while True:
+                    prev = _find(left, first) - 1
+                    if prev < 0 or values[prev] != values[lo]:
+                        break
+                    first = prev
+                pick = first if order[first] < order[hi] else hi
+        # the lowest memory index among unselected duplicates of the pick (values ascend, so
+        # without an equal left neighbour there is none)
+        if pick == lo and pick > 0 and values[pick - 1] == values[pick]:
+            while True:
+                prev = _find(left, pick) - 1
+                if prev < 0 or values[prev] != values[pick]:
+                    break
+                pick = prev
+        rr = target - values[pick]
+        k += 1
+        value = c[k] - g[k] * rr * rr
+        if not value > best:
+            break
+        best = value
+        r = rr
+        chosen.append(pick)
+        right[pick] = pick + 1
+        left[pick + 1] = pick
+        if pick == hi:  # the next unselected position to the right
+            hi += 1
+            if hi < m and right[hi] != hi:
+                hi = _find(right, hi)
+        elif pick == lo:  # the previous unselected position to the left
+            if left[lo] != lo:
+                lo = _find(left, lo)
+            lo -= 1
+    return list(map(order.__getitem__, chosen))
+
+
+def _greedy_sorted(
+    values: list[float], order: list[int], v: float, s2: float, h0: float, m0: float, lam: float
+) -> tuple[np.ndarray, list[int]]:
+    """The closed-form greedy over sorted one-point records (see :func:`gaussian_greedy_readout`)
+    with record noise ``s2``, prior precision ``h0`` and prior mean ``m0``; returns the weights
+    and the memory indices in the order the greedy added them."""
+    m = len(values)
+    weights = np.zeros(m)
+    if m == 0:
+        return weights, []
+    inv_s2 = 1.0 / s2
+    dv = v - m0
+    two_pi = 2.0 * math.pi
+    log = math.log
+
+    def objective(k: int, r: float) -> float:
+        x = h0 + k * inv_s2
+        a = s2 + 1.0 / x
+        value = -0.5 * log(two_pi * a) - r * r / (2.0 * s2 * s2 * x * x * a)
+        if lam:
+            q = h0 / x
+            e = dv - r / (s2 * x)
+            value -= lam * math.sqrt(max(q - 1.0 - log(q) + h0 * e * e, 0.0))
+        if not math.isfinite(value):  # extreme records: the caller falls back to the generic
+            raise FloatingPointError("closed-form readout objective is not finite")
+        return value
+
+    right = list(range(m + 1))  # right[p]: next unselected position >= p (m: none)
+    left = list(range(m + 1))  # left[p + 1]: previous unselected position <= p, shifted by 1
+    r = s2 * h0 * dv
+    if lam == 0.0:
+        picks = _greedy_parabola(values, order, v, r, h0, s2, right, left)
+        weights[picks] = 1.0
+        return weights, picks
+    picks = []
+    best = objective(0, r)
+    k = 0
+    while k < m:
+        target = v + r
+        p = bisect.bisect_left(values, target)
+        hi = _find(right, p)
+        lo = _find(left, p) - 1  # previous unselected position <= p - 1
+        j_lo = objective(k + 1, target - values[lo]) if lo >= 0 else -math.inf
+        j_hi = objective(k + 1, target - values[hi]) if hi < m else -math.inf
+        if j_lo > j_hi or (j_lo == j_hi and order[lo] < order[hi]):
+            pick, value, step = lo, j_lo, -1
+        else:
+            pick, value, step = hi, j_hi, 1
+        if j_lo != j_hi:  # climb while J does not decrease (J is concave in y)
+            cursor = pick
+            while True:
+                nxt = cursor
+                while True:  # the next unselected position with a different value
+                    nxt = _find(left, nxt) - 1 if step < 0 else _find(right, nxt + 1)
+                    if nxt < 0 or nxt >= m or values[nxt] != values[cursor]:
+                        break
+                if nxt < 0 or nxt >= m:
+                    break
+                j_next = objective(k + 1, target - values[nxt])
+                if j_next < value:
+                    break
+                # a flat step (values one rounding step apart give the same J) is crossed;
+                # equal J keeps the lowest memory index, as the generic argmax does
+                if j_next > value or order[nxt] < order[pick]:
+                    pick, value = nxt, j_next
+                cursor = nxt
+        while True:  # lowest memory index among unselected duplicates of the pick
+            prev = _find(left, pick) - 1
+            if prev < 0 or values[prev] != values[pick]:
+                break
+            pick = prev
+        if not value > best:
+            break
+        best = value
+        r = target - values[pick]
+        k += 1
+        weights[order[pick]] = 1.0
+        picks.append(order[pick])
+        right[pick] = pick + 1
+        left[pick + 1] = pick
+    return weights, picks
+
+
+def gaussian_greedy_readout(
+    values: list[float], order: list[int], v: float, model: NormalKnownVariance, lam: float = 0.0
+) -> np.ndarray:
+    """Algorithm 1 (greedy readout) in closed form for memories of single Gaussian observations.
+
+    Computes the same readout as ``select(model, memory, model.stats(v), lam, "greedy")`` for
+    a memory whose records are single observations ``y_j`` of a :class:`NormalKnownVariance`
+    model, in O(log m) per greedy round instead of O(m). With ``k`` records selected whose
+    deviations ``y_j − v`` sum to ``D``, the candidate prior is N(m_k, 1/x_k) with
+    ``x_k = h0 + k/σ²`` and ``v − m_k = r/(σ² x_k)``, ``r = σ² h0 (v − m0) − D``, so
+
+    ``J = −½ log(2π A_k) − r² / (2 σ⁴ x_k² A_k) − λ sqrt(2 KL)``, ``A_k = σ² + 1/x_k``,
+    ``2 KL = q − 1 − log q + h0 (v − m0 − r/(σ² x_k))²``, ``q = h0 / x_k``.
+
+    Every candidate of a round shares ``k + 1``, and ``J`` is concave in the added ``y`` (for
+    ``λ = 0`` a parabola with its peak at ``y = v + r``), so the best unselected record is
+    found from the two unselected neighbours of ``v + r`` in sorted order (climbing further
+    while ``J`` does not decrease when ``λ > 0``, so flat steps between values one rounding
+    step apart are crossed). Ties go to the lowest memory index, and a
+    round is accepted only if ``J`` strictly improves, as in :func:`bam_rl.readout.select`.
+    The objective is evaluated in this well-conditioned form rather than as the difference
+    of log-normalisers, so decisions can differ from the generic loop only where two values
+    of ``J`` agree to rounding error. :func:`bam_rl.readout.select` uses it automatically
+    (records of ``n`` observations each are means with noise ``σ²/n``).
+
+    Args:
+        values: The observations ``y_j`` sorted ascending (ties in memory-index order).
+        order: Memory index of each entry of ``values``.
+        v: The new observation ``D_t``.
+        model: The Gaussian model with known noise variance (its prior is the base prior).
+        lam: Complexity penalty ``λ >= 0``.
+
+    Returns:
+        Readout weights (0/1) indexed by memory record.
+
+    Raises:
+        ValueError: When the closed form overflows (observations too large in magnitude).
+    """
+    try:
+        return _greedy_sorted(
+            list(values),
+            list(order),
+            float(v),
+            model.noise_var,
+            1.0 / model.prior_var,
+            model.prior_mean,
+            float(lam),
+        )[0]
+    except ArithmeticError as error:
+        raise ValueError(
+            f"the closed-form greedy readout overflowed float64 (observations "
+            f"too large in magnitude): {error}"
+        ) from error
