@@ -168,9 +168,10 @@ def build_ucbam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     n_arms = _n_arms(env, "ucbam")
     if _bernoulli_arms(env):
         lam = kwargs.pop("lam", 0.0)
+        capacity = kwargs.pop("capacity", None)
         model = _beta_model(kwargs)
         _check_no_kwargs("ucbam", kwargs)
-        return UCBAM(n_arms, model, lam=lam, seed=seed)
+        return UCBAM(n_arms, model, lam=lam, seed=seed, capacity=capacity)
     return UCBAM.gaussian(n_arms, seed=seed, **_gaussian_kwargs(env, kwargs))
 
 

@@ -70,6 +70,10 @@ BANDIT_AGENTS: dict[str, tuple[AgentFactory, tuple[tuple[str, dict], ...]]] = {
         (SWITCHING,),
     ),
     "ucbam_lam": (lambda k, seed: UCBAM(k, gaussian_model(), lam=0.1, seed=seed), (SWITCHING,)),
+    "ucbam_capacity": (
+        lambda k, seed: UCBAM(k, gaussian_model(), seed=seed, capacity=6),
+        (SWITCHING,),
+    ),
     "ucbam_bernoulli": (
         lambda k, seed: UCBAM(k, BetaBinomial(), seed=seed),
         (PIECEWISE_BERNOULLI,),

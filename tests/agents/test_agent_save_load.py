@@ -24,6 +24,7 @@ SAVE_CASES = [
     ("ucbam", SWITCHING),
     ("ucbam_select", SWITCHING),
     ("ucbam_lam", SWITCHING),
+    ("ucbam_capacity", SWITCHING),
     ("ucbam_bernoulli", PIECEWISE_BERNOULLI),
     *[
         (f"thompson_gaussian_{rule}", SWITCHING)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -12,19 +13,22 @@ from agents_testutils import gaussian_model
 
 import bam_rl  # noqa: F401
 from agents import UCBAM
+from bam_rl.beliefs import PerformanceWarning
 from bam_rl.families import BetaBinomial, NormalKnownVariance
 from bam_rl.fast_readout import gaussian_greedy_readout
 from bam_rl.memory import Memory
 from bam_rl.readout import select
 
 
-def algorithm_3(env, p_model, n_arms, steps, seed, env_seed, lam=0.0, bernoulli=False):
+def algorithm_3(
+    env, p_model, n_arms, steps, seed, env_seed, lam=0.0, bernoulli=False, capacity=None
+):
     """Algorithm 3, line by line. Returns the arms pulled and the ``known`` flag after each."""
     rng = np.random.default_rng(seed)
     p = p_model.prior  # KwData: prior distribution p
     K = n_arms
     b = [p for _ in range(K)]  # b = copy(p), K times
-    D = [Memory() for _ in range(K)]  # empty D, K times
+    D = [Memory(capacity) for _ in range(K)]  # empty D, K times (optionally bounded)
     known = False
     pulls = [0] * K  # UCB statistics over all pulls so far
     total = [0.0] * K
@@ -143,3 +147,32 @@ def test_ucbam_validates_arguments():
         UCBAM(3, gaussian_model(), lam=-1.0)
     with pytest.raises(ValueError, match="model"):
         UCBAM(3, "normal")
+
+
+def test_ucbam_with_a_capacity_matches_algorithm_3_with_bounded_memories():
+    env = gym.make("bam_rl/SwitchingBandit-v0", n_arms=3, max_steps=10_000)
+    model = gaussian_model()
+    expected = algorithm_3(env, model, 3, 150, seed=4, env_seed=9, capacity=5)
+    agent = UCBAM(3, model, seed=4, capacity=5)
+    assert run_agent(env, agent, 150, env_seed=9) == expected
+    assert max(len(memory) for memory in agent.memories) == 5
+    assert "capacity=5" in repr(agent)
+
+
+def test_ucbam_warns_once_when_an_unbounded_memory_grows_long(monkeypatch):
+    import agents.ucbam
+
+    monkeypatch.setattr(agents.ucbam, "UNBOUNDED_MEMORY_WARNING", 4)
+    env = gym.make("bam_rl/SwitchingBandit-v0", n_arms=2, max_steps=10_000)
+    with pytest.warns(PerformanceWarning, match="capacity=") as caught:
+        run_agent(env, UCBAM(2, gaussian_model(), seed=0), 30, env_seed=0)
+    assert len([w for w in caught if issubclass(w.category, PerformanceWarning)]) == 2  # per arm
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerformanceWarning)
+        run_agent(env, UCBAM(2, gaussian_model(), seed=0, capacity=3), 30, env_seed=0)
+
+
+@pytest.mark.parametrize("capacity", [1, 0, 2.5, "8"])
+def test_ucbam_capacity_is_validated(capacity):
+    with pytest.raises(ValueError, match="capacity"):
+        UCBAM(3, gaussian_model(), capacity=capacity)
