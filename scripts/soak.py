@@ -51,6 +51,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import gymnasium
 import numpy as np
+from tqdm import tqdm
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.beliefs import BAM, BOCD, BeliefRule
@@ -116,7 +117,8 @@ def timed_loop(name: str, steps: int, step: Callable[[int], int], bounded: bool 
         warnings.simplefilter("always")
         wall = time.perf_counter()
         start = time.process_time()
-        for t in range(steps):
+        # progress on stderr (an unbounded agent's 10⁵ steps take most of an hour)
+        for t in tqdm(range(steps), desc=name, mininterval=30, leave=False, file=sys.stderr):
             if t in (tenth, 2 * tenth, steps - tenth):
                 marks[t] = time.process_time()
             if t == 2 * tenth:
@@ -250,10 +252,24 @@ def main(argv: list[str] | None = None) -> int:
     worst_time = max((o.time_ratio() for o in outcomes if o.bounded), default=1.0)
     worst_rss = max((o.rss_growth() for o in outcomes), default=0.0)
     status = "FAIL" if failures else "PASS"
+    stream = [
+        label
+        for key, label in (
+            ("bam", f"BAM capacity {args.capacity}"),
+            ("bocd", f"BOCD max_run_length {args.max_run_length}"),
+        )
+        if key not in args.skip
+    ]
+    ran = ", ".join(
+        ([f"stream {args.stream_steps} steps ({', '.join(stream)})"] if stream else [])
+        + (
+            [f"bandits {args.bandit_steps} steps x {len(args.agents)} agents"]
+            if "bandits" not in args.skip
+            else []
+        )
+    )
     print(
-        f"soak: {status} — {len(outcomes)} workloads, stream {args.stream_steps} steps "
-        f"(BAM capacity {args.capacity}, BOCD max_run_length {args.max_run_length}), "
-        f"bandits {args.bandit_steps} steps x {len(args.agents)} agents; "
+        f"soak: {status} — {len(outcomes)} workloads, {ran}; "
         f"{sum(o.non_finite for o in outcomes)} non-finite values; "
         f"worst late/early CPU time per step of the bounded workloads x{worst_time:.2f}; "
         f"worst RSS growth "
