@@ -471,7 +471,7 @@ def _regression_greedy(
         extra = {k: fields[k] for k in scalars}
         precision = fields.get("precision")
         new_factor = None
-        if factor is None and keep_factor and precision is not None:
+        if factor is None and keep_factor:
             keep = precision.copy() if scorer.needs_precision() else None
             factor = new_factor = scorer.factorise(precision)
             precision = keep

@@ -265,12 +265,14 @@ def check_select_options(method: str, options: Mapping[str, Any]) -> dict[str, A
             raise ValueError(f"fast must be a bool, got {checked['fast']!r}")
         checked["fast"] = bool(checked["fast"])
     if "workers" in checked:
-        raw = checked["workers"]
-        integral = isinstance(raw, numbers.Integral) and not isinstance(raw, (bool, np.bool_))
-        count = int(raw) if integral else 0
-        if count < 1 and count != -1:
-            raise ValueError(f"workers must be an integer >= 1 or -1 (all CPUs), got {raw!r}")
-        checked["workers"] = count if count >= 1 else (os.cpu_count() or 1)
+        workers = checked["workers"]
+        if (
+            not isinstance(workers, numbers.Integral)
+            or isinstance(workers, (bool, np.bool_))
+            or not (workers >= 1 or workers == -1)
+        ):
+            raise ValueError(f"workers must be an integer >= 1 or -1 (all CPUs), got {workers!r}")
+        checked["workers"] = int(workers) if workers >= 1 else (os.cpu_count() or 1)
     if checked.get("cache") is not None and not isinstance(checked["cache"], FactorCache):
         raise ValueError(
             f"cache must be None or a FactorCache, got {type(checked['cache']).__name__}"
