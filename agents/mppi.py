@@ -29,7 +29,7 @@ from bam_rl import hyperparams
 from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, BeliefRule, RecursiveBayes
 from bam_rl.checks import as_float_array, check_finite_scalar
 from bam_rl.families.base import NaturalParams
-from bam_rl.readout import ReadoutResult, check_select_options
+from bam_rl.readout import ReadoutResult
 
 __all__ = [
     "MEMORY_RULES",
@@ -125,10 +125,6 @@ class MPPIAgent(BaseAgent):
         hazard: BOCD hazard over trials (0.11) for ``"bocd"`` and ``"bam+bocd"``.
         lam: BAM's complexity penalty (0 in the paper's control experiments).
         method: BAM's readout selector (``"greedy"``).
-        readout_workers: Threads scoring the candidates of a BAM readout
-            (:func:`bam_rl.readout.select`'s ``workers``; same readout for any value). 2
-            about halves a readout on two idle cores; keep 1 when parallel runs
-            (``--jobs``) already fill the cores.
         n_features: Random Fourier features (200).
         bandwidth: Their bandwidth (6.0).
         noise_var: Model noise variance ``σ²`` (1e-6).
@@ -164,7 +160,6 @@ class MPPIAgent(BaseAgent):
         hazard: float = hyperparams.CARTPOLE_HAZARD,
         lam: float = 0.0,
         method: str = "greedy",
-        readout_workers: int = 1,
         n_features: int = hyperparams.RFF_FEATURES,
         bandwidth: float = hyperparams.RFF_BANDWIDTH,
         noise_var: float = hyperparams.BLR_NOISE_VAR,
@@ -179,7 +174,6 @@ class MPPIAgent(BaseAgent):
             raise ValueError(f"memory must be one of {MEMORY_RULES}, got {memory!r}")
         if not isinstance(announced, (bool, np.bool_)):
             raise ValueError(f"announced must be a bool, got {announced!r}")
-        check_select_options("greedy", {"workers": readout_workers})  # also for unused ones
         self.state_dim = _observation_dim(observation_space, "observation_space")
         self.action_dim = _observation_dim(action_space, "action_space")
         self.memory = memory
@@ -204,13 +198,9 @@ class MPPIAgent(BaseAgent):
                 raise ValueError(f"hazard must lie in (0, 1), got {hazard!r}")
         if memory == "bam":
             rule_cls = EpisodicBAM if self.announced else BAM
-            self.rule: BeliefRule = rule_cls(
-                family, lam=lam, method=method, workers=readout_workers
-            )
+            self.rule: BeliefRule = rule_cls(family, lam=lam, method=method)
         elif memory == "bam+bocd":
-            self.rule = BAMWithChangepoints(
-                family, lam=lam, method=method, hazard=hazard, workers=readout_workers
-            )
+            self.rule = BAMWithChangepoints(family, lam=lam, method=method, hazard=hazard)
         elif memory == "bocd":
             self.rule = BOCD(family, hazard=hazard)
         else:

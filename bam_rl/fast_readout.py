@@ -35,7 +35,6 @@ import hashlib
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -89,7 +88,6 @@ def fast_greedy(
     lam: float,
     score: Score,
     cache: FactorCache | None = None,
-    workers: int = 1,
 ) -> FastGreedy | None:
     """Runs the fast greedy path that applies to ``(model, memory, s_t)``, if any.
 
@@ -101,8 +99,6 @@ def fast_greedy(
         score: The generic objective on raw candidate fields (used for the base score, the
             final objective and the lazily computed audit trail).
         cache: Optional :class:`FactorCache` (regression families only).
-        workers: Threads scoring the candidates of a regression round (their LAPACK calls
-            release the GIL); the readout does not depend on it.
 
     Returns:
         The readout, or ``None`` when no fast path applies (the caller runs the generic one).
@@ -110,7 +106,7 @@ def fast_greedy(
     if len(memory) == 0 or overrides_log_partition(model):
         return None
     if isinstance(model, (BayesianLinearRegression, BayesianLinearRegressionNIG)):
-        return _regression_greedy(model, memory, s_t, lam, cache, workers)
+        return _regression_greedy(model, memory, s_t, lam, cache)
     fields = memory.stats.fields
     if isinstance(model, NormalKnownVariance):
         precision = fields["precision"]
@@ -354,10 +350,7 @@ def _record_fingerprints(model: ConjugateFamily, stats: Fields) -> tuple[bytes, 
 
 
 class _Candidates:
-    """Scores candidate beliefs ``current + record_j`` of a regression family one by one.
-
-    :meth:`evidence` keeps no state between calls, so threads may score candidates at once.
-    """
+    """Scores candidate beliefs ``current + record_j`` of a regression family one by one."""
 
     def __init__(
         self,
@@ -369,6 +362,11 @@ class _Candidates:
         self.datum = datum
         self.lam = lam
         self.low_rank = _low_rank_route(model.dim_in, datum.rank)
+        stats = datum.stats.fields
+        self.rhs = np.asfortranarray(
+            np.concatenate([datum.factor, np.zeros_like(stats["B"])], axis=1)
+        )
+        self.evaluations = 0
 
     def needs_precision(self) -> bool:
         """Whether :meth:`evidence` needs the precision even with a known factor."""
@@ -393,8 +391,8 @@ class _Candidates:
         known ``factor`` of the precision, ``precision`` is only read by the full-rank route."""
         model, datum = self.model, self.datum
         rank = datum.rank
-        if not self.low_rank and rank:  # before ``precision`` is factored in place
-            post = precision + datum.stats.fields["precision"]
+        if not self.low_rank and rank:
+            self.post_precision = precision + datum.stats.fields["precision"]
         if factor is None:
             if precision is None:
                 raise ValueError("evidence needs the precision or its factor")
@@ -403,8 +401,7 @@ class _Candidates:
             z, _ = lapack.dtrtrs(factor, B, lower=1)
             terms = EvidenceTerms(np.zeros(()), np.zeros(()), np.asarray(np.sum(z * z)))
         elif self.low_rank:
-            rhs = np.empty((B.shape[0], rank + B.shape[1]), order="F")
-            rhs[:, :rank] = datum.factor
+            rhs = self.rhs
             rhs[:, rank:] = B
             solved, _ = lapack.dtrtrs(factor, rhs, lower=1)
             w, z = solved[:, :rank], solved[:, rank:]
@@ -421,6 +418,7 @@ class _Candidates:
             )
         else:
             stats = datum.stats.fields
+            post = self.post_precision
             post_factor, info = lapack.dpotrf(post.T, lower=1, clean=0, overwrite_a=1)
             if info != 0:
                 raise ValueError("belief precision must be symmetric positive definite")
@@ -438,6 +436,7 @@ class _Candidates:
                 np.asarray(max(float(np.sum(prior_res * post_res)), 0.0)),
                 np.asarray(np.sum(z * z)),
             )
+        self.evaluations += 1
         return float(model._evidence(extra, datum, terms))
 
 
@@ -447,7 +446,6 @@ def _regression_greedy(
     s_t: NaturalParams,
     lam: float,
     cache: FactorCache | None = None,
-    workers: int = 1,
 ) -> FastGreedy:
     datum = model.prepare_datum(s_t)
     scorer = _Candidates(model, datum, lam)
@@ -459,83 +457,64 @@ def _regression_greedy(
         family_key, records = _record_fingerprints(model, stats)
 
     def objective(
-        fields: Fields, factor: np.ndarray | None, keep_factor: bool
-    ) -> tuple[float, np.ndarray | None]:
-        """``J`` of one belief whose precision may be overwritten, and the Cholesky factor
-        computed on the way when ``keep_factor`` (for the cache); ``factor``: a known one.
-        Thread-safe: it only reads shared state."""
+        fields: Fields, key: tuple | None, fresh: bool = True, factor: np.ndarray | None = None
+    ) -> float:
+        """``J`` of one belief; ``fresh``: its precision may be overwritten; ``factor``: its
+        known Cholesky factor (from the cache)."""
         penalty = 0.0
         if lam > 0:  # before the evidence, which factors the precision in place
             kl = float(model.kl(NaturalParams(model, fields), model.prior))
             penalty = lam * math.sqrt(2.0 * max(kl, 0.0))
         extra = {k: fields[k] for k in scalars}
-        precision = fields.get("precision")
-        new_factor = None
-        if factor is None and keep_factor:
-            keep = precision.copy() if scorer.needs_precision() else None
-            factor = new_factor = scorer.factorise(precision)
-            precision = keep
-        return scorer.evidence(precision, fields["B"], extra, factor) - penalty, new_factor
+        precision = fields["precision"] if fresh else fields["precision"].copy()
+        if factor is None and cache is not None and key is not None:
+            factor = cache.get(key)
+            if factor is None:
+                keep = precision.copy() if scorer.needs_precision() else None
+                factor = scorer.factorise(precision)
+                cache.put(key, factor)
+                precision = keep
+        return scorer.evidence(precision, fields["B"], extra, factor) - penalty
 
     def key_of(selected: list[int]) -> tuple | None:
         if cache is None:
             return None
         return (family_key, tuple(sorted(records[j] for j in selected)))
 
-    def candidate(task: tuple[int, np.ndarray | None]) -> tuple[float, np.ndarray | None]:
-        """``J`` of ``current + record j`` (a cached factor: the d × d precision is not
-        formed unless the evidence needs it)."""
-        j, factor = task
-        keys = current if factor is None or scorer.needs_precision() else scalars + ["B"]
-        fields = {k: current[k] + stats[k][j] for k in keys}
-        return objective(fields, factor, cache is not None)
-
-    current = prior
-    base_key = key_of([])
-    base_factor = None if cache is None or base_key is None else cache.get(base_key)
-    base, made = objective({k: v.copy() for k, v in prior.items()}, base_factor, cache is not None)
-    if made is not None and cache is not None and base_key is not None:
-        cache.put(base_key, made)
+    base = objective(prior, key_of([]), fresh=False)
     best = base
-    evaluations = 1
+    current = prior
     chosen: list[int] = []
     weights = np.zeros(size)
     unselected = np.ones(size, dtype=bool)
     rounds: list[np.ndarray] = []
-    pool = ThreadPoolExecutor(workers) if workers > 1 and size > 1 else None
-    try:
-        while unselected.any():
-            indices = np.flatnonzero(unselected).tolist()
-            keys = [key_of([*chosen, j]) for j in indices]
-            tasks = [
-                (j, None if key is None or cache is None else cache.get(key))
-                for j, key in zip(indices, keys, strict=True)
-            ]
-            # each candidate's arithmetic is the same whichever thread runs it
-            results = list(map(candidate, tasks) if pool is None else pool.map(candidate, tasks))
-            evaluations += len(tasks)
-            round_scores = np.full(size, -np.inf)
-            for j, key, (value, made) in zip(indices, keys, results, strict=True):
-                round_scores[j] = value
-                if made is not None and cache is not None and key is not None:
-                    cache.put(key, made)
-            rounds.append(round_scores)
-            pick = int(np.argmax(round_scores))  # first maximum: ties go to the lowest index
-            if not round_scores[pick] > best:
-                break
-            best = float(round_scores[pick])
-            weights[pick] = 1.0
-            chosen.append(pick)
-            unselected[pick] = False
-            current = {k: current[k] + stats[k][pick] for k in current}
-    finally:
-        if pool is not None:
-            pool.shutdown()
+    while unselected.any():
+        round_scores = np.full(size, -np.inf)
+        for j in np.flatnonzero(unselected):
+            key = key_of([*chosen, int(j)])
+            factor = None if key is None or cache is None else cache.get(key)
+            if factor is not None and not scorer.needs_precision():
+                # a cached factor: the candidate's d × d precision is never formed
+                extra = {k: current[k] + stats[k][j] for k in scalars}
+                round_scores[j] = scorer.evidence(None, current["B"] + stats["B"][j], extra, factor)
+                continue
+            candidate = {k: current[k] + stats[k][j] for k in current}
+            # the candidate's precision is new (may be factored in place)
+            round_scores[j] = objective(candidate, key, factor=factor)
+        rounds.append(round_scores)
+        pick = int(np.argmax(round_scores))  # first maximum: ties go to the lowest index
+        if not round_scores[pick] > best:
+            break
+        best = float(round_scores[pick])
+        weights[pick] = 1.0
+        chosen.append(pick)
+        unselected[pick] = False
+        current = {k: current[k] + stats[k][pick] for k in current}
     return FastGreedy(
         weights,
         best,
         base,
         rounds,
-        evaluations,
+        scorer.evaluations,
         "regression-low-rank" if scorer.low_rank else "regression",
     )

@@ -27,8 +27,6 @@ records, repeated records, Bayesian linear regression), which return the same re
 
 from __future__ import annotations
 
-import numbers
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,7 +142,6 @@ def select(
     max_iter: int = 200,
     fast: bool = True,
     cache: FactorCache | None = None,
-    workers: int = 1,
 ) -> ReadoutResult:
     """Chooses readout weights for the new datum ``s_t`` over the records in ``memory``.
 
@@ -163,12 +160,6 @@ def select(
         cache: A :class:`~bam_rl.fast_readout.FactorCache` that keeps the Cholesky factors of
             candidate precisions between calls (Bayesian linear regression greedy only):
             repeated selections over one memory then skip most factorisations.
-        workers: Threads that score the candidates of each greedy round for Bayesian linear
-            regression (the per-candidate Cholesky factorisations release the GIL, so two
-            workers on two idle cores take about half the time); ``-1``: one per CPU. The
-            readout is identical for any value; other families ignore it. Keep it at 1 when
-            runs already occupy every core (``run_many(n_jobs=...)``), and give each worker
-            one BLAS thread (``OPENBLAS_NUM_THREADS=1``) so the two do not oversubscribe.
 
     Returns:
         A :class:`ReadoutResult`.
@@ -180,22 +171,12 @@ def select(
     lam = _check_lam(lam)
     _check_inputs(model, memory, s_t)
     options = check_select_options(
-        method,
-        {
-            "q": q,
-            "initial": initial,
-            "max_iter": max_iter,
-            "fast": fast,
-            "cache": cache,
-            "workers": workers,
-        },
+        method, {"q": q, "initial": initial, "max_iter": max_iter, "fast": fast, "cache": cache}
     )
     q, max_iter, fast = options["q"], options["max_iter"], options["fast"]
     score = _Objective(model, s_t, lam)
     found = (
-        fast_greedy(model, memory, s_t, lam, score, cache, options["workers"])
-        if method == "greedy" and fast
-        else None
+        fast_greedy(model, memory, s_t, lam, score, cache) if method == "greedy" and fast else None
     )
     if found is not None:
         return ReadoutResult(
@@ -221,7 +202,7 @@ def select(
 
 
 #: The keyword-only options of :func:`select`.
-OPTIONS = ("q", "initial", "max_iter", "fast", "cache", "workers")
+OPTIONS = ("q", "initial", "max_iter", "fast", "cache")
 
 
 def check_select_options(method: str, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -236,12 +217,10 @@ def check_select_options(method: str, options: Mapping[str, Any]) -> dict[str, A
         options: Any of :data:`OPTIONS`: ``q`` (a number in [0, 1]), ``initial`` (``None`` or
             numeric weights in [0, 1]; their length is checked against the memory by
             ``select``), ``max_iter`` (an integer >= 1), ``fast`` (a bool), ``cache``
-            (``None`` or a :class:`~bam_rl.fast_readout.FactorCache`), ``workers`` (an
-            integer >= 1, or -1 for one per CPU).
+            (``None`` or a :class:`~bam_rl.fast_readout.FactorCache`).
 
     Returns:
-        The options, normalised (``q`` a float, ``max_iter`` an int, ``fast`` a bool,
-        ``workers`` a positive int).
+        The options, normalised (``q`` a float, ``max_iter`` an int, ``fast`` a bool).
 
     Raises:
         ValueError: Naming the method or the option and its accepted range.
@@ -264,15 +243,6 @@ def check_select_options(method: str, options: Mapping[str, Any]) -> dict[str, A
         if not isinstance(checked["fast"], (bool, np.bool_)):
             raise ValueError(f"fast must be a bool, got {checked['fast']!r}")
         checked["fast"] = bool(checked["fast"])
-    if "workers" in checked:
-        workers = checked["workers"]
-        if (
-            not isinstance(workers, numbers.Integral)
-            or isinstance(workers, (bool, np.bool_))
-            or not (workers >= 1 or workers == -1)
-        ):
-            raise ValueError(f"workers must be an integer >= 1 or -1 (all CPUs), got {workers!r}")
-        checked["workers"] = int(workers) if workers >= 1 else (os.cpu_count() or 1)
     if checked.get("cache") is not None and not isinstance(checked["cache"], FactorCache):
         raise ValueError(
             f"cache must be None or a FactorCache, got {type(checked['cache']).__name__}"

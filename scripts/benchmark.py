@@ -294,20 +294,6 @@ def regression_rows(quick: bool) -> list[Row]:
                 )
             )
             line += f"  literal Alg. 1 {peer:.2f} s"
-            start = time.perf_counter()
-            threaded = select(model, memory, s_t, workers=2)
-            two = time.perf_counter() - start
-            rows.append(
-                (
-                    f"  the same with workers=2 (two threads; same readout: "
-                    f"{np.array_equal(threaded.weights, fast.weights)})",
-                    two,
-                    peer,
-                    1.0,
-                    two <= 1.0 and peer / two >= 3.0,
-                )
-            )
-            line += f"  workers=2 {two:.2f} s"
         print(line)
     # rotated MNIST: d_in 785, d_out 10, Λ0 = 0.1 I, 32 records of 1,875 rows, D_t of 10 rows
     features = pixel_features(rng, 785)

@@ -14,12 +14,9 @@ time per step in brackets (less sensitive to other load on the machine; the load
 is printed first). float32 is the default planning dtype; the float64 row shows the
 slower option (equally good plans, not identical ones; see ``RFFDynamicsModel``). A last
 row times one ``GroundTruthMPPI`` control step (the
-simulator through ``mujoco.rollout``; no peer). The readout rows time one greedy selection
-over 90 random-action trials (15 per episode at 9.81, 11.15, 3.72, repeated) for a new
-3.72 trial, with ``select(workers=w)`` for each ``--workers`` value (default 1 and 2: the
-candidates' Cholesky factorisations in two threads, which needs two idle cores to pay).
+simulator through ``mujoco.rollout``; no peer).
 
-Usage: ``python scripts/benchmark_mppi.py [--steps 200] [--workers 1 2]``.
+Usage: ``python scripts/benchmark_mppi.py [--steps 200]``.
 """
 
 from __future__ import annotations
@@ -167,33 +164,30 @@ def readout(args: argparse.Namespace) -> None:
         )
     s_t = model.stats(*random_trial(env, rng, seed=1000, options={"gravity": 3.72}))
     print(f"(built 90 trial statistics in {time.perf_counter() - start:.1f} s)")
-    labels = np.array([gravities[(i // 15) % 3] for i in range(90)])
-    for workers in args.workers:
-        times = []
-        for _ in range(args.readout_repeats):
-            start = time.perf_counter()
-            result = select(model.family, memory, s_t, lam=0.0, method="greedy", workers=workers)
-            times.append(time.perf_counter() - start)
-        chosen = labels[result.weights > 0]
-        label = f"BAM greedy readout, 90 trials x 200 transitions, 200 features, workers={workers}"
-        print(
-            f"{label:78s} {np.median(times):8.3f} s  ({int(result.weights.sum())} selected, "
-            f"{np.mean(np.isclose(chosen, 3.72)) if chosen.size else 0:.2f} of them at 3.72; "
-            f"{len(result.scores)} greedy rounds)"
-        )
+    times = []
+    for _ in range(args.readout_repeats):
+        start = time.perf_counter()
+        result = select(model.family, memory, s_t, lam=0.0, method="greedy")
+        times.append(time.perf_counter() - start)
+    labels = np.array(
+        [
+            memory.labels[i] if hasattr(memory, "labels") else gravities[(i // 15) % 3]
+            for i in range(90)
+        ]
+    )
+    chosen = labels[result.weights > 0]
+    print(
+        f"{'BAM greedy readout, 90 trials x 200 transitions, 200 features':58s} "
+        f"{np.median(times):8.3f} s  ({int(result.weights.sum())} selected, "
+        f"{np.mean(np.isclose(chosen, 3.72)) if chosen.size else 0:.2f} of them at 3.72; "
+        f"{len(result.scores)} greedy rounds)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--readout-repeats", type=int, default=3)
-    parser.add_argument(
-        "--workers",
-        type=int,
-        nargs="+",
-        default=[1, 2],
-        help="readout threads to time (select(workers=...)); 2 needs two idle cores",
-    )
     args = parser.parse_args()
     control_step(args)
     readout(args)

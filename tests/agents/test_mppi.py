@@ -462,28 +462,6 @@ def test_unannounced_bam_selects_after_every_trial():
     assert agent.n_selections == 3
 
 
-@pytest.mark.parametrize("memory", ["bam", "bam+bocd"])
-def test_readout_workers_change_no_action(memory):
-    def run(workers):
-        env = short_env(schedule=(9.81, 3.72, 9.81), announce=True, steps=8)
-        agent = MPPIAgent(
-            env.observation_space,
-            env.action_space,
-            memory=memory,
-            seed=2,
-            announced=True,
-            readout_workers=workers,
-            **SMALL,
-        )
-        actions = Runner(env, agent).start(seed=0).run(24)
-        return actions, agent
-
-    one, _ = run(1)
-    two, agent = run(2)
-    np.testing.assert_array_equal(one, two)
-    assert agent.rule.select_options["workers"] == 2 and agent.n_selections >= 1
-
-
 def test_agent_same_seed_same_actions():
     def actions(seed):
         env = short_env()
@@ -538,8 +516,6 @@ def test_ground_truth_reads_gravity_and_saves(tmp_path):
         ({"hazard": 1.5, "memory": "bocd"}, "hazard"),
         ({"announced": "yes"}, "announced"),
         ({"gamma": 0.9}, "planner options"),
-        ({"readout_workers": 0}, "workers"),
-        ({"readout_workers": 0, "memory": "recursive"}, "workers"),
     ],
 )
 def test_agent_bad_arguments(kwargs, name):

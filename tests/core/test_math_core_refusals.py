@@ -239,7 +239,7 @@ def test_one_home_for_the_readout_options():
     """``BAM`` checks its readout options with the function ``select`` uses."""
     assert beliefs.check_select_options is check_select_options
     assert not hasattr(beliefs, "_check_select_options")
-    assert set(OPTIONS) == {"q", "initial", "max_iter", "fast", "cache", "workers"}
+    assert set(OPTIONS) == {"q", "initial", "max_iter", "fast", "cache"}
     assert check_select_options("parallel", {"q": 1}) == {"q": 1.0}
     with pytest.raises(ValueError, match="method"):
         check_select_options("bogus", {})

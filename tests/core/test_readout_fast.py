@@ -3,8 +3,6 @@ regression evidence against independent oracles."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -394,55 +392,3 @@ def test_penalised_gaussian_greedy_crosses_flat_steps_between_near_equal_values(
     assert fast.path == "gaussian"
     np.testing.assert_array_equal(fast.weights, generic.weights)
     assert fast.objective == pytest.approx(generic.objective, rel=1e-12)
-
-
-@pytest.mark.parametrize(
-    ("family", "new_rows", "lam", "cached"),
-    [
-        ("known", 2, 0.0, False),
-        ("known", 40, 0.0, False),
-        ("nig", 3, 0.0, True),
-        ("known", 40, 0.0, True),
-        ("known", 3, 0.4, True),
-        ("nig", 40, 0.3, False),
-    ],
-)
-def test_regression_workers_change_nothing(family, new_rows, lam, cached):
-    """Threads scoring the candidates of a round give the single-thread readout bit for bit
-    (scores, audit trail, evaluation count, and the factors a cache keeps)."""
-    from bam_rl.fast_readout import FactorCache
-
-    rng = np.random.default_rng(new_rows)
-    d, p = 12, 3
-    if family == "known":
-        model = BayesianLinearRegression(d, p, prior_precision=0.5, noise_var=0.2)
-    else:
-        model = BayesianLinearRegressionNIG(d, p, prior_precision=0.5, a=2.0, b=1.0)
-    memory, s_t = _regression_memory(rng, model, 9, 6, new_rows, dead=2)
-    caches = [FactorCache(), FactorCache()] if cached else [None, None]
-    for _ in range(2 if cached else 1):  # with a cache: a cold call, then one from the cache
-        one = select(model, memory, s_t, lam=lam, cache=caches[0])
-        three = select(model, memory, s_t, lam=lam, cache=caches[1], workers=3)
-        np.testing.assert_array_equal(one.weights, three.weights)
-        assert one.objective == three.objective and one.base_objective == three.base_objective
-        assert one.n_evaluations == three.n_evaluations and one.path == three.path
-        for a, b in zip(one.scores, three.scores, strict=True):
-            np.testing.assert_array_equal(a, b)
-    if cached:
-        assert caches[0].hits == caches[1].hits > 0 and len(caches[0]) == len(caches[1])
-
-
-@pytest.mark.parametrize("workers", [0, -2, 1.5, True, "2", None])
-def test_workers_are_validated(workers):
-    model = BetaBinomial()
-    memory = Memory()
-    memory.add(model.stats(successes=1, trials=2))
-    with pytest.raises(ValueError, match="workers must be an integer >= 1 or -1"):
-        select(model, memory, model.stats(successes=1, trials=2), workers=workers)
-
-
-def test_workers_minus_one_means_every_cpu():
-    from bam_rl.readout import check_select_options
-
-    assert check_select_options("greedy", {"workers": -1})["workers"] == (os.cpu_count() or 1)
-    assert check_select_options("greedy", {"workers": np.int64(2)})["workers"] == 2
