@@ -3,7 +3,7 @@
 :class:`UCBAM` acts like :class:`~agents.bandits.UCB` until a reward is better explained by
 an arm's BAM belief than by the base prior, then samples like Thompson sampling over the
 arm beliefs. Its greedy readout is :func:`bam_rl.readout.select`, which uses the closed-form
-path of :mod:`bam_rl.fast_readout` for Gaussian arms.
+path of :mod:`bam_rl.gaussian_readout` for Gaussian arms.
 """
 
 from __future__ import annotations
@@ -59,13 +59,13 @@ class UCBAM(BaseAgent):
     Readout cost: with λ = 0 the greedy readout keeps selecting past rewards close to ``v``,
     so the number of greedy rounds grows with the arm's memory; the generic loop (O(memory)
     per round) makes a 10,000-step run take minutes. :func:`~bam_rl.readout.select` therefore
-    computes the same readout with a fast path of :mod:`bam_rl.fast_readout` (closed form,
-    O(log memory) per round, for :class:`NormalKnownVariance` arms; one score per distinct
-    reward for discrete ones) unless ``fast_readout=False``. Each round is still one Python
-    iteration per record kept, so without a ``capacity`` a step costs O(pulls of the arm):
-    about 1 ms of CPU per readout at 10³ pulls, 5 ms at 10⁴ and 45 ms at 10⁵ (rewards of a
-    two-valued arm with noise 0.25). The agent warns once per arm
-    (:class:`~bam_rl.beliefs.PerformanceWarning`) when a memory passes 10⁴ records.
+    computes the same readout with a fast path unless ``fast_readout=False``: a closed form
+    for :class:`NormalKnownVariance` arms (:mod:`bam_rl.gaussian_readout`, O(log memory) per
+    round), one score per distinct reward for discrete ones (:mod:`bam_rl.fast_readout`).
+    Each round is still one Python iteration per record kept, so without a ``capacity`` a
+    step costs O(pulls of the arm): about 1 ms of CPU per readout at 10³ pulls, 5 ms at 10⁴
+    and 45 ms at 10⁵ (rewards of a two-valued arm with noise 0.25). The agent warns once per
+    arm (:class:`~bam_rl.beliefs.PerformanceWarning`) when a memory passes 10⁴ records.
     ``capacity`` bounds every arm's memory (:class:`~bam_rl.memory.Memory` merges the two
     closest records), which keeps the per-step cost flat but leaves the one-point fast path
     (merged records hold several rewards): about 4 ms per step at a capacity of 256.
@@ -86,6 +86,7 @@ class UCBAM(BaseAgent):
         beliefs: ``b_1..K`` (one :class:`NaturalParams` per arm).
         memories: ``D^1..K`` (one :class:`Memory` per arm).
         known: The flag of Algorithm 3.
+        capacity: Records kept per arm (``None``: all).
     """
 
     def __init__(
@@ -109,7 +110,6 @@ class UCBAM(BaseAgent):
         self.lam = lam
         self.beliefs: list[NaturalParams] = [model.prior for _ in range(self.n_arms)]
         self.memories = [Memory(capacity) for _ in range(self.n_arms)]
-        self.capacity: int | None = self.memories[0].capacity
         self.known = False
         self.stats = UCBStatistics(self.n_arms)
         self.last_readout_size = 0
@@ -195,12 +195,18 @@ class UCBAM(BaseAgent):
             )
 
     @property
+    def capacity(self) -> int | None:
+        """Records kept per arm (``None``: all), as the memories hold it."""
+        return self.memories[0].capacity
+
+    @property
     def means(self) -> np.ndarray:
         """Mean of every arm's belief ``b_i``."""
         return np.array([expected_reward(b.mean) for b in self.beliefs])
 
     def summary(self) -> dict[str, float]:
-        """``known`` (0/1), ``n_memories`` (total stored pulls) and ``readout_size`` (how many
+        """``known`` (0/1), ``n_memories`` (records stored over all arms: every pull, or
+        merged pulls with a ``capacity``) and ``readout_size`` (how many
         memories the latest BAM update selected)."""
         return {
             "known": float(self.known),

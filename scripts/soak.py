@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     print(
-        f"soak: {status} — {len(outcomes)} workloads, {ran}; "
+        f"soak: {status} — {len(outcomes)} workloads, {ran or 'none'}; "
         f"{sum(o.non_finite for o in outcomes)} non-finite values; "
         f"worst late/early CPU time per step of the bounded workloads x{worst_time:.2f}; "
         f"worst RSS growth "
