@@ -162,8 +162,10 @@ def build_thompson_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> 
 
 
 def build_ucbam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """UCBAM (App. D.4, Alg. 3; ``lam`` 0): Gaussian arms, or Beta-Bernoulli arms; ``capacity``
-    bounds every arm's memory (default: unbounded, as in the paper)."""
+    """UCBAM (App. D.4, Alg. 3; ``lam`` 0): Gaussian arms, or Beta-Bernoulli arms.
+
+    ``capacity`` bounds every arm's memory (default: unbounded, as in the paper).
+    """
     from agents.ucbam import UCBAM
 
     n_arms = _n_arms(env, "ucbam")
