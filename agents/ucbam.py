@@ -8,7 +8,6 @@ path of :mod:`bam_rl.gaussian_readout` for Gaussian arms.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -22,7 +21,7 @@ from agents.arms import (
 )
 from agents.base import BaseAgent, check_arm, check_observation
 from bam_rl import hyperparams
-from bam_rl.beliefs import UNBOUNDED_MEMORY_WARNING, PerformanceWarning
+from bam_rl.beliefs import warn_if_unbounded_growth
 from bam_rl.checks import check_finite_scalar, check_int
 from bam_rl.families import ConjugateFamily, NaturalParams
 from bam_rl.memory import Memory
@@ -185,14 +184,9 @@ class UCBAM(BaseAgent):
         self.beliefs[arm] = prior + s_v
         memory.add(s_v)
         self.stats.update(arm, value)
-        if memory.capacity is None and len(memory) == UNBOUNDED_MEMORY_WARNING + 1:
-            warnings.warn(
-                f"UCBAM: arm {arm}'s unbounded memory now holds more than "
-                f"{UNBOUNDED_MEMORY_WARNING} rewards; each step costs O(rewards of the pulled "
-                f"arm) and keeps growing. Pass capacity= (e.g. 256) for long runs.",
-                PerformanceWarning,
-                stacklevel=2,
-            )
+        warn_if_unbounded_growth(
+            memory, f"UCBAM arm {arm}", "O(rewards of the pulled arm)", stacklevel=2
+        )
 
     @property
     def capacity(self) -> int | None:

@@ -46,6 +46,20 @@ class PerformanceWarning(UserWarning):
     """A default that keeps every datum makes each step slower than the last."""
 
 
+def warn_if_unbounded_growth(memory: Memory, owner: str, cost: str, stacklevel: int = 1) -> None:
+    """Warns once, as an unbounded ``memory`` passes :data:`UNBOUNDED_MEMORY_WARNING` records,
+    that every later step of ``owner`` costs ``cost`` and keeps growing (see ``capacity``);
+    ``stacklevel`` counts from the caller, as in :func:`warnings.warn`."""
+    if memory.capacity is None and len(memory) == UNBOUNDED_MEMORY_WARNING + 1:
+        warnings.warn(
+            f"{owner}: the unbounded memory now holds more than {UNBOUNDED_MEMORY_WARNING} "
+            f"records; each step costs {cost} and keeps growing. Pass capacity= (e.g. 256) "
+            f"for long runs.",
+            PerformanceWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
 class BeliefRule(ABC):
     """Base class: a belief over θ updated one datum (batch of observations) at a time.
 
@@ -313,17 +327,12 @@ class BAM(BeliefRule):
         return belief
 
     def _warn_if_unbounded_growth(self) -> None:
-        """Warns once, as an unbounded memory passes :data:`UNBOUNDED_MEMORY_WARNING` records,
-        that every later step costs O(records) (see ``capacity``)."""
-        if self.memory.capacity is None and len(self.memory) == UNBOUNDED_MEMORY_WARNING + 1:
-            warnings.warn(
-                f"{type(self).__name__}: the unbounded memory now holds more than "
-                f"{UNBOUNDED_MEMORY_WARNING} records; each step costs O(records) (about 80 ms "
-                f"per step at 10^4 Beta-Binomial records) and keeps growing. Pass capacity= "
-                f"(e.g. 256) for long runs.",
-                PerformanceWarning,
-                stacklevel=4,
-            )
+        warn_if_unbounded_growth(
+            self.memory,
+            type(self).__name__,
+            "O(records) (about 80 ms per step at 10^4 Beta-Binomial records)",
+            stacklevel=4,
+        )
 
     def reset(self) -> None:
         """Back to the base prior for a new episode; the memory is kept (that is the point)."""
@@ -429,6 +438,7 @@ __all__ = [
     "PowerPrior",
     "RecursiveBayes",
     "make_rule",
+    "warn_if_unbounded_growth",
 ]
 
 
