@@ -14,7 +14,9 @@ time per step in brackets (less sensitive to other load on the machine; the load
 is printed first). float32 is the default planning dtype; the float64 row shows the
 slower option (equally good plans, not identical ones; see ``RFFDynamicsModel``). A last
 row times one ``GroundTruthMPPI`` control step (the
-simulator through ``mujoco.rollout``; no peer).
+simulator through ``mujoco.rollout``; no peer). Then the NumPy floor of a control step (the
+kernels it cannot avoid, timed alone, see :func:`floor`), and one greedy readout over 90
+trials with the time its Cholesky factorisations alone must take.
 
 Usage: ``python scripts/benchmark_mppi.py [--steps 200]``.
 """
@@ -32,6 +34,7 @@ import time
 import gymnasium as gym
 import numpy as np
 from mppi_acceptance import random_trial  # the same random-action trial
+from scipy.linalg import lapack, solve_triangular
 
 import bam_rl  # noqa: F401
 from agents.dynamics import RFFDynamicsModel
@@ -150,6 +153,59 @@ def control_step(args: argparse.Namespace) -> None:
     )
 
 
+def best_of(call, repeats: int) -> float:
+    """Minimum wall time of ``call`` over ``repeats`` runs (a floor: the least disturbed)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def floor(args: argparse.Namespace) -> None:
+    """The NumPy kernels one control step cannot avoid, timed alone (best of many runs).
+
+    A control step must draw 32 models (32 × 200 × 5 standard normals and one triangular
+    solve with the belief's 200 × 200 Cholesky factor) and roll 32 trajectories through 50
+    sequential steps, each at least a (32 × 7)·(7 × 200) product, the cosine of 32 × 200
+    float32 values and 32 batched (5 × 200)·(200) products. Their sum, without the noise,
+    the angle projection, the reward or any Python between them, bounds the latency of a
+    NumPy implementation from below.
+    """
+    rng = np.random.default_rng(0)
+    repeats = max(50, args.steps)
+    normals = best_of(lambda: rng.standard_normal((32, 200, 5)), repeats)
+    a = rng.standard_normal((200, 200))
+    factor = np.linalg.cholesky(a @ a.T + 200 * np.eye(200))
+    z = rng.standard_normal((200, 160))
+    solve = best_of(
+        lambda: solve_triangular(factor, z, lower=True, trans=1, check_finite=False), repeats
+    )
+    f32 = np.float32
+    inputs = rng.standard_normal((32, 7)).astype(f32)
+    weights = rng.standard_normal((7, 200)).astype(f32)
+    models = rng.standard_normal((32, 5, 200)).astype(f32)
+    arguments, phi, delta = (np.empty(s, f32) for s in ((32, 200), (32, 200), (32, 5, 1)))
+
+    def kernels() -> None:
+        for _ in range(50):
+            np.matmul(inputs, weights, out=arguments)
+            np.cos(arguments, out=phi)
+            np.matmul(models, phi[:, :, None], out=delta)
+
+    rollout = best_of(kernels, repeats)
+    total = normals + solve + rollout
+    print(
+        f"NumPy floor of one control step (best of {repeats}): 32,000 normals "
+        f"{normals * 1e3:.3f} ms + triangular solve {solve * 1e3:.3f} ms + 50 x (product, "
+        f"float32 cos, batched product) {rollout * 1e3:.3f} ms = {total * 1e3:.3f} ms"
+    )
+    precision = np.asfortranarray(a @ a.T + 200 * np.eye(200))
+    potrf = best_of(lambda: lapack.dpotrf(precision, lower=1, clean=0), repeats)
+    print(f"one 200 x 200 Cholesky factorisation (LAPACK dpotrf): {potrf * 1e6:.0f} us")
+
+
 def readout(args: argparse.Namespace) -> None:
     env = gym.make("bam_rl/GravityCartPole-v0")
     rng = np.random.default_rng(0)
@@ -180,7 +236,14 @@ def readout(args: argparse.Namespace) -> None:
         f"{'BAM greedy readout, 90 trials x 200 transitions, 200 features':58s} "
         f"{np.median(times):8.3f} s  ({int(result.weights.sum())} selected, "
         f"{np.mean(np.isclose(chosen, 3.72)) if chosen.size else 0:.2f} of them at 3.72; "
-        f"{len(result.scores)} greedy rounds)"
+        f"{len(result.scores)} greedy rounds, {result.n_evaluations} evaluations)"
+    )
+    # exact greedy: every evaluation factors the candidate's precision and its posterior's
+    precision = np.asfortranarray(model.family.prior.fields["precision"] + s_t.fields["precision"])
+    potrf = best_of(lambda: lapack.dpotrf(precision, lower=1, clean=0), 200)
+    print(
+        f"  of which at least {result.n_evaluations} x 2 Cholesky factorisations at "
+        f"{potrf * 1e6:.0f} us = {2 * result.n_evaluations * potrf:.3f} s"
     )
 
 
@@ -190,6 +253,7 @@ def main() -> None:
     parser.add_argument("--readout-repeats", type=int, default=3)
     args = parser.parse_args()
     control_step(args)
+    floor(args)
     readout(args)
 
 
