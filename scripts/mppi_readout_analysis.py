@@ -2,37 +2,43 @@
 
 The episodic experiment (README, Experiment 2) found that BAM's readout at a revisited
 gravity keeps only 2–13 past trials, mostly of that gravity, and that the first trial it
-plans with them is far from ground-truth MPPI. This script separates the two possible
-causes, *search* (the greedy misses better subsets) and *criterion* (the evidence itself
-prefers few trials), and measures what the selection costs in control:
+plans with them is far from ground-truth MPPI. This script separates the possible causes,
+*search* (the greedy misses better subsets) and *criterion* (the evidence itself prefers few
+trials), and measures what the selection costs in control:
 
 1. It runs the paper's BAM agent (``memory="bam"``, announced changes) through the episodic
    schedule up to the second trial of the last revisit, keeping every trial's trajectory.
-2. At each revisit (trials 46, 61, 76, the first trial of episodes 4–6, after which the agent
+2. At each revisit (trials 46, 61, 76: the first trial of episodes 4–6, after which the agent
    selects its readout) it scores readouts by the objective BAM maximises,
-   ``J(W) = log p(D_t | W)`` (λ = 0): the greedy's, *every* past trial of the revisited
-   gravity, and the earlier visit's first ``k`` trials for ``k = 0 … 15``.
-3. It measures the model's misspecification: the mean squared one-step residual of the
-   posterior mean fitted to every past trial of that gravity, on the trial just seen,
-   against the model's noise variance σ² = 1e-6.
-4. Ablation (analysis only; the agents keep the paper's σ² = 1e-6): the same greedy readout
-   under a model whose σ² is that measured residual variance.
-5. Paired control trials from one start state and planning seed at the revisited gravity,
-   each planning with one belief (all with the paper's σ²): BAM's (readout + the trial just
-   seen, what trial 2 uses), recursive Bayes' (the trial alone), the oracle readout (every
-   past trial of that gravity + the trial), the oracle before any data of the visit (every
-   past trial of that gravity; what a perfect readout could give the *first* trial), the
-   ablation's readout (+ the trial), and ground-truth MPPI.
-6. Naive BAM (a readout after every trial, the continual experiment's ``memory="bam"``): at the
-   last trial of each first visit (trials 15, 30, 45) the greedy readout naive BAM would make
-   for that trial, against all earlier trials of the visit.
+   ``J(W) = log p(D_t | W)`` (λ = 0, ``D_t`` the revisit's first trial): the greedy's, every
+   earlier trial of the revisited gravity, and the earlier trials of that gravity taken in
+   order, the first ``k`` and the last ``k`` for ``k = 0 … 15``.
+3. Where the trials are: the share of each trial's steps with the pole below horizontal
+   (``cos θ < 0``), for the revisit's first trial and by position in the earlier visit.
+4. The model's misfit: the mean squared one-step residual, on the revisit's first trial, of
+   the posterior mean fitted to every earlier trial of that gravity, against the model's
+   noise variance σ² = 1e-6 (the simulator is deterministic: the residual is approximation).
+5. Ablation (analysis only; the agents keep the paper's σ²): the same greedy readout under a
+   model whose σ² is that measured residual variance.
+6. Paired control trials from one start state at the revisited gravity, each planned with
+   one belief by a fresh agent with the BAM agent's random features and planning seed (all
+   with the paper's σ²): BAM's (readout + the first trial, what trial 2 uses), recursive
+   Bayes' (the first trial alone), every earlier trial of that gravity + the first trial,
+   those earlier trials alone (what a readout before any data of the visit could give), the
+   best first-``k`` subset by ``J`` + the first trial, the ablation's readout + the first
+   trial, and ground-truth MPPI.
+7. Naive BAM (a readout after every trial, as the continual experiment's ``memory="bam"``):
+   at the last trial of each first visit (trials 15, 30, 45) the greedy readout the selector
+   makes over *this* (episodic) agent's trials, against all earlier trials of the visit — a
+   proxy for naive BAM's readouts, whose own run has another history.
 
-A trial's score here is its mean reward over all 200 steps, as in the experiments. The
+A trial's score is its mean reward (``cos θ``) over all its steps, as in the experiments. The
 summary printed at the end (over every seed) holds the numbers the README's "Why one-shot
 recovery does not reproduce" quotes.
 
-Usage: ``python scripts/mppi_readout_analysis.py [--seeds 0,1,2,3,4] [--jobs 2]`` (≈ 4
-CPU-minutes a seed; ``--jobs`` analyses seeds in parallel processes).
+Usage: ``python scripts/mppi_readout_analysis.py [--seeds 0,1,2,3,4] [--jobs 2] [--out DIR]``
+(≈ 4 minutes a seed on one core; ``--jobs`` analyses seeds in parallel processes; ``--out``
+writes the revisit rows as ``revisits.csv`` and the figure ``readout_analysis.png``).
 """
 
 from __future__ import annotations
@@ -44,7 +50,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -57,39 +67,119 @@ from bam_rl.families.base import NaturalParams
 from bam_rl.memory import Memory
 from bam_rl.readout import select
 
-REVISITS = (45, 60, 75)  # 0-based index of the first trial of episodes 4, 5, 6
-SEGMENT_ENDS = (14, 29, 44)  # the last trial of episodes 1, 2, 3 (first visits)
-VARIANTS = ("bam", "recursive", "oracle", "oracle-before", "ablation", "gt")
+VARIANTS = ("bam", "recursive", "oracle", "oracle-before", "best-first-k", "ablation", "gt")
+Trial = tuple[np.ndarray, np.ndarray]  # states (T + 1, 5), actions (T, 1)
 
 
-def summed(prior: NaturalParams, stats: list[NaturalParams], chosen: Any) -> NaturalParams:
+@dataclass(frozen=True)
+class Setup:
+    """The episodic schedule analysed and the agents' planner options.
+
+    Attributes:
+        episodes: Gravity of each episode (the paper's 9.81, 11.15, 3.72, 11.15, 3.72, 9.81).
+        episode_length: Trials per episode (15).
+        max_steps: Steps per trial (200).
+        planner: ``MPPIAgent``/``GroundTruthMPPI`` planner options (the paper's by default).
+    """
+
+    episodes: tuple[float, ...] = (9.81, 11.15, 3.72, 11.15, 3.72, 9.81)
+    episode_length: int = 15
+    max_steps: int = 200
+    planner: dict[str, Any] = field(default_factory=dict)
+
+    def revisits(self) -> list[int]:
+        """0-based index of the first trial of every episode whose gravity came before."""
+        return [
+            e * self.episode_length
+            for e, g in enumerate(self.episodes)
+            if any(np.isclose(g, h) for h in self.episodes[:e])
+        ]
+
+    def first_visit_ends(self) -> list[int]:
+        """0-based index of the last trial of every episode that is a first visit."""
+        return [
+            (e + 1) * self.episode_length - 1
+            for e, g in enumerate(self.episodes)
+            if not any(np.isclose(g, h) for h in self.episodes[:e])
+        ]
+
+    def make_env(self, gravities: Sequence[float], announce: bool) -> gym.Env:
+        """The cart-pole with one gravity per trial (held after the last)."""
+        return gym.make(
+            "bam_rl/GravityCartPole-v0",
+            gravity_schedule=list(gravities),
+            schedule_mode="hold",
+            announce_changes=announce,
+            max_steps=self.max_steps,
+        )
+
+
+def summed(prior: NaturalParams, stats: Sequence[NaturalParams], chosen: Any) -> NaturalParams:
+    """``prior`` plus the statistics ``stats[j]`` of every index ``j`` in ``chosen``."""
     belief = prior
     for j in chosen:
         belief = belief + stats[j]
     return belief
 
 
+def evidence(family: Any, stats: Sequence[NaturalParams], chosen: Any, s_t: NaturalParams) -> float:
+    """BAM's objective at λ = 0: ``log p(D_t | W)`` with ``W`` the records ``chosen`` (summed
+    in index order: it agrees with the selector's value to about 1e-4 nats, the rounding of
+    another summation order of a precision with entries of order 1e7)."""
+    return float(family.log_marginal(summed(family.prior, stats, chosen), s_t))
+
+
+def below_horizontal(trial: Trial) -> float:
+    """Share of a trial's steps with the pole below horizontal (``cos θ < 0``)."""
+    return float(np.mean(trial[0][1:, 2] < 0))
+
+
+def same_features(agent: MPPIAgent, reference: MPPIAgent) -> bool:
+    """Whether two agents draw the same random Fourier features (so statistics match)."""
+    a, b = agent.model.features, reference.model.features
+    return bool(np.array_equal(a.omega, b.omega) and np.array_equal(a.offset, b.offset))
+
+
 def paired_trial(
-    variant: str, belief: NaturalParams | None, seed: int, gravity: float, start_seed: int
+    variant: str,
+    belief: NaturalParams | None,
+    reference: MPPIAgent,
+    seed: int,
+    gravity: float,
+    start_seed: int,
+    setup: Setup,
 ) -> float:
-    """The mean reward (cos of the pole angle over all 200 steps, the experiments' trial
-    reward) of one 200-step trial at ``gravity`` from the start state of ``start_seed``, planned
-    with ``belief`` by a fresh agent of ``seed`` (same random features as the BAM agent's),
-    or by ground-truth MPPI; the same planning seed for every variant."""
-    env = gym.make("bam_rl/GravityCartPole-v0", gravity_schedule=[gravity])
+    """Mean reward of one trial at ``gravity`` from the start state of ``start_seed``.
+
+    Args:
+        variant: ``"gt"`` plans with the simulator; any other name with ``belief``.
+        belief: The belief a fresh ``MPPIAgent`` of ``seed`` plans with (its features are
+            ``reference``'s; its planning draws are the same for every learned variant).
+        reference: The BAM agent, whose features the statistics use.
+        seed: The agent seed.
+        gravity: The trial's gravity.
+        start_seed: Seed of the environment's reset (the start state).
+        setup: Steps per trial and planner options.
+    """
+    env = setup.make_env([gravity], announce=False)
     observation, info = env.reset(seed=start_seed)
     if variant == "gt":
-        agent: Any = GroundTruthMPPI(env, seed=seed)
+        agent: Any = GroundTruthMPPI(env, seed=seed, **setup.planner)
         agent.reset(observation, info)
     else:
-        agent = MPPIAgent(env.observation_space, env.action_space, memory="recursive", seed=seed)
+        agent = MPPIAgent(
+            env.observation_space, env.action_space, memory="recursive", seed=seed, **setup.planner
+        )
+        if not same_features(agent, reference):
+            raise RuntimeError("the paired agent must draw the BAM agent's features")
         agent.reset(observation, info)
         agent.model.set_belief(belief)
     _, _, _, rewards, _ = run_trial(env, agent, observation, info)
+    env.close()
     return float(np.mean(rewards))
 
 
-def residual_variance(probe: MPPIAgent, belief: NaturalParams, trial: Any) -> float:
+def residual_variance(probe: MPPIAgent, belief: NaturalParams, trial: Trial) -> float:
     """Mean squared one-step residual of ``belief``'s posterior-mean model on ``trial``
     (``probe``: an agent with the same features, not the one running)."""
     model = probe.model
@@ -99,111 +189,16 @@ def residual_variance(probe: MPPIAgent, belief: NaturalParams, trial: Any) -> fl
     return float(np.mean((predicted - states[1:]) ** 2))
 
 
-def analyse(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    env = gym.make("bam_rl/GravityCartPoleEpisodic-v0")
-    agent = MPPIAgent(
-        env.observation_space, env.action_space, memory="bam", seed=seed, announced=True
-    )
-    family = agent.model.family
-    observation, info = env.reset(seed=seed)
-    agent.reset(observation, info)
-    trials: list[tuple[np.ndarray, np.ndarray]] = []
-    gravities: list[float] = []
-    rows: list[dict[str, Any]] = []
-    segment_rows: list[dict[str, Any]] = []
-    start = time.perf_counter()
-    for index in range(max(REVISITS) + 1):
-        gravity = float(info["gravity"])
-        _, states, actions, _, _ = run_trial(env, agent, observation, info)
-        trials.append((states, actions))
-        gravities.append(gravity)
-        observation, info = env.reset()
-        agent.reset(observation, info)
-        if index in SEGMENT_ENDS:
-            segment_rows.append(naive_readout(seed, agent, trials, gravities))
-        if index not in REVISITS:
-            continue
-        stats = [agent.model.stats(*t) for t in trials]
-        s_t, past = stats[index], stats[:index]
-        labels = np.array(gravities[:index])
-        same = np.flatnonzero(np.isclose(labels, gravity))
-        readout = agent.last_readout
-        assert readout is not None
-        greedy = np.flatnonzero(readout.weights[:index] > 0)
-
-        def objective(chosen: Any, fam: Any = family, records: Any = past, s: Any = s_t) -> float:
-            return float(fam.log_marginal(summed(fam.prior, records, chosen), s))
-
-        # the revisited gravity was seen in one earlier episode: its 15 trials, in order
-        curve = [objective(same[:k]) for k in range(len(same) + 1)]
-        positions = [int(np.flatnonzero(same == j)[0]) + 1 for j in greedy if j in same]
-
-        # misspecification: the oracle posterior mean on the trial just seen
-        oracle_prior = summed(family.prior, past, same)
-        probe = MPPIAgent(env.observation_space, env.action_space, memory="recursive", seed=seed)
-        sigma2 = residual_variance(probe, oracle_prior, trials[index])
-        # ablation: the same greedy under a model whose σ² is the measured residual variance
-        wide = MPPIAgent(
-            env.observation_space, env.action_space, memory="recursive", seed=seed, noise_var=sigma2
-        )
-        assert np.array_equal(wide.model.features.omega, agent.model.features.omega)
-        wide_stats = [wide.model.stats(*t) for t in trials[: index + 1]]
-        memory = Memory()
-        for j in range(index):
-            memory.add(wide_stats[j], time=j)
-        wide_readout = select(wide.model.family, memory, wide_stats[index], lam=0.0)
-        wide_chosen = np.flatnonzero(wide_readout.weights > 0)
-        beliefs = {
-            "bam": summed(family.prior, past, greedy) + s_t,
-            "recursive": family.prior + s_t,
-            "oracle": oracle_prior + s_t,
-            "oracle-before": oracle_prior,
-            "ablation": summed(family.prior, past, wide_chosen) + s_t,
-            "gt": None,
-        }
-        start_seed = 10_000 * (seed + 1) + index
-        scores = {v: paired_trial(v, beliefs[v], seed, gravity, start_seed) for v in VARIANTS}
-        row = {
-            "seed": seed,
-            "trial": index + 1,
-            "gravity": gravity,
-            "n_same": len(same),
-            "greedy_n": len(greedy),
-            "greedy_same": int(np.isin(greedy, same).sum()),
-            "J_greedy": objective(greedy),
-            "J_greedy_reported": readout.objective,
-            "J_all_same": objective(same),
-            "J_first_k": curve,
-            "greedy_positions": positions,
-            "J_prior": objective([]),
-            "residual_var": sigma2,
-            "wide_n": len(wide_chosen),
-            "wide_same": int(np.isin(wide_chosen, same).sum()),
-            **{f"score_{v}": scores[v] for v in VARIANTS},
-        }
-        rows.append(row)
-        print(
-            f"seed {seed} trial {index + 1} g={gravity}: greedy keeps {len(greedy)} "
-            f"({row['greedy_same']} of the {len(same)} same-gravity) J {row['J_greedy']:.6g} "
-            f"(readout reported {readout.objective:.6g}); J all same-gravity "
-            f"{row['J_all_same']:.6g}, prior {row['J_prior']:.6g}; J of the earlier "
-            "visit's first k = 0..15 trials "
-            + " ".join(f"{v:.0f}" for v in curve)
-            + f"; the greedy's same-gravity picks are trials {positions} of that visit; "
-            f"residual var {sigma2:.3g} (sigma^2 1e-6); readout at that "
-            f"sigma^2 keeps {len(wide_chosen)} ({row['wide_same']} same); scores "
-            + ", ".join(f"{v} {scores[v]:.3f}" for v in VARIANTS)
-            + f"; {time.perf_counter() - start:.0f} s",
-            flush=True,
-        )
-    return rows, segment_rows
-
-
 def naive_readout(
-    seed: int, agent: MPPIAgent, trials: list[Any], gravities: list[float]
+    seed: int, agent: MPPIAgent, trials: list[Trial], gravities: list[float], episode_length: int
 ) -> dict[str, Any]:
-    """The readout naive BAM makes after the last trial of a first visit: the greedy over
-    every earlier trial for that trial, against all earlier trials of the episode."""
+    """The readout the selector makes for the last trial so far over every earlier trial
+    (naive BAM's), scored against all earlier trials of that trial's episode.
+
+    Returns:
+        A row: how many trials the greedy keeps, how many of them from the episode, and
+        ``J`` of both sets.
+    """
     index = len(trials) - 1
     family = agent.model.family
     stats = [agent.model.stats(*t) for t in trials]
@@ -212,9 +207,7 @@ def naive_readout(
         memory.add(stats[j], time=j)
     readout = select(family, memory, stats[index], lam=0.0)
     greedy = np.flatnonzero(readout.weights > 0)
-    episode = np.arange(index - index % 15, index)
-    j_greedy = float(family.log_marginal(summed(family.prior, stats, greedy), stats[index]))
-    j_episode = float(family.log_marginal(summed(family.prior, stats, episode), stats[index]))
+    episode = np.arange(index - index % episode_length, index)
     row = {
         "seed": seed,
         "trial": index + 1,
@@ -222,20 +215,171 @@ def naive_readout(
         "greedy_n": len(greedy),
         "greedy_in_episode": int(np.isin(greedy, episode).sum()),
         "n_episode": len(episode),
-        "J_greedy": j_greedy,
-        "J_episode": j_episode,
+        "J_greedy": evidence(family, stats, greedy, stats[index]),
+        "J_episode": evidence(family, stats, episode, stats[index]),
     }
+    if not np.isclose(row["J_greedy"], readout.objective, rtol=0.0, atol=0.01):
+        raise RuntimeError("the recomputed J differs from the readout's objective")
     print(
-        f"seed {seed} trial {index + 1} g={gravities[index]} (naive BAM's readout for the "
-        f"last trial of a first visit): greedy keeps {len(greedy)} trials "
-        f"({row['greedy_in_episode']} of the episode's {len(episode)} earlier ones) J "
-        f"{j_greedy:.6g}; J of the episode's {len(episode)} earlier trials {j_episode:.6g}",
+        f"seed {seed} trial {index + 1} g={gravities[index]} (naive readout for the last trial "
+        f"of a first visit): greedy keeps {len(greedy)} trials ({row['greedy_in_episode']} of "
+        f"the episode's {len(episode)} earlier ones) J {row['J_greedy']:.6g}; J of the "
+        f"episode's {len(episode)} earlier trials {row['J_episode']:.6g}",
         flush=True,
     )
     return row
 
 
-def summarise(rows: list[dict[str, Any]], segments: list[dict[str, Any]]) -> None:
+def revisit_row(
+    seed: int,
+    agent: MPPIAgent,
+    spaces: tuple[gym.Space, gym.Space],
+    trials: list[Trial],
+    gravities: list[float],
+    setup: Setup,
+) -> dict[str, Any]:
+    """Everything measured at one revisit: the last of ``trials`` is its first trial.
+
+    Args:
+        seed: The BAM agent's seed (also the probes' and the paired agents').
+        agent: The BAM agent, right after the revisit's first trial (and its readout).
+        spaces: The environment's observation and action spaces (for the probes).
+        trials: Every trial so far.
+        gravities: Their gravities.
+        setup: The schedule and planner options.
+    """
+    index = len(trials) - 1
+    gravity = gravities[index]
+    family = agent.model.family
+    stats = [agent.model.stats(*t) for t in trials]
+    s_t = stats[index]
+    same = np.flatnonzero(np.isclose(gravities[:index], gravity))
+    readout = agent.last_readout
+    if readout is None or len(readout.weights) != index:
+        raise RuntimeError("the BAM agent must have selected over every earlier trial")
+    greedy = np.flatnonzero(readout.weights > 0)
+    j_greedy = evidence(family, stats, greedy, s_t)
+    if not np.isclose(j_greedy, readout.objective, rtol=0.0, atol=0.01):
+        raise RuntimeError("the recomputed J differs from the readout's objective")
+    first_k = [evidence(family, stats, same[:k], s_t) for k in range(len(same) + 1)]
+    last_k = [evidence(family, stats, same[len(same) - k :], s_t) for k in range(len(same) + 1)]
+    best_k = 1 + int(np.argmax(first_k[1:]))
+    oracle_prior = summed(family.prior, stats, same)
+    probe = MPPIAgent(*spaces, memory="recursive", seed=seed, **setup.planner)
+    residual = residual_variance(probe, oracle_prior, trials[index])
+    # ablation: the same greedy under a model whose σ² is the measured residual variance
+    wide = MPPIAgent(*spaces, memory="recursive", seed=seed, noise_var=residual, **setup.planner)
+    if not (same_features(probe, agent) and same_features(wide, agent)):
+        raise RuntimeError("the probes must draw the BAM agent's features")
+    wide_stats = [wide.model.stats(*t) for t in trials]
+    memory = Memory()
+    for j in range(index):
+        memory.add(wide_stats[j], time=j)
+    wide_readout = select(wide.model.family, memory, wide_stats[index], lam=0.0)
+    wide_chosen = np.flatnonzero(wide_readout.weights > 0)
+    bam_belief = summed(family.prior, stats, greedy) + s_t
+    if not all(
+        np.allclose(bam_belief.fields[k], value) for k, value in agent.model.belief.fields.items()
+    ):
+        raise RuntimeError("BAM's belief for trial 2 must be its readout plus the first trial")
+    beliefs: dict[str, NaturalParams | None] = {
+        "bam": bam_belief,
+        "recursive": family.prior + s_t,
+        "oracle": oracle_prior + s_t,
+        "oracle-before": oracle_prior,
+        "best-first-k": summed(family.prior, stats, same[:best_k]) + s_t,
+        "ablation": summed(family.prior, stats, wide_chosen) + s_t,
+        "gt": None,
+    }
+    start_seed = 10_000 * (seed + 1) + index
+    scores = {
+        v: paired_trial(v, beliefs[v], agent, seed, gravity, start_seed, setup) for v in VARIANTS
+    }
+    positions = [int(np.flatnonzero(same == j)[0]) + 1 for j in greedy if j in same]
+    return {
+        "seed": seed,
+        "trial": index + 1,
+        "gravity": gravity,
+        "n_same": len(same),
+        "greedy_n": len(greedy),
+        "greedy_same": int(np.isin(greedy, same).sum()),
+        "greedy_positions": positions,
+        "J_greedy": j_greedy,
+        "J_all_same": first_k[-1],
+        "J_prior": first_k[0],
+        "J_first_k": first_k,
+        "J_last_k": last_k,
+        "best_k": best_k,
+        "below_first": below_horizontal(trials[index]),
+        "below_by_position": [below_horizontal(trials[j]) for j in same],
+        "residual_var": residual,
+        "noise_var": agent.model.noise_var,
+        "wide_n": len(wide_chosen),
+        "wide_same": int(np.isin(wide_chosen, same).sum()),
+        **{f"score_{v}": scores[v] for v in VARIANTS},
+    }
+
+
+def analyse(seed: int, setup: Setup | None = None) -> tuple[list[dict], list[dict]]:
+    """Runs the BAM agent of ``seed`` through ``setup``'s schedule; returns the revisit rows
+    and the naive-readout rows."""
+    setup = Setup() if setup is None else setup
+    schedule = [g for g in setup.episodes for _ in range(setup.episode_length)]
+    env = setup.make_env(schedule, announce=True)
+    agent = MPPIAgent(
+        env.observation_space,
+        env.action_space,
+        memory="bam",
+        seed=seed,
+        announced=True,
+        **setup.planner,
+    )
+    observation, info = env.reset(seed=seed)
+    agent.reset(observation, info)
+    trials: list[Trial] = []
+    gravities: list[float] = []
+    rows: list[dict[str, Any]] = []
+    naive_rows: list[dict[str, Any]] = []
+    revisits, ends = setup.revisits(), setup.first_visit_ends()
+    start = time.perf_counter()
+    for index in range(max(revisits) + 1):
+        gravities.append(float(info["gravity"]))
+        _, states, actions, _, _ = run_trial(env, agent, observation, info)
+        trials.append((states, actions))
+        observation, info = env.reset()
+        agent.reset(observation, info)
+        if index in ends:
+            naive_rows.append(naive_readout(seed, agent, trials, gravities, setup.episode_length))
+        if index in revisits:
+            spaces = (env.observation_space, env.action_space)
+            row = revisit_row(seed, agent, spaces, trials, gravities, setup)
+            rows.append(row)
+            print_row(row, time.perf_counter() - start)
+    env.close()
+    return rows, naive_rows
+
+
+def print_row(row: dict[str, Any], elapsed: float) -> None:
+    """One revisit's numbers, as a line."""
+    print(
+        f"seed {row['seed']} trial {row['trial']} g={row['gravity']}: greedy keeps "
+        f"{row['greedy_n']} ({row['greedy_same']} of the {row['n_same']} same-gravity, at "
+        f"positions {row['greedy_positions']}) J {row['J_greedy']:.6g}; J of the earlier "
+        "trials of that gravity, first k = 0.. "
+        + " ".join(f"{v:.0f}" for v in row["J_first_k"])
+        + ", last k = 0.. "
+        + " ".join(f"{v:.0f}" for v in row["J_last_k"])
+        + f"; below horizontal: first trial {row['below_first']:.2f}, earlier visit by position "
+        + " ".join(f"{v:.2f}" for v in row["below_by_position"])
+        + f"; residual var {row['residual_var']:.3g} (sigma^2 {row['noise_var']:g}); readout "
+        f"at that sigma^2 keeps {row['wide_n']} ({row['wide_same']} same); scores "
+        + ", ".join(f"{v} {row[f'score_{v}']:.3f}" for v in VARIANTS)
+        + f"; {elapsed:.0f} s",
+        flush=True,
+    )
+
+
+def summarise(rows: list[dict[str, Any]], naive_rows: list[dict[str, Any]]) -> None:
     """Prints the numbers the README quotes, over every seed analysed."""
     for key in ("greedy_n", "greedy_same", "wide_n", "wide_same", "greedy_positions"):
         print(f"{key}: " + " ".join(str(r[key]) for r in rows))
@@ -244,72 +388,161 @@ def summarise(rows: list[dict[str, Any]], segments: list[dict[str, Any]]) -> Non
         f"J(greedy) - J(all same-gravity): median {np.median(gap):.1f}, range "
         f"{gap.min():.1f} to {gap.max():.1f}; greedy higher in {(gap > 0).sum()}/{len(gap)}"
     )
-    curves = [np.array(r["J_first_k"]) for r in rows]
-    peaks = [int(np.argmax(c)) for c in curves]
-    drops = np.array([c.max() - c[-1] for c in curves])
-    above = np.array([c.max() - r["J_greedy"] for c, r in zip(curves, rows, strict=True)])
+    firsts = [np.array(r["J_first_k"]) for r in rows]
+    lasts = [np.array(r["J_last_k"]) for r in rows]
+    peaks = [int(np.argmax(c)) for c in firsts]
+    drops = np.array([c.max() - c[-1] for c in firsts])
+    above = np.array([c.max() - r["J_greedy"] for c, r in zip(firsts, rows, strict=True)])
     print(
-        f"J(first k trials of the earlier visit) peaks at k = {min(peaks)}-{max(peaks)} "
-        f"({peaks}); falls to k = 15 by {drops.min():.0f}-{drops.max():.0f} (median "
-        f"{np.median(drops):.0f}); the best first-k subset beats the greedy in "
-        f"{(above > 0).sum()}/{len(rows)}, by up to {above.max():.2f}"
+        f"J(first k) peaks at k = {min(peaks)}-{max(peaks)} ({peaks}); falls to all of them "
+        f"by {drops.min():.0f}-{drops.max():.0f} (median {np.median(drops):.0f}); the best "
+        f"first-k subset beats the greedy in {(above > 0).sum()}/{len(rows)}, by up to "
+        f"{above.max():.0f}"
     )
+    for k in (1, 3, 5):
+        lead = np.array([f[k] - last[k] for f, last in zip(firsts, lasts, strict=True)])
+        print(
+            f"J(first {k}) - J(last {k}): median {np.median(lead):.0f}, first higher in "
+            f"{(lead > 0).sum()}/{len(rows)}"
+        )
     positions = np.array([p for r in rows for p in r["greedy_positions"]])
+    n_same = rows[0]["n_same"] if rows else 0
     if positions.size:
         print(
             f"greedy same-gravity picks among the earlier visit's first five trials: "
-            f"{np.mean(positions <= 5):.0%} of {positions.size}"
+            f"{np.mean(positions <= 5):.0%} of {positions.size} (uniform picks: "
+            f"{min(5, n_same) / max(n_same, 1):.0%})"
         )
-    ratio = np.array([r["residual_var"] for r in rows]) / 1e-6
+    below = np.array([r["below_by_position"] for r in rows if len(r["below_by_position"])])
+    if below.size:
+        print(
+            "below horizontal, median over revisits: the revisit's first trial "
+            f"{np.median([r['below_first'] for r in rows]):.2f}; the earlier visit by position "
+            + " ".join(f"{v:.2f}" for v in np.median(below, axis=0))
+        )
+    ratio = np.array([r["residual_var"] / r["noise_var"] for r in rows])
     print(
         f"residual variance / sigma^2: median {np.median(ratio):.2f}, range "
-        f"{ratio.min():.2f}-{ratio.max():.1f}"
+        f"{ratio.min():.2f} to {ratio.max():.2f}; at most 1.5 in {(ratio <= 1.5).sum()}, "
+        f"where J(greedy) - J(all) is " + " ".join(f"{g:.0f}" for g in gap[ratio <= 1.5])
     )
     trials = sorted({r["trial"] for r in rows})
     gt = np.array([r["score_gt"] for r in rows])
     for v in VARIANTS:
         values = np.array([r[f"score_{v}"] for r in rows])
         medians = [np.median([r[f"score_{v}"] for r in rows if r["trial"] == t]) for t in trials]
+        close = "" if v == "gt" else "; within 10 % of GT MPC (or above) in "
+        close += "" if v == "gt" else f"{(values >= 0.9 * gt).sum()}/{len(rows)}"
         print(
             f"score {v:14s} median {np.median(values):6.3f}; per revisit (trials {trials}) "
             + ", ".join(f"{m:6.3f}" for m in medians)
-            + f"; within 10 % of GT MPC (or above) in {(values >= 0.9 * gt).sum()}/{len(rows)}"
+            + close
         )
     bam = np.array([r["score_bam"] for r in rows])
     recursive = np.array([r["score_recursive"] for r in rows])
     oracle = np.array([r["score_oracle"] for r in rows])
+    misses = [
+        f"{r['gravity']:g}: {r['score_oracle']:.3f} vs GT {r['score_gt']:.3f}"
+        for r in rows
+        if r["score_oracle"] < 0.9 * r["score_gt"]
+    ]
     print(
         f"BAM above recursive Bayes in {(bam > recursive).sum()}/{len(rows)} pairs (median "
         f"difference {np.median(bam - recursive):+.3f}); oracle - GT MPC median "
-        f"{np.median(oracle - gt):+.3f}"
+        f"{np.median(oracle - gt):+.3f}; oracle misses: {misses}"
     )
-    if segments:
-        gaps = np.array([r["J_greedy"] - r["J_episode"] for r in segments])
+    if naive_rows:
+        gaps = np.array([r["J_greedy"] - r["J_episode"] for r in naive_rows])
+        kept = np.array([r["greedy_n"] for r in naive_rows])
         print(
-            "naive BAM at the end of first visits: keeps "
-            + " ".join(str(r["greedy_n"]) for r in segments)
-            + " trials, of them from the visit "
-            + " ".join(str(r["greedy_in_episode"]) for r in segments)
+            "naive readouts at the end of first visits: keep "
+            + " ".join(str(k) for k in kept)
+            + f" trials (mean {kept.mean():.1f}), of them from the visit "
+            + " ".join(str(r["greedy_in_episode"]) for r in naive_rows)
             + f"; J(greedy) - J(the visit's earlier trials) median {np.median(gaps):.0f}, "
             f"greedy higher in {(gaps > 0).sum()}/{len(gaps)}"
         )
 
 
+def save(rows: list[dict[str, Any]], out: Path) -> None:
+    """Writes the revisit rows (``revisits.csv``) and the figure (``readout_analysis.png``)."""
+    import pandas as pd
+
+    from bam_rl.harness.plotting import add_caption, new_figure, plot_points, save_figure
+
+    out.mkdir(parents=True, exist_ok=True)
+    table = pd.DataFrame(rows)
+    for key in ("J_first_k", "J_last_k", "below_by_position"):
+        if key in table:
+            table[key] = [" ".join(f"{v:.3f}" for v in r[key]) for r in rows]
+    table["greedy_positions"] = [" ".join(map(str, r["greedy_positions"])) for r in rows]
+    table.to_csv(out / "revisits.csv", index=False)
+    figure, (left, right) = new_figure(1, 2, figsize=(12, 4.2))
+    colours = {11.15: "C0", 3.72: "C1", 9.81: "C2"}
+    for r in rows:
+        left.plot(
+            np.arange(len(r["J_first_k"])),
+            np.asarray(r["J_first_k"]) - r["J_greedy"],
+            color=colours.get(r["gravity"], "0.5"),
+            alpha=0.7,
+            label=f"revisit of {r['gravity']:g} m/s²",
+        )
+    left.axhline(0.0, color="black", linestyle="--", linewidth=1, label="BAM's greedy readout")
+    left.set_ylim(-1500, 400)
+    left.set_xlabel("k: the earlier visit's first k trials as the readout")
+    left.set_ylabel("J(first k) − J(greedy readout) [nats]")
+    left.set_title("evidence of the revisit's first trial")
+    handles, labels = left.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    left.legend(unique.values(), unique.keys(), loc="lower left")
+    names = {
+        "bam": "BAM\nreadout",
+        "recursive": "recursive",
+        "oracle": "all 15\n+ trial 1",
+        "oracle-before": "all 15\nonly",
+        "best-first-k": "best first k\n+ trial 1",
+        "ablation": "readout at\nresidual σ²",
+        "gt": "GT MPC",
+    }
+    for position, variant in enumerate(VARIANTS):
+        values = [r[f"score_{variant}"] for r in rows]
+        plot_points(right, position, values, f"C{position + 3}")
+        right.scatter(position + 0.3, np.median(values), marker="_", s=300, color="red", zorder=5)
+    right.set_xticks(range(len(VARIANTS)), [names[v] for v in VARIANTS])
+    right.set_ylabel("trial reward (mean cos angle)")
+    right.set_title("the trial planned after the readout")
+    add_caption(
+        figure,
+        "Left: J = log p(trial 1 of a revisit | readout) for the earlier visit's first k trials "
+        "of that gravity, relative to BAM's greedy readout (one line per seed and revisit; "
+        "curves below −1,500 leave the panel). Right: one paired trial per seed and revisit "
+        "(same start state; same planning draws for the learned models) planned with each "
+        "belief: BAM's readout + trial 1, trial 1 alone (recursive Bayes), all 15 earlier "
+        "trials of that gravity + trial 1, those 15 alone, the best first-k subset by J + trial "
+        "1, the readout chosen with σ² set to the measured residual variance, and MPPI on the "
+        "simulator (GT MPC); black: mean ± sd, red: median. scripts/mppi_readout_analysis.py.",
+    )
+    save_figure(figure, out / "readout_analysis.png")
+
+
 def main() -> None:
+    """Analyses the seeds, prints the summary and optionally writes the table and figure."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--jobs", type=int, default=1, help="seeds analysed in parallel")
+    parser.add_argument("--out", type=Path, help="folder for revisits.csv and the figure")
     args = parser.parse_args()
     seeds = [int(seed) for seed in args.seeds.split(",")]
     if args.jobs > 1:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            results = list(pool.map(analyse, seeds))
+            results = list(pool.map(partial(analyse, setup=Setup()), seeds))
     else:
         results = [analyse(seed) for seed in seeds]
-    summarise(
-        [row for revisits, _ in results for row in revisits],
-        [row for _, ends in results for row in ends],
-    )
+    rows = [row for revisits, _ in results for row in revisits]
+    summarise(rows, [row for _, ends in results for row in ends])
+    if args.out is not None:
+        save(rows, args.out)
+        print(f"wrote {args.out / 'revisits.csv'} and {args.out / 'readout_analysis.png'}")
 
 
 if __name__ == "__main__":
