@@ -30,6 +30,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import time
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -153,7 +154,7 @@ def control_step(args: argparse.Namespace) -> None:
     )
 
 
-def best_of(call, repeats: int) -> float:
+def best_of(call: Callable[[], object], repeats: int) -> float:
     """Minimum wall time of ``call`` over ``repeats`` runs (a floor: the least disturbed)."""
     times = []
     for _ in range(repeats):

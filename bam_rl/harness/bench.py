@@ -149,18 +149,24 @@ def _envs(args: argparse.Namespace) -> list[Row]:
 
 _MS = re.compile(r"([\d.]+)ms(?:\s*\(\s*([\d.]+)\))?")
 _READOUT_LINE = re.compile(r"^(BAM greedy readout.*?)\s+([\d.]+) s\s+\((.*)\)\s*$")
+_FLOOR_LINE = re.compile(r"^(NumPy floor of one control step) \((best of \d+)\):.*= ([\d.]+) ms$")
 
 
 def parse_mppi(stdout: str) -> list[Row]:
     """Rows from the table of ``scripts/benchmark_mppi.py``: control-step lines (``<label>
-    <ours>ms [(<cpu>)] [<peer>ms [(<cpu>)] <ratio>]``) and the readout line. The script's
-    format is its own; lines that do not parse are skipped."""
+    <ours>ms [(<cpu>)] [<peer>ms [(<cpu>)] <ratio>]``), the NumPy floor line and the readout
+    line. The script's format is its own; lines that do not parse are skipped."""
     rows = []
     for line in stdout.splitlines():
         line = line.strip()
         match = _READOUT_LINE.match(line)
         if match:
             rows.append(make_row(f"{match[1]} ({match[3]})", float(match[2]), group="mppi"))
+            continue
+        match = _FLOOR_LINE.match(line)
+        if match:
+            label = f"{match[1]}: its unavoidable kernels alone ({match[2]})"
+            rows.append(make_row(label, float(match[3]) / 1e3, group="mppi"))
             continue
         times = list(_MS.finditer(line))
         if "control step" not in line or not times:
