@@ -44,14 +44,20 @@ from bam_rl.memory import Memory
 from bam_rl.readout import select
 
 
-def median_latency(step, n_steps: int) -> tuple[float, float]:
-    """Median wall time of one call, and the mean CPU time of this thread per call."""
+def wall_times(call: Callable[[], object], n_calls: int) -> list[float]:
+    """The wall time of each of ``n_calls`` calls of ``call``."""
     times = []
-    cpu = time.thread_time()
-    for _ in range(n_steps):
+    for _ in range(n_calls):
         start = time.perf_counter()
-        step()
+        call()
         times.append(time.perf_counter() - start)
+    return times
+
+
+def median_latency(step: Callable[[], object], n_steps: int) -> tuple[float, float]:
+    """Median wall time of one call, and the mean CPU time of this thread per call."""
+    cpu = time.thread_time()
+    times = wall_times(step, n_steps)
     return float(np.median(times)), (time.thread_time() - cpu) / n_steps
 
 
@@ -156,12 +162,13 @@ def control_step(args: argparse.Namespace) -> None:
 
 def best_of(call: Callable[[], object], repeats: int) -> float:
     """Minimum wall time of ``call`` over ``repeats`` runs (a floor: the least disturbed)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return min(wall_times(call, repeats))
+
+
+def spd_matrix(rng: np.random.Generator, size: int = 200) -> np.ndarray:
+    """A well-conditioned symmetric positive definite ``size × size`` matrix (Fortran order)."""
+    a = rng.standard_normal((size, size))
+    return np.asfortranarray(a @ a.T + size * np.eye(size))
 
 
 def floor(args: argparse.Namespace) -> None:
@@ -177,8 +184,7 @@ def floor(args: argparse.Namespace) -> None:
     rng = np.random.default_rng(0)
     repeats = max(50, args.steps)
     normals = best_of(lambda: rng.standard_normal((32, 200, 5)), repeats)
-    a = rng.standard_normal((200, 200))
-    factor = np.linalg.cholesky(a @ a.T + 200 * np.eye(200))
+    factor = np.linalg.cholesky(spd_matrix(rng))
     z = rng.standard_normal((200, 160))
     solve = best_of(
         lambda: solve_triangular(factor, z, lower=True, trans=1, check_finite=False), repeats
@@ -208,9 +214,7 @@ def floor(args: argparse.Namespace) -> None:
 def cholesky_time(repeats: int = 300) -> float:
     """Best time of one in-place LAPACK factorisation of a 200 × 200 SPD matrix (the copy
     it overwrites is timed alone and subtracted)."""
-    rng = np.random.default_rng(1)
-    a = rng.standard_normal((200, 200))
-    precision = np.asfortranarray(a @ a.T + 200 * np.eye(200))
+    precision = spd_matrix(np.random.default_rng(1))
     copy = best_of(lambda: precision.copy(order="F"), repeats)
     both = best_of(
         lambda: lapack.dpotrf(precision.copy(order="F"), lower=1, clean=0, overwrite_a=1),

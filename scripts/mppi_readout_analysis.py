@@ -129,6 +129,14 @@ def evidence(family: Any, stats: Sequence[NaturalParams], chosen: Any, s_t: Natu
     return float(family.log_marginal(summed(family.prior, stats, chosen), s_t))
 
 
+def greedy_readout(family: Any, stats: Sequence[NaturalParams]) -> Any:
+    """The greedy readout (λ = 0) for the last of ``stats`` over all the others."""
+    memory = Memory()
+    for j, record in enumerate(stats[:-1]):
+        memory.add(record, time=j)
+    return select(family, memory, stats[-1], lam=0.0)
+
+
 def below_horizontal(trial: Trial) -> float:
     """Share of a trial's steps with the pole below horizontal (``cos θ < 0``)."""
     return float(np.mean(trial[0][1:, 2] < 0))
@@ -190,22 +198,28 @@ def residual_variance(probe: MPPIAgent, belief: NaturalParams, trial: Trial) -> 
 
 
 def naive_readout(
-    seed: int, agent: MPPIAgent, trials: list[Trial], gravities: list[float], episode_length: int
+    seed: int,
+    family: Any,
+    stats: list[NaturalParams],
+    gravities: list[float],
+    episode_length: int,
 ) -> dict[str, Any]:
     """The readout the selector makes for the last trial so far over every earlier trial
     (naive BAM's), scored against all earlier trials of that trial's episode.
+
+    Args:
+        seed: The agent seed (for the row).
+        family: The agent model's family.
+        stats: Every trial's statistics so far, in order.
+        gravities: Their gravities.
+        episode_length: Trials per episode.
 
     Returns:
         A row: how many trials the greedy keeps, how many of them from the episode, and
         ``J`` of both sets.
     """
-    index = len(trials) - 1
-    family = agent.model.family
-    stats = [agent.model.stats(*t) for t in trials]
-    memory = Memory()
-    for j in range(index):
-        memory.add(stats[j], time=j)
-    readout = select(family, memory, stats[index], lam=0.0)
+    index = len(stats) - 1
+    readout = greedy_readout(family, stats)
     greedy = np.flatnonzero(readout.weights > 0)
     episode = np.arange(index - index % episode_length, index)
     row = {
@@ -235,6 +249,7 @@ def revisit_row(
     agent: MPPIAgent,
     spaces: tuple[gym.Space, gym.Space],
     trials: list[Trial],
+    stats: list[NaturalParams],
     gravities: list[float],
     setup: Setup,
 ) -> dict[str, Any]:
@@ -245,13 +260,13 @@ def revisit_row(
         agent: The BAM agent, right after the revisit's first trial (and its readout).
         spaces: The environment's observation and action spaces (for the probes).
         trials: Every trial so far.
+        stats: Their statistics under the BAM agent's model.
         gravities: Their gravities.
         setup: The schedule and planner options.
     """
     index = len(trials) - 1
     gravity = gravities[index]
     family = agent.model.family
-    stats = [agent.model.stats(*t) for t in trials]
     s_t = stats[index]
     same = np.flatnonzero(np.isclose(gravities[:index], gravity))
     readout = agent.last_readout
@@ -271,11 +286,7 @@ def revisit_row(
     wide = MPPIAgent(*spaces, memory="recursive", seed=seed, noise_var=residual, **setup.planner)
     if not (same_features(probe, agent) and same_features(wide, agent)):
         raise RuntimeError("the probes must draw the BAM agent's features")
-    wide_stats = [wide.model.stats(*t) for t in trials]
-    memory = Memory()
-    for j in range(index):
-        memory.add(wide_stats[j], time=j)
-    wide_readout = select(wide.model.family, memory, wide_stats[index], lam=0.0)
+    wide_readout = greedy_readout(wide.model.family, [wide.model.stats(*t) for t in trials])
     wide_chosen = np.flatnonzero(wide_readout.weights > 0)
     bam_belief = summed(family.prior, stats, greedy) + s_t
     if not all(
@@ -337,6 +348,7 @@ def analyse(seed: int, setup: Setup | None = None) -> tuple[list[dict], list[dic
     observation, info = env.reset(seed=seed)
     agent.reset(observation, info)
     trials: list[Trial] = []
+    stats: list[NaturalParams] = []  # each trial's, computed once
     gravities: list[float] = []
     rows: list[dict[str, Any]] = []
     naive_rows: list[dict[str, Any]] = []
@@ -346,13 +358,15 @@ def analyse(seed: int, setup: Setup | None = None) -> tuple[list[dict], list[dic
         gravities.append(float(info["gravity"]))
         _, states, actions, _, _ = run_trial(env, agent, observation, info)
         trials.append((states, actions))
+        stats.append(agent.model.stats(states, actions))
         observation, info = env.reset()
         agent.reset(observation, info)
         if index in ends:
-            naive_rows.append(naive_readout(seed, agent, trials, gravities, setup.episode_length))
+            family = agent.model.family
+            naive_rows.append(naive_readout(seed, family, stats, gravities, setup.episode_length))
         if index in revisits:
             spaces = (env.observation_space, env.action_space)
-            row = revisit_row(seed, agent, spaces, trials, gravities, setup)
+            row = revisit_row(seed, agent, spaces, trials, stats, gravities, setup)
             rows.append(row)
             print_row(row, time.perf_counter() - start)
     env.close()
@@ -468,7 +482,13 @@ def save(rows: list[dict[str, Any]], out: Path) -> None:
     """Writes the revisit rows (``revisits.csv``) and the figure (``readout_analysis.png``)."""
     import pandas as pd
 
-    from bam_rl.harness.plotting import add_caption, new_figure, plot_points, save_figure
+    from bam_rl.harness.plotting import (
+        add_caption,
+        figure_legend,
+        new_figure,
+        plot_points,
+        save_figure,
+    )
 
     out.mkdir(parents=True, exist_ok=True)
     table = pd.DataFrame(rows)
@@ -492,9 +512,6 @@ def save(rows: list[dict[str, Any]], out: Path) -> None:
     left.set_xlabel("k: the earlier visit's first k trials as the readout")
     left.set_ylabel("J(first k) − J(greedy readout) [nats]")
     left.set_title("evidence of the revisit's first trial")
-    handles, labels = left.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    left.legend(unique.values(), unique.keys(), loc="lower left")
     names = {
         "bam": "BAM\nreadout",
         "recursive": "recursive",
@@ -522,6 +539,7 @@ def save(rows: list[dict[str, Any]], out: Path) -> None:
         "1, the readout chosen with σ² set to the measured residual variance, and MPPI on the "
         "simulator (GT MPC); black: mean ± sd, red: median. scripts/mppi_readout_analysis.py.",
     )
+    figure_legend(figure, left, loc="right")
     save_figure(figure, out / "readout_analysis.png")
 
 

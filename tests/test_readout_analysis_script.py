@@ -65,11 +65,11 @@ def test_naive_readout_scores_the_visit_with_log_marginal(analysis):
     agent = MPPIAgent(env.observation_space, env.action_space, memory="bam", seed=0)
     rng = np.random.default_rng(0)
     trials = [random_trial(env, rng, seed=i) for i in range(20)]
-    row = analysis.naive_readout(0, agent, trials, [9.81] * 20, episode_length=15)
+    stats = [agent.model.stats(*t) for t in trials]
+    family = agent.model.family
+    row = analysis.naive_readout(0, family, stats, [9.81] * 20, episode_length=15)
     assert row["trial"] == 20 and row["n_episode"] == 4  # trials 16-19 of the second episode
     assert 0 <= row["greedy_in_episode"] <= row["greedy_n"] <= 19
-    family = agent.model.family
-    stats = [agent.model.stats(*t) for t in trials]
     visit = family.prior + stats[15] + stats[16] + stats[17] + stats[18]
     assert row["J_episode"] == pytest.approx(float(family.log_marginal(visit, stats[19])))
 
