@@ -42,7 +42,7 @@ from bam_rl.beliefs import (
     RecursiveBayes,
     make_rule,
 )
-from bam_rl.checks import check_finite_scalar, check_int
+from bam_rl.checks import check_finite_scalar, check_int, check_memory, check_size
 from bam_rl.families import (
     BetaBinomial,
     NaturalParams,
@@ -76,7 +76,7 @@ class UCB(BaseAgent):
 
     def __init__(self, n_arms: int, seed: int | None = None):
         super().__init__(seed)
-        self.n_arms = check_int("n_arms", n_arms)
+        self.n_arms = check_size("n_arms", n_arms, 32)  # UCBStatistics: 24 bytes an arm
         self.stats = UCBStatistics(self.n_arms)
 
     @property
@@ -170,6 +170,9 @@ class ThompsonSampling(BaseAgent):
             BetaBinomial,
             NormalKnownVariance,
         )
+        # per arm: the fast path's belief fields, else a copy of the rule (a fresh rule's copy
+        # measured at most 3.0 KB, BOCD's)
+        check_memory(f"n_arms = {self.n_arms}", self.n_arms * (64 if self.fast else 4096))
         if self.fast:
             self.rule_name = "RecursiveBayes"
             self.rules: list[BeliefRule] = []

@@ -24,7 +24,7 @@ import numpy as np
 
 from agents.base import BaseAgent
 from agents.dynamics import RFFDynamicsModel, SimulatorDynamics
-from agents.planner import MPPI, AngleCosineReward, StateReward
+from agents.planner import MPPI, AngleCosineReward, StateReward, mppi_options
 from bam_rl import hyperparams
 from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, BeliefRule, RecursiveBayes
 from bam_rl.checks import as_float_array, check_finite_scalar
@@ -67,14 +67,46 @@ class EpisodicBAM(BAM):
 
 #: The cart-pole observation: x, ẋ, cos θ, sin θ, θ̇ (the ground-truth planner's state).
 CARTPOLE_STATE_DIM = 5
+#: Largest magnitude of a state entry the agents accept: MuJoCo's ``mjMAXVAL``, beyond which
+#: the simulator reports a diverged simulation (the cart-pole then raises), so no observation
+#: of the environment exceeds it; a learned model's float32 features ``cos(Ω x + b)`` carry
+#: no information there either.
+MAX_STATE_MAGNITUDE = 1e10
+_CARTPOLE_ANGLE = ((2, 3),)  # the (cos θ, sin θ) pair of the cart-pole observation
 
 
-def _check_state(name: str, observation: Any, state_dim: int) -> np.ndarray:
-    """``observation`` as a finite float64 vector of ``state_dim`` entries, or ``ValueError``."""
+def _check_state(name: str, observation: Any, state_dim: int, angle_pairs: Any = ()) -> np.ndarray:
+    """``observation`` as a finite float64 vector of ``state_dim`` entries within
+    ``±MAX_STATE_MAGNITUDE``, whose ``(cos, sin)`` pairs lie in [-1, 1], or ``ValueError``."""
     state = as_float_array(name, observation)
     if state.shape != (state_dim,):
         raise ValueError(f"{name} must have shape ({state_dim},), got {state.shape}")
+    if np.abs(state).max() > MAX_STATE_MAGNITUDE:
+        raise ValueError(
+            f"{name} must have entries within ±{MAX_STATE_MAGNITUDE:g} (MuJoCo's limit of a "
+            f"stable simulation), got {state!r}"
+        )
+    for pair in angle_pairs:
+        if np.any(np.abs(state[list(pair)]) > 1.0):
+            raise ValueError(
+                f"{name} entries {pair} are a (cos, sin) pair and must lie in [-1, 1] (the "
+                f"observation space), got {state!r}"
+            )
     return state
+
+
+def _check_action(action: Any, planner: MPPI) -> np.ndarray:
+    """``action`` as a float64 vector within the planner's action bounds (the action space),
+    or ``ValueError``."""
+    action = as_float_array("action", action).reshape(-1)
+    if action.shape != (planner.action_dim,):
+        raise ValueError(f"action must have {planner.action_dim} entries, got {action.shape}")
+    if np.any(action < planner.action_low) or np.any(action > planner.action_high):
+        raise ValueError(
+            f"action must lie in the action space [{planner.action_low.tolist()}, "
+            f"{planner.action_high.tolist()}], got {action.tolist()}"
+        )
+    return action
 
 
 def _observation_dim(space: Any, name: str) -> int:
@@ -205,23 +237,15 @@ class MPPIAgent(BaseAgent):
             self.rule = BOCD(family, hazard=hazard)
         else:
             self.rule = RecursiveBayes(family)
-        options = dict(planner_options)
-        unknown = set(options) - {"horizon", "n_samples", "sampling_var", "temperature"}
-        if unknown:
-            raise ValueError(
-                f"unknown planner options {sorted(unknown)}; accepted: horizon, "
-                "n_samples, sampling_var, temperature"
-            )
-        if "sampling_var" in options:
-            options["noise_var"] = options.pop("sampling_var")
         # the planner gets its dynamics at each call, so the model is held (and saved) once
         self.planner = MPPI(
             None,
             action_dim=self.action_dim,
             action_low=cast(gym.spaces.Box, action_space).low,  # a Box (checked above)
             action_high=cast(gym.spaces.Box, action_space).high,
-            **options,
+            **mppi_options(planner_options, self.action_dim),
         )
+        self.planner.check_planning_memory(self.model)
         self._trial = _TrialRecorder()
         self._last_info: dict[str, Any] = {}
         self.trial_gravities: list[float] = []
@@ -231,7 +255,7 @@ class MPPIAgent(BaseAgent):
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         """Starts a trial: ends a pending one, resets on an announced change, clears the
         plan."""
-        state = _check_state("observation", observation, self.state_dim)
+        state = _check_state("observation", observation, self.state_dim, self.model.angle_pairs)
         if len(self._trial.actions):
             self._end_trial()
         if bool((info or {}).get("context_changed", False)):
@@ -244,7 +268,7 @@ class MPPIAgent(BaseAgent):
 
     def act(self, observation: Any) -> np.ndarray:
         """The first action of the MPPI plan from ``observation`` (float32, action shape)."""
-        state = _check_state("observation", observation, self.state_dim)
+        state = _check_state("observation", observation, self.state_dim, self.model.angle_pairs)
         action = self.planner.plan(state, self.rng, dynamics=self.model)
         return action.astype(np.float32)
 
@@ -258,11 +282,11 @@ class MPPIAgent(BaseAgent):
         info: dict[str, Any],
     ) -> None:
         """Records the transition; at the end of a trial, updates the belief."""
-        action = as_float_array("action", action).reshape(-1)
-        if action.shape != (self.action_dim,):
-            raise ValueError(f"action must have {self.action_dim} entries, got {action.shape}")
+        action = _check_action(action, self.planner)
         check_finite_scalar("reward", reward)
-        state = _check_state("next_observation", next_observation, self.state_dim)
+        state = _check_state(
+            "next_observation", next_observation, self.state_dim, self.model.angle_pairs
+        )
         if not self._trial.states:
             raise ValueError("observe() called before reset()")
         self._trial.actions.append(action)
@@ -337,18 +361,17 @@ class GroundTruthMPPI(BaseAgent):
             raise ValueError(f"env must be a MuJoCo cart-pole environment, got {env!r}")
         gravity = float(getattr(base, "gravity", 9.81))
         self.dynamics = SimulatorDynamics(str(path), int(frame_skip), gravity)
-        options = dict(planner_options)
-        unknown = set(options) - {"horizon", "n_samples", "sampling_var", "temperature"}
-        if unknown:
-            raise ValueError(f"unknown planner options {sorted(unknown)}")
-        if "sampling_var" in options:
-            options["noise_var"] = options.pop("sampling_var")
         space = env.action_space
         if not isinstance(space, gym.spaces.Box) or space.shape != (1,):
             raise ValueError(f"env must have a (1,)-shaped Box action space, got {space!r}")
         self.planner = MPPI(
-            None, action_dim=1, action_low=space.low, action_high=space.high, **options
+            None,
+            action_dim=1,
+            action_low=space.low,
+            action_high=space.high,
+            **mppi_options(planner_options, 1),
         )
+        self.planner.check_planning_memory(self.dynamics)
 
     def _read_gravity(self, info: dict[str, Any] | None) -> None:
         if info and "gravity" in info:
@@ -356,11 +379,12 @@ class GroundTruthMPPI(BaseAgent):
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         """Starts a trial at ``info["gravity"]`` with a cleared plan."""
-        _check_state("observation", observation, CARTPOLE_STATE_DIM)
+        _check_state("observation", observation, CARTPOLE_STATE_DIM, _CARTPOLE_ANGLE)
         self._read_gravity(info)
         self.planner.reset()
 
     def act(self, observation: Any) -> np.ndarray:
+        _check_state("observation", observation, CARTPOLE_STATE_DIM, _CARTPOLE_ANGLE)
         action = self.planner.plan(observation, self.rng, dynamics=self.dynamics)
         return action.astype(np.float32)
 
@@ -373,7 +397,8 @@ class GroundTruthMPPI(BaseAgent):
         truncated: bool,
         info: dict[str, Any],
     ) -> None:
-        _check_state("next_observation", next_observation, CARTPOLE_STATE_DIM)
+        _check_action(action, self.planner)
+        _check_state("next_observation", next_observation, CARTPOLE_STATE_DIM, _CARTPOLE_ANGLE)
         self._read_gravity(info)
 
     def __repr__(self) -> str:

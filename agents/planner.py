@@ -15,9 +15,45 @@ from typing import Any
 import numpy as np
 
 from bam_rl import hyperparams
-from bam_rl.checks import as_float_array, check_finite_scalar, check_int, check_positive
+from bam_rl.checks import (
+    as_float_array,
+    check_finite_scalar,
+    check_int,
+    check_memory,
+    check_positive,
+)
 
-__all__ = ["MPPI", "AngleCosineReward", "StateReward"]
+__all__ = ["MPPI", "PLANNER_OPTIONS", "AngleCosineReward", "StateReward", "mppi_options"]
+
+
+#: The planner options the MPPI agents take; ``sampling_var`` is :class:`MPPI`'s ``noise_var``
+#: (renamed because the agents' ``noise_var`` is their dynamics model's noise).
+PLANNER_OPTIONS = ("horizon", "n_samples", "sampling_var", "temperature")
+
+
+def mppi_options(options: dict[str, Any], action_dim: int) -> dict[str, Any]:
+    """An agent's planner options (:data:`PLANNER_OPTIONS`) as :class:`MPPI` keyword arguments.
+
+    Unknown names are refused, and ``sampling_var`` is checked under its own name (a scalar or
+    one value per action dimension, each > 0) before it is passed on as ``noise_var``.
+
+    Raises:
+        ValueError: Naming the unknown options or ``sampling_var``.
+    """
+    unknown = set(options) - set(PLANNER_OPTIONS)
+    if unknown:
+        raise ValueError(
+            f"unknown planner options {sorted(unknown)}; accepted: {', '.join(PLANNER_OPTIONS)}"
+        )
+    checked = dict(options)
+    if "sampling_var" in checked:
+        variance = check_positive("sampling_var", checked.pop("sampling_var"))
+        if variance.ndim > 1 or variance.size not in (1, action_dim):
+            raise ValueError(
+                f"sampling_var must be a scalar or have shape ({action_dim},), got {variance.shape}"
+            )
+        checked["noise_var"] = variance
+    return checked
 
 
 class StateReward:
@@ -122,6 +158,7 @@ class MPPI:
         self.action_dim = check_int("action_dim", action_dim)
         self.horizon = check_int("horizon", horizon)
         self.n_samples = check_int("n_samples", n_samples)
+        self.check_planning_memory(dynamics)
         du = self.action_dim
         variance = check_positive("noise_var", noise_var)
         if variance.ndim > 1 or variance.size not in (1, du):
@@ -142,6 +179,19 @@ class MPPI:
         self.plan_actions = np.zeros((self.horizon, du))
         self.last_returns = np.zeros(self.n_samples)
         self.last_weights = np.full(self.n_samples, 1.0 / self.n_samples)
+
+    def check_planning_memory(self, dynamics: Any = None) -> None:
+        """``ValueError`` naming ``horizon`` and ``n_samples`` unless one :meth:`plan` fits the
+        memory budget (:func:`bam_rl.checks.check_memory`): the planner's samples, noise and
+        returns, plus the rollout of ``dynamics`` when it says what that takes
+        (``dynamics.rollout_bytes(n_samples, horizon)``, as the models of
+        :mod:`agents.dynamics` do)."""
+        k, h, du = self.n_samples, self.horizon, self.action_dim
+        nbytes = k * h * (32 * du + 16) + 16 * h * du
+        rollout_bytes = getattr(dynamics, "rollout_bytes", None)
+        if callable(rollout_bytes):
+            nbytes += int(rollout_bytes(k, h))
+        check_memory(f"horizon = {h} with n_samples = {k}", nbytes)
 
     def reset(self) -> None:
         """Clears the plan (all-zero actions), as at the start of a trial."""

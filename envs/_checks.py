@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import numpy as np
+
+#: Default ceiling, in bytes, on what one size argument may make an environment allocate
+#: (4 GiB), as ``bam_rl.checks.DEFAULT_MEMORY_BUDGET`` (``envs`` imports nothing of ours, so
+#: the budget is read here too; both honour ``$BAM_RL_MEMORY_BUDGET``).
+DEFAULT_MEMORY_BUDGET = 4 * 2**30
+MEMORY_BUDGET_ENV = "BAM_RL_MEMORY_BUDGET"
+_SMALL_REQUEST = 2**26
 
 
 def positive_int(name: str, value: Any) -> int:
@@ -87,3 +95,86 @@ def scalar_action(action: Any, low: float, high: float, meaning: str) -> float:
     if not low <= value <= high:  # also rejects NaN
         raise ValueError(f"action must be a finite {meaning} in [{low:g}, {high:g}], got {value!r}")
     return value
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path, encoding="ascii") as handle:
+            return int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def memory_budget() -> tuple[int, str]:
+    """The most bytes one size argument may ask for, and what sets that bound: the smallest
+    of 4 GiB (``$BAM_RL_MEMORY_BUDGET`` bytes when set), physical memory, a cgroup memory
+    limit and the address space left under ``RLIMIT_AS``."""
+    text = os.environ.get(MEMORY_BUDGET_ENV, "").strip()
+    if text:
+        try:
+            configured = int(text)
+        except ValueError:
+            configured = 0
+        if configured < 1:
+            raise ValueError(
+                f"${MEMORY_BUDGET_ENV} must be a positive number of bytes, got {text!r}"
+            )
+        bounds = [(configured, f"${MEMORY_BUDGET_ENV}")]
+    else:
+        bounds = [
+            (
+                DEFAULT_MEMORY_BUDGET,
+                f"the default memory budget; ${MEMORY_BUDGET_ENV}, in bytes, changes it",
+            )
+        ]
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        if physical > 0:
+            bounds.append((physical, "the machine's physical memory"))
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - not POSIX
+        pass
+    cgroup = _read_int("/sys/fs/cgroup/memory.max")
+    if cgroup is not None and cgroup > 0:
+        bounds.append((cgroup, "the container's memory limit (cgroup memory.max)"))
+    soft = _address_space_limit()
+    if soft is not None:
+        pages = _read_int("/proc/self/statm")
+        used = 0 if pages is None else pages * os.sysconf("SC_PAGE_SIZE")
+        bounds.append((max(soft - used, 0), "the address space left under RLIMIT_AS (ulimit -v)"))
+    return min(bounds)
+
+
+def _address_space_limit() -> int | None:
+    """The soft ``RLIMIT_AS`` in bytes, or ``None`` when unlimited (or not POSIX)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft < 0 or soft == resource.RLIM_INFINITY else int(soft)
+
+
+def check_memory(what: str, nbytes: float) -> None:
+    """Raises ``ValueError`` when ``nbytes`` exceeds :func:`memory_budget`, before anything
+    is allocated; ``what`` names the argument(s) responsible (``"n_arms = 1000000"``)."""
+    try:
+        nbytes = float(nbytes)
+    except OverflowError:  # an int beyond float64
+        nbytes = math.inf
+    if nbytes <= _SMALL_REQUEST:
+        return
+    budget, source = memory_budget()
+    if nbytes > budget:
+        raise ValueError(
+            f"{what} would need about {_format_bytes(nbytes)} ({nbytes:,.0f} bytes) of "
+            f"memory, more than {_format_bytes(budget)} ({source}); choose a smaller size"
+        )
+
+
+def _format_bytes(nbytes: float) -> str:
+    value = float(nbytes)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} bytes" if unit == "bytes" else f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{value:.3g} PiB"

@@ -8,11 +8,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs._checks import finite_float, positive_int, scalar_action
+from envs._checks import check_memory, finite_float, positive_int, scalar_action
 
 __all__ = ["BinomialStreamEnv"]
 
 _BLOCK = 1024  # counts are drawn from `np_random` in blocks of this many steps
+_BYTES_PER_STEP = 64  # the precomputed θ path: measured 56 bytes a step at its peak
 
 
 class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
@@ -104,6 +105,8 @@ class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
         self.offset = finite_float("offset", offset)
         self.period = finite_float("period", period)
         self.max_steps = positive_int("max_steps", max_steps)
+        # θ_t is precomputed for every step: float64 arrays and a list of Python floats
+        check_memory(f"max_steps = {self.max_steps}", _BYTES_PER_STEP * (self.max_steps + 1))
         if self.amplitude < 0.0:
             raise ValueError(f"amplitude must be >= 0, got {amplitude!r}")
         if self.period <= 0.0:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from envs._checks import finite_float, positive_int
-from envs.switching_bandit import _BlockBandit
+from envs.switching_bandit import _BlockBandit, check_block_memory
 
 __all__ = ["DEFAULT_BREAKPOINTS", "DEFAULT_MEANS", "PiecewiseBanditEnv"]
 
@@ -110,6 +110,11 @@ class PiecewiseBanditEnv(_BlockBandit):
             raise ValueError(f"noise_std must be >= 0, got {noise_std!r}")
         max_steps = positive_int("max_steps", max_steps)
         table = _means_table(means)
+        check_block_memory(
+            table.shape[1],
+            max_steps,
+            f"means with {table.shape[1]} arms (columns) and max_steps = {max_steps}",
+        )
         if reward == "bernoulli" and (table.min() < 0.0 or table.max() > 1.0):
             raise ValueError("means must lie in [0, 1] for reward='bernoulli'")
         self.reward = reward

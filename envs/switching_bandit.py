@@ -8,11 +8,21 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs._checks import finite_float, positive_int
+from envs._checks import check_memory, finite_float, positive_int
 
 __all__ = ["SwitchingBanditEnv"]
 
 _BLOCK = 4096  # arm means and reward noise are materialised in blocks of this many steps
+# bytes per arm and step of a materialised block (float64 means, their Python-float list and
+# the temporaries that build them: measured 48 at its peak)
+_BLOCK_BYTES = 56
+
+
+def check_block_memory(n_arms: int, max_steps: int, what: str, per_arm: float = 0.0) -> None:
+    """``ValueError`` (``envs._checks.check_memory``) unless a block of arm means, plus
+    ``per_arm`` bytes for every arm, fits the memory budget; ``what`` names the argument."""
+    block = min(_BLOCK, max_steps)
+    check_memory(what, n_arms * (_BLOCK_BYTES * block + per_arm + 512))
 
 
 class _BlockBandit(gym.Env[np.int64, np.int64]):
@@ -259,6 +269,13 @@ class SwitchingBanditEnv(_BlockBandit):
             raise ValueError(f"config_seed must be a non-negative int or None, got {config_seed!r}")
         self.config_seed = int(config_seed)
         self.value_range = (lo, hi)
+        # every arm keeps its switch times (int64, about switch_prob * max_steps of them)
+        check_block_memory(
+            n_arms,
+            max_steps,
+            f"n_arms = {n_arms} with max_steps = {max_steps}",
+            per_arm=16 * (self.switch_prob * max_steps + 16),
+        )
 
         self.low_range, self.high_range = low_range, high_range
         rng = np.random.default_rng(self.config_seed)

@@ -7,7 +7,12 @@ from typing import Any
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from bam_rl.checks import check_axis, check_int, check_integer_valued, check_positive
+from bam_rl.checks import (
+    check_axis,
+    check_integer_valued,
+    check_positive,
+    check_size,
+)
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, make_stats
 
 
@@ -51,7 +56,7 @@ class DirichletCategorical(ConjugateFamily):
                 f"alpha must be a scalar or a 1-D array, got shape {concentration.shape}"
             )
         if n_categories is not None:
-            n_categories = check_int("n_categories", n_categories, minimum=2)
+            n_categories = check_size("n_categories", n_categories, 16, minimum=2)
         if concentration.ndim == 0:
             if n_categories is None:
                 raise ValueError("n_categories is required when alpha is a scalar")

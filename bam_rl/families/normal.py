@@ -187,7 +187,9 @@ class NormalGamma(ConjugateFamily):
         mean: Prior location ``m`` of μ.
         kappa: Prior pseudo-count of μ (precision multiplier), > 0.
         alpha: Shape of τ's Gamma prior, > 0.
-        beta: Rate of τ's Gamma prior, > 0.
+        beta: Rate of τ's Gamma prior, > 0, and above ``1e-11 · (beta + kappa · mean² / 2)``
+            (so ``|mean| < ~4.5e5 · sqrt(beta / kappa)``): a prior beyond it would lose its
+            precision like the data above, so it is refused with a ``ValueError``.
 
     Example:
         >>> model = NormalGamma()
@@ -214,6 +216,21 @@ class NormalGamma(ConjugateFamily):
                 f"(the prior's natural parameters overflow float64), got "
                 f"mean={self.prior_mean!r}, kappa={self.kappa!r}"
             )
+        fields = {
+            "kappa_mean": np.float64(kappa_mean),
+            "kappa": np.float64(self.kappa),
+            "beta_shifted": np.float64(beta_shifted),
+            "alpha": np.float64(self.alpha),
+        }
+        try:  # the prior itself must be usable (its moments, A, KL), as every belief must
+            self._precise_beta(fields, self.standard_params(fields)[3])
+        except ValueError:
+            raise ValueError(
+                f"mean={self.prior_mean!r} is too far from 0 for kappa={self.kappa!r} and "
+                f"beta={self.beta!r}: beta must exceed {_BETA_RTOL:g} · (beta + kappa·mean²/2) "
+                "for NormalGamma to recover it with precision (every use of the prior would "
+                "raise); centre the data (a mean near 0) or raise beta"
+            ) from None
         self.prior = NaturalParams(
             self,
             {

@@ -312,6 +312,15 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
                 find_mnist_file(mnist_directory(args.data), role)
         except (FileNotFoundError, ValueError) as error:
             parser.error(str(error))
+    if "mnist" in names and args.download:  # fetched first: offline is one line, no files
+        from bam_rl.datasets import download_mnist, mnist_directory
+
+        try:
+            download_mnist(mnist_directory(args.data))
+        except ValueError as error:
+            parser.error(str(error))
+        except OSError as error:
+            parser.exit(1, f"{parser.prog}: error: {error}\n")
     _output_directory(parser, args.out)
     for name in names:
         start = time.perf_counter()

@@ -49,7 +49,7 @@ import pandas as pd
 from bam_rl._io import atomic_path
 from bam_rl.checks import check_int
 from bam_rl.harness.registry import check_agent_name, check_env_id, make_agent
-from bam_rl.harness.runner import check_budget, rollout
+from bam_rl.harness.runner import check_budget, check_rows_memory, rollout
 
 __all__ = [
     "BACKENDS",
@@ -235,6 +235,13 @@ def make_grid(
                 f"configs[{config!r}] must be an environment id or a pair "
                 f"(env_id, env_kwargs dict), got {value!r}"
             )
+    n_runs = len(agents) * len(environments) * seeds
+    steps = n_steps if n_steps is not None else n_episodes  # at least one step an episode
+    assert steps is not None
+    what = f"n_steps = {n_steps}" if n_steps is not None else f"n_episodes = {n_episodes}"
+    if n_runs > 1:
+        what += f" in a grid of {n_runs} runs (seeds = {seeds})"
+    check_rows_memory(what, steps, n_runs)
     grid = []
     for label, (agent_name, kwargs) in agents.items():
         for config, (env_id, env_kwargs) in environments.items():

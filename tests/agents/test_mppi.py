@@ -510,7 +510,7 @@ def test_ground_truth_reads_gravity_and_saves(tmp_path):
     [
         ({"memory": "forgetting"}, "memory"),
         ({"temperature": 0.0}, "temperature"),
-        ({"sampling_var": -1.0}, "noise_var"),
+        ({"sampling_var": -1.0}, "sampling_var"),
         ({"horizon": 0}, "horizon"),
         ({"n_samples": 0}, "n_samples"),
         ({"hazard": 1.5, "memory": "bocd"}, "hazard"),

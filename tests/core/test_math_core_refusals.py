@@ -248,7 +248,9 @@ def test_one_home_for_the_readout_options():
 
 
 def normal_gamma_near_1e8():
-    model = NormalGamma(mean=1e8)
+    # kappa = 1e-6 keeps the prior itself precise (NormalGamma(mean=1e8) is refused, issue
+    # 28 item 8); the data near 1e8 then lose the precision of every posterior
+    model = NormalGamma(mean=1e8, kappa=1e-6)
     rng = np.random.default_rng(0)
     return model, [model.stats(1e8 + rng.standard_normal(5)) for _ in range(12)]
 
@@ -286,9 +288,12 @@ def test_normal_gamma_precision_check_keeps_ordinary_data():
 
 def test_rules_over_normal_gamma_near_1e8_never_report_inf_or_negative_moments():
     model, data = normal_gamma_near_1e8()
-    with pytest.raises(ValueError, match="precision"):  # its prior's A is already imprecise
-        BOCD(model, hazard=0.1)
-    for rule in (RecursiveBayes(model), BAM(model), ExponentialForgetting(model)):
+    for rule in (
+        RecursiveBayes(model),
+        BAM(model),
+        ExponentialForgetting(model),
+        BOCD(model, hazard=0.1),
+    ):
         for s in data:
             try:
                 rule.update(s)

@@ -40,7 +40,7 @@ def state_of(obj) -> tuple[str, list[bytes]]:
 
 # ---------------------------------------------------------------- item 1: memory
 def test_bounded_memory_does_not_half_update_when_a_distance_fails():
-    model = NormalGamma(mean=1e8)
+    model = NormalGamma(mean=1e8, kappa=1e-6)  # a usable prior; the data lose precision
     rule = BAM(model, capacity=3)
     rng = np.random.default_rng(0)
     refused = 0
