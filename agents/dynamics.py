@@ -192,6 +192,15 @@ class RFFDynamicsModel:
     ):
         self.state_dim = check_int("state_dim", state_dim)
         self.action_dim = check_int("action_dim", action_dim)
+        features = check_int("n_features", n_features)
+        # the state indices, the features' Ω (n_features × inputs) and the regression's
+        # precision and B (the features and the family check their own parts again)
+        inputs = self.state_dim + self.action_dim
+        check_memory(
+            f"state_dim = {self.state_dim} with action_dim = {self.action_dim} and "
+            f"n_features = {features}",
+            64 * inputs + 32 * features * (inputs + 1) + 24 * features * (features + inputs),
+        )
         self.feature_states = _feature_states(feature_states, self.state_dim)
         self.angle_pairs = _angle_pairs(angle_pairs, self.state_dim)
         if planning_dtype not in _HOT_DTYPES:

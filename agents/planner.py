@@ -193,6 +193,15 @@ class MPPI:
             nbytes += int(rollout_bytes(k, h))
         check_memory(f"horizon = {h} with n_samples = {k}", nbytes)
 
+    def _check_states_memory(self, state_dim: int) -> None:
+        """The planner's memory with the ``(n_samples, horizon, state_dim)`` float64 states a
+        dynamics callable that does not say what it allocates returns (and its rewards)."""
+        k, h, du = self.n_samples, self.horizon, self.action_dim
+        check_memory(
+            f"horizon = {h} with n_samples = {k} (and states of {state_dim} entries)",
+            k * h * (32 * du + 16 + 8 * state_dim + 8),
+        )
+
     def reset(self) -> None:
         """Clears the plan (all-zero actions), as at the start of a trial."""
         self.plan_actions[:] = 0.0
@@ -221,6 +230,8 @@ class MPPI:
         noise = rng.standard_normal((self.n_samples, self.horizon, self.action_dim))
         samples = self.plan_actions + self.noise_std * noise
         np.clip(samples, self.action_low, self.action_high, out=samples)
+        if not hasattr(dynamics, "rollout_bytes"):  # a callable of the caller's: its states
+            self._check_states_memory(state.shape[0])
         unchecked = getattr(dynamics, "rollout_unchecked", None)
         if (
             unchecked is not None

@@ -287,7 +287,7 @@ class _HTTPSOnlyRedirects(urllib.request.HTTPRedirectHandler):
 
 def _open_url(url: str, timeout: float) -> Any:
     """The response for ``url`` (HTTPS, or a local ``file:`` address; redirects to HTTPS
-    only). Tests replace this function to simulate a machine without a network."""
+    only)."""
     opener = urllib.request.build_opener(_HTTPSOnlyRedirects)
     return opener.open(url, timeout=timeout)
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from envs._checks import finite_float, positive_int
+from envs._checks import check_memory, finite_float, positive_int
 from envs.switching_bandit import _BlockBandit, check_block_memory
 
 __all__ = ["DEFAULT_BREAKPOINTS", "DEFAULT_MEANS", "PiecewiseBanditEnv"]
@@ -128,6 +128,8 @@ class PiecewiseBanditEnv(_BlockBandit):
 
 
 def _means_table(means: Any) -> np.ndarray:
+    if isinstance(means, np.ndarray):  # a view (e.g. broadcast) may be far smaller than a copy
+        check_memory(f"means of shape {means.shape}", 16 * means.size)
     try:
         table = np.array(means, dtype=np.float64)
     except (TypeError, ValueError) as exc:

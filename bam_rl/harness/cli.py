@@ -392,12 +392,16 @@ def _cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
 
 def _cmd_record(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from bam_rl.harness.record import record_swingup, replay_plan
+    from bam_rl.harness.record import check_frame_size, record_swingup, replay_plan
 
     try:  # a seed index or revisit the experiment does not have is a usage error
         replay_plan(args.seed, args.revisit, args.quick)
     except ValueError as error:
         parser.error(f"--seed {args.seed} --revisit {args.revisit}: {error}")
+    try:  # so is a frame size the renderer or the memory cannot take
+        check_frame_size((args.width, args.height), args.every)
+    except ValueError as error:
+        parser.error(f"--width {args.width} --height {args.height} --every {args.every}: {error}")
     os.environ.setdefault("MUJOCO_GL", "egl")
     result = record_swingup(
         args.out,

@@ -27,6 +27,7 @@ import numpy as np
 __all__ = [
     "MAX_SEED_INDEX",
     "RECORDED",
+    "check_frame_size",
     "experiment_runs",
     "record_swingup",
     "replay_plan",
@@ -70,6 +71,8 @@ def revisited_trial(gravities: Sequence[float], offset: int = 1, revisit: int = 
         raise ValueError(f"the schedule revisits a gravity {found} times, not {revisit}")
     raise ValueError("no gravity is revisited in the schedule")
 
+
+_TRIAL_STEPS = 200  # steps of a cart-pole trial (the environment's max_steps)
 
 #: Largest seed index ``record`` replays (the paper's experiment has 0–4).
 MAX_SEED_INDEX = 999
@@ -165,7 +168,8 @@ def render_states(
 
     import bam_rl  # noqa: F401
 
-    env = gym.make("bam_rl/GravityCartPole-v0")  # positions only: gravity does not matter
+    # positions only: gravity does not matter; the frame size sets the offscreen buffer
+    env = gym.make("bam_rl/GravityCartPole-v0", width=size[0], height=size[1])
     try:
         unwrapped: Any = env.unwrapped
         model, data = unwrapped.model, unwrapped.data
@@ -183,6 +187,34 @@ def render_states(
     finally:
         env.close()
     return frames
+
+
+def check_frame_size(size: Any, every: Any) -> tuple[tuple[int, int], int]:
+    """Checks a recording's frame ``size`` (width, height) and ``every`` before anything
+    runs: sides in ``[1, MAX_FRAME_SIDE]`` (the cart-pole's renderer) and a trial's frames of
+    both panels within the memory budget (:func:`bam_rl.checks.check_memory`).
+
+    Returns:
+        ``((width, height), every)`` as ints.
+
+    Raises:
+        ValueError: Naming ``width``, ``height`` or ``every``.
+    """
+    from bam_rl.checks import check_int, check_memory
+    from envs.gravity_cartpole import MAX_FRAME_SIDE
+
+    width, height = (check_int(name, side) for name, side in zip(("width", "height"), size))
+    for name, side in (("width", width), ("height", height)):
+        if side > MAX_FRAME_SIDE:
+            raise ValueError(f"{name} must be an int in [1, {MAX_FRAME_SIDE}], got {side}")
+    every = check_int("every", every)
+    frames = _TRIAL_STEPS // every + 1
+    # each panel's frames with their text band, then the combined frames (RGB bytes)
+    check_memory(
+        f"width = {width}, height = {height} with every = {every} ({frames} frames)",
+        frames * 18 * width * (height + 64),
+    )
+    return (width, height), every
 
 
 def _label(frame: np.ndarray, lines: Sequence[str]) -> np.ndarray:
@@ -231,6 +263,7 @@ def record_swingup(
         ``path``, ``seed``, ``trial`` (0-based), ``gravity``, each run's mean reward on the
         trial, the GIF's size in bytes and the wall time.
     """
+    size, every = check_frame_size(size, every)
     os.environ.setdefault("MUJOCO_GL", "egl")
     import imageio.v2 as imageio
 
