@@ -25,7 +25,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import bam_rl  # noqa: F401  (registers the environments)
+import bam_rl  # registers the environments
 import bam_rl.checks as core_checks
 import envs._checks as env_checks
 from bam_rl.harness.cli import main
@@ -250,7 +250,7 @@ def test_the_budget_follows_the_environment_variable_and_rlimit(monkeypatch):
         assert budget <= checks.DEFAULT_MEMORY_BUDGET == 4 * GIB
         monkeypatch.setenv(checks.MEMORY_BUDGET_ENV, str(2**27))
         assert checks.memory_budget() == (2**27, f"${checks.MEMORY_BUDGET_ENV}")
-        with pytest.raises(ValueError, match="n_arms = 5000.*BAM_RL_MEMORY_BUDGET"):
+        with pytest.raises(ValueError, match=r"n_arms = 5000.*BAM_RL_MEMORY_BUDGET"):
             checks.check_memory("n_arms = 5000", 2**28)
         monkeypatch.setenv(checks.MEMORY_BUDGET_ENV, "lots")
         with pytest.raises(ValueError, match="BAM_RL_MEMORY_BUDGET must be a positive number"):

@@ -203,7 +203,7 @@ def check_frame_size(size: Any, every: Any) -> tuple[tuple[int, int], int]:
     from bam_rl.checks import check_int, check_memory
     from envs.gravity_cartpole import MAX_FRAME_SIDE
 
-    width, height = (check_int(name, side) for name, side in zip(("width", "height"), size))
+    width, height = check_int("width", size[0]), check_int("height", size[1])
     for name, side in (("width", width), ("height", height)):
         if side > MAX_FRAME_SIDE:
             raise ValueError(f"{name} must be an int in [1, {MAX_FRAME_SIDE}], got {side}")
