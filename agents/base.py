@@ -118,6 +118,13 @@ class BaseAgent:
         self.seed = check_seed(seed)
         self.rng = np.random.default_rng(self.seed)
 
+    def _check_restored(self) -> None:
+        """A restored agent's seed is one the constructor takes and its :attr:`rng` a numpy
+        generator (subclasses check their own fields, then call this)."""
+        self.seed = check_seed(self.seed)
+        if not isinstance(self.rng, np.random.Generator):
+            raise ValueError(f"rng must be a numpy Generator, got {type(self.rng).__name__}")
+
     # ------------------------------------------------------------ protocol
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         """Starts an episode; the base class does nothing."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import weakref
 from typing import Any
 
@@ -30,6 +31,8 @@ from bam_rl.features import CosineTable, RandomFourierFeatures
 __all__ = ["RFFDynamicsModel", "SimulatorDynamics", "check_rollout_inputs"]
 
 _HOT_DTYPES = ("float32", "float64")
+#: Largest MJCF file a restored :class:`SimulatorDynamics` may name (the cart-pole's is ~2 kB).
+MAX_MODEL_BYTES = 2**20
 _TINY = 5e-324  # the smallest subnormal: max(norm, _TINY) is norm unless norm is 0
 
 
@@ -220,6 +223,44 @@ class RFFDynamicsModel:
         self.belief: NaturalParams = self.family.prior
         self._factor: np.ndarray | None = None  # Cholesky factor of the belief's precision
         self._mean: np.ndarray | None = None  # posterior mean of M, (dx, D)
+
+    def _check_restored(self) -> None:
+        """A restored model is checked as the constructor checks its arguments: sizes within
+        the memory budget, its features and family those the sizes and noise make, and a
+        finite belief of that family with a positive-definite precision. Cached solves are
+        dropped (recomputed from the belief, bit for bit)."""
+        self.state_dim = check_int("state_dim", self.state_dim)
+        self.action_dim = check_int("action_dim", self.action_dim)
+        self.feature_states = _feature_states(self.feature_states, self.state_dim)
+        self.angle_pairs = _angle_pairs(self.angle_pairs, self.state_dim)
+        if self.planning_dtype not in _HOT_DTYPES:
+            raise ValueError(
+                f"planning_dtype must be one of {_HOT_DTYPES}, got {self.planning_dtype!r}"
+            )
+        features = self.features
+        if not isinstance(features, RandomFourierFeatures) or features.dtype != "float64":
+            raise ValueError("features must be float64 RandomFourierFeatures")
+        if features.dim_in != len(self.feature_states) + self.action_dim:
+            raise ValueError(
+                f"features must take {len(self.feature_states) + self.action_dim} inputs "
+                f"(the feature states and the action), got {features.dim_in}"
+            )
+        self.noise_var = float(check_positive("noise_var", self.noise_var))
+        family = self.family
+        if (
+            not isinstance(family, BayesianLinearRegression)
+            or family.dim_in != features.n_features
+            or family.dim_out != self.state_dim
+            or family.noise_var != self.noise_var
+        ):
+            raise ValueError(
+                f"family must be a BayesianLinearRegression over {features.n_features} "
+                f"features with {self.state_dim} outputs and noise_var {self.noise_var:g}"
+            )
+        self.set_belief(self.belief)
+        if not all(np.all(np.isfinite(field)) for field in self.belief.fields.values()):
+            raise ValueError("belief must be finite")
+        self._solved()  # refuses a precision that is not positive definite
 
     # ------------------------------------------------------------------ belief
     @property
@@ -566,13 +607,37 @@ class SimulatorDynamics:
         self.frame_skip = check_int("frame_skip", frame_skip)
         self.gravity = float(check_positive("gravity", gravity))
         self.n_threads = check_int("n_threads", n_threads)
-        model, _ = _simulator(model_path, self.n_threads)
+        try:
+            model, _ = _simulator(model_path, self.n_threads)
+        except ValueError as error:  # MuJoCo's own (a missing or malformed file)
+            if "n_threads" in str(error):
+                raise
+            raise ValueError(f"model_path {model_path!r} is not a MuJoCo model: {error}") from None
         spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
         if model.nq != 2 or model.nv != 2 or model.nu != 1 or mujoco.mj_stateSize(model, spec) != 5:
             raise ValueError(
                 "model_path must describe the cart-pole (nq = nv = 2, nu = 1, no activations)"
             )
         self.state_dim, self.action_dim = 5, 1
+
+    def _check_restored(self) -> None:
+        """A restored simulator is checked by building it again: ``model_path`` a cart-pole
+        MJCF file, ``frame_skip``, ``gravity`` and ``n_threads`` as the constructor takes
+        them (``n_threads`` within the memory budget), so no state file reaches
+        ``mujoco.rollout`` with sizes it did not check."""
+        path = self.model_path
+        if not isinstance(path, str) or not os.path.isfile(path):
+            raise ValueError(f"model_path must name an existing MJCF file, got {path!r}")
+        if os.path.getsize(path) > MAX_MODEL_BYTES:
+            raise ValueError(
+                f"model_path must be an MJCF file of at most {MAX_MODEL_BYTES} bytes, got "
+                f"{os.path.getsize(path)} bytes"
+            )
+        fresh = SimulatorDynamics(path, self.frame_skip, self.gravity, self.n_threads)
+        if (self.state_dim, self.action_dim) != (fresh.state_dim, fresh.action_dim):
+            raise ValueError("state_dim and action_dim of the simulator must be 5 and 1")
+        self.frame_skip, self.gravity = fresh.frame_skip, fresh.gravity
+        self.n_threads = fresh.n_threads
 
     def rollout_bytes(self, n_samples: int, horizon: int) -> int:
         """Bytes a rollout of ``n_samples`` sequences of ``horizon`` steps allocates (an upper

@@ -27,7 +27,7 @@ from agents.dynamics import RFFDynamicsModel, SimulatorDynamics
 from agents.planner import MPPI, AngleCosineReward, StateReward, mppi_options
 from bam_rl import hyperparams
 from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, BeliefRule, RecursiveBayes
-from bam_rl.checks import as_float_array, check_finite_scalar
+from bam_rl.checks import as_float_array, check_finite_scalar, check_int
 from bam_rl.families.base import NaturalParams
 from bam_rl.readout import ReadoutResult
 
@@ -109,6 +109,25 @@ def _check_action(action: Any, planner: MPPI) -> np.ndarray:
     return action
 
 
+def _info_gravity(info: Any) -> float | None:
+    """``info["gravity"]`` as a float (``None`` when absent), or ``ValueError`` naming it: a
+    finite number > 0 (the cart-pole's gravity in m/s²)."""
+    if info is not None and not isinstance(info, dict):
+        raise ValueError(f"info must be a dict, got {type(info).__name__}")
+    gravity = (info or {}).get("gravity")
+    if gravity is None:
+        return None
+    if isinstance(gravity, (bool, np.bool_)):
+        raise ValueError(f'info["gravity"] must be a finite number > 0, got {gravity!r}')
+    try:
+        value = check_finite_scalar('info["gravity"]', gravity)
+    except (TypeError, ValueError):
+        raise ValueError(f'info["gravity"] must be a finite number > 0, got {gravity!r}') from None
+    if value <= 0:
+        raise ValueError(f'info["gravity"] must be a finite number > 0, got {gravity!r}')
+    return value
+
+
 def _observation_dim(space: Any, name: str) -> int:
     if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
         raise ValueError(f"{name} must be a 1-D gymnasium Box, got {space!r}")
@@ -121,6 +140,18 @@ class _TrialRecorder:
     def __init__(self) -> None:
         self.states: list[np.ndarray] = []
         self.actions: list[np.ndarray] = []
+
+
+def _rule_class(memory: str, announced: bool) -> type[BeliefRule]:
+    """The belief rule :class:`MPPIAgent` builds for ``memory``."""
+    if memory == "bam":
+        return EpisodicBAM if announced else BAM
+    rules: dict[str, type[BeliefRule]] = {
+        "bam+bocd": BAMWithChangepoints,
+        "bocd": BOCD,
+        "recursive": RecursiveBayes,
+    }
+    return rules[memory]
 
 
 class MPPIAgent(BaseAgent):
@@ -251,11 +282,71 @@ class MPPIAgent(BaseAgent):
         self.trial_gravities: list[float] = []
         self.n_trials = 0
 
+    def _check_restored(self) -> None:
+        """A restored agent is checked as the constructor checks its arguments: a known
+        memory rule of the class it names, a model, rule and planner that fit each other
+        (sizes within the memory budget, one family, the model's belief the rule's), and a
+        pending trial of finite states and actions in their spaces."""
+        super()._check_restored()
+        if self.memory not in MEMORY_RULES:
+            raise ValueError(f"memory must be one of {MEMORY_RULES}, got {self.memory!r}")
+        if not isinstance(self.announced, bool):
+            raise ValueError(f"announced must be a bool, got {self.announced!r}")
+        rule_class = _rule_class(self.memory, self.announced)
+        if type(self.rule) is not rule_class:
+            raise ValueError(
+                f"rule must be a {rule_class.__name__} for memory={self.memory!r}, got "
+                f"{type(self.rule).__name__}"
+            )
+        model, planner = self.model, self.planner
+        if (self.state_dim, self.action_dim) != (model.state_dim, model.action_dim):
+            raise ValueError("state_dim and action_dim must be the model's")
+        if planner.action_dim != self.action_dim or planner.dynamics is not None:
+            raise ValueError("the planner must plan the model's actions (and hold no dynamics)")
+        if model.angle_pairs and self.state_dim <= max(map(max, model.angle_pairs)):
+            raise ValueError("angle_pairs must index the state")
+        for index in (
+            getattr(planner.reward, name, 0) for name in ("cos_index", "sin_index", "index")
+        ):
+            if index >= self.state_dim:
+                raise ValueError(f"the planner's reward must index the state, got {index}")
+        planner.check_planning_memory(model)
+        model.family.check_compatible(self.rule.model, "rule")
+        model.family.check_params(self.rule.belief, "rule belief")
+        if any(
+            not np.array_equal(model.belief.fields[name], self.rule.belief.fields[name])
+            for name in model.belief.fields
+        ):
+            raise ValueError("the model's belief must be the rule's")
+        states, actions = self._trial.states, self._trial.actions
+        if not isinstance(states, list) or not isinstance(actions, list):
+            raise ValueError("the pending trial must hold lists of states and actions")
+        if len(states) != len(actions) + 1 and (states or actions):
+            raise ValueError("the pending trial must hold one state more than actions")
+        self._trial.states = [
+            _check_state("pending state", state, self.state_dim, model.angle_pairs)
+            for state in states
+        ]
+        self._trial.actions = [_check_action(action, planner) for action in actions]
+        if not isinstance(self._last_info, dict):
+            raise ValueError("_last_info must be a dict")
+        _info_gravity(self._last_info)
+        self.n_trials = int(check_int("n_trials", self.n_trials, minimum=0))
+        gravities = self.trial_gravities
+        if not isinstance(gravities, list) or len(gravities) != self.n_trials:
+            raise ValueError(f"trial_gravities must be a list of n_trials = {self.n_trials} floats")
+        for gravity in gravities:  # a trial's label: nan where its info had none
+            if not isinstance(gravity, float) or not (
+                math.isnan(gravity) or 0 < gravity < math.inf
+            ):
+                raise ValueError(f"trial_gravities must hold nan or numbers > 0, got {gravity!r}")
+
     # ----------------------------------------------------------------- protocol
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         """Starts a trial: ends a pending one, resets on an announced change, clears the
         plan."""
         state = _check_state("observation", observation, self.state_dim, self.model.angle_pairs)
+        _info_gravity(info)
         if len(self._trial.actions):
             self._end_trial()
         if bool((info or {}).get("context_changed", False)):
@@ -287,6 +378,7 @@ class MPPIAgent(BaseAgent):
         state = _check_state(
             "next_observation", next_observation, self.state_dim, self.model.angle_pairs
         )
+        _info_gravity(info)
         if not self._trial.states:
             raise ValueError("observe() called before reset()")
         self._trial.actions.append(action)
@@ -298,12 +390,24 @@ class MPPIAgent(BaseAgent):
             self._trial.states.append(state)
 
     def _end_trial(self) -> None:
-        """The finished trial's datum goes through the memory rule into the model."""
-        s = self.model.stats(np.asarray(self._trial.states), np.asarray(self._trial.actions))
-        self.rule.update(s)
+        """The finished trial's datum goes through the memory rule into the model.
+
+        All or nothing: everything that can refuse (the statistics, the gravity label, the
+        rule's update, which leaves the rule as it was when it refuses) runs before anything
+        is stored. A refused trial is dropped, with a ``ValueError``, so the agent goes on
+        with its next trial instead of refusing every later :meth:`reset`.
+        """
+        trial, self._trial = self._trial, _TrialRecorder()
+        try:
+            s = self.model.stats(np.asarray(trial.states), np.asarray(trial.actions))
+            gravity = _info_gravity(self._last_info)
+            self.rule.update(s)
+        except ValueError as error:
+            raise ValueError(
+                f"the trial's data were refused and the trial dropped: {error}"
+            ) from error
         self.model.set_belief(self.rule.belief)
-        gravity = self._last_info.get("gravity", math.nan)
-        self.trial_gravities.append(float(gravity) if gravity is not None else math.nan)
+        self.trial_gravities.append(math.nan if gravity is None else gravity)
         self.n_trials += 1
 
     # ------------------------------------------------------------------ readout
@@ -342,9 +446,13 @@ class MPPIAgent(BaseAgent):
 class GroundTruthMPPI(BaseAgent):
     """MPPI that plans with the true simulator at the current gravity (the paper's GT MPC).
 
-    The gravity is read from ``info["gravity"]`` at every reset and step (the environment's
-    current gravity when ``info`` has none). Planning rollouts are batched through
-    ``mujoco.rollout``; the planner is the same :class:`MPPI` as :class:`MPPIAgent`'s.
+    The gravity is read from ``info["gravity"]``, which the ``bam_rl/GravityCartPole*``
+    environments put in the ``info`` of every reset and step: :meth:`reset` requires it (a
+    ``ValueError`` names it when absent, since a planner at an unknown gravity is not the
+    ground truth), and :meth:`observe` follows it when present (the environments change
+    gravity only between trials, so a step without it keeps the trial's). Planning rollouts
+    are batched through ``mujoco.rollout``; the planner is the same :class:`MPPI` as
+    :class:`MPPIAgent`'s.
 
     Args:
         env: The cart-pole environment (``bam_rl/GravityCartPole*-v0``, possibly wrapped).
@@ -373,14 +481,27 @@ class GroundTruthMPPI(BaseAgent):
         )
         self.planner.check_planning_memory(self.dynamics)
 
-    def _read_gravity(self, info: dict[str, Any] | None) -> None:
-        if info and "gravity" in info:
-            self.dynamics.set_gravity(info["gravity"])
+    def _check_restored(self) -> None:
+        """A restored planner must plan the simulator's one action within the memory budget
+        (the simulator and planner check their own fields when restored)."""
+        super()._check_restored()
+        if self.planner.action_dim != 1 or self.planner.dynamics is not None:
+            raise ValueError("the planner must plan one action (and hold no dynamics)")
+        for name in ("cos_index", "sin_index", "index"):
+            if getattr(self.planner.reward, name, 0) >= CARTPOLE_STATE_DIM:
+                raise ValueError(f"the planner's reward {name} must index the cart-pole state")
+        self.planner.check_planning_memory(self.dynamics)
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
-        """Starts a trial at ``info["gravity"]`` with a cleared plan."""
+        """Starts a trial at ``info["gravity"]`` (required) with a cleared plan."""
         _check_state("observation", observation, CARTPOLE_STATE_DIM, _CARTPOLE_ANGLE)
-        self._read_gravity(info)
+        gravity = _info_gravity(info)
+        if gravity is None:
+            raise ValueError(
+                'info["gravity"] is required at reset: GroundTruthMPPI plans at the gravity '
+                "the bam_rl cart-pole environments report there"
+            )
+        self.dynamics.set_gravity(gravity)
         self.planner.reset()
 
     def act(self, observation: Any) -> np.ndarray:
@@ -399,7 +520,9 @@ class GroundTruthMPPI(BaseAgent):
     ) -> None:
         _check_action(action, self.planner)
         _check_state("next_observation", next_observation, CARTPOLE_STATE_DIM, _CARTPOLE_ANGLE)
-        self._read_gravity(info)
+        gravity = _info_gravity(info)
+        if gravity is not None:
+            self.dynamics.set_gravity(gravity)
 
     def __repr__(self) -> str:
         return f"GroundTruthMPPI(gravity={self.dynamics.gravity:g}, planner={self.planner!r})"

@@ -66,6 +66,10 @@ class StateReward:
     def __init__(self, index: int = 2):
         self.index = check_int("index", index, minimum=0)
 
+    def _check_restored(self) -> None:
+        """A restored reward's index is checked as the constructor checks it."""
+        self.index = check_int("index", self.index, minimum=0)
+
     def __call__(self, states: np.ndarray, actions: np.ndarray) -> np.ndarray:
         return states[..., self.index]
 
@@ -89,6 +93,11 @@ class AngleCosineReward:
     def __init__(self, cos_index: int = 2, sin_index: int = 3):
         self.cos_index = check_int("cos_index", cos_index, minimum=0)
         self.sin_index = check_int("sin_index", sin_index, minimum=0)
+
+    def _check_restored(self) -> None:
+        """A restored reward's indices are checked as the constructor checks them."""
+        self.cos_index = check_int("cos_index", self.cos_index, minimum=0)
+        self.sin_index = check_int("sin_index", self.sin_index, minimum=0)
 
     def __call__(self, states: np.ndarray, actions: np.ndarray) -> np.ndarray:
         c = states[..., self.cos_index]
@@ -179,6 +188,53 @@ class MPPI:
         self.plan_actions = np.zeros((self.horizon, du))
         self.last_returns = np.zeros(self.n_samples)
         self.last_weights = np.full(self.n_samples, 1.0 / self.n_samples)
+
+    def _check_restored(self) -> None:
+        """A restored planner is checked by building it again from its options (so sizes,
+        ``noise_var``, ``temperature`` and bounds are refused as the constructor refuses
+        them) and its plan and last weights must have the shapes those options give; only
+        this module's rewards are restored."""
+        if not isinstance(self.reward, (AngleCosineReward, StateReward)):
+            raise ValueError(
+                f"reward must be an AngleCosineReward or a StateReward, got {self.reward!r}"
+            )
+        for name in ("cos_index", "sin_index", "index"):
+            if hasattr(self.reward, name):
+                check_int(name, getattr(self.reward, name), minimum=0)
+        fresh = MPPI(
+            self.dynamics,
+            self.reward,
+            action_dim=self.action_dim,
+            horizon=self.horizon,
+            n_samples=self.n_samples,
+            noise_var=self.noise_var,
+            temperature=self.temperature,
+            action_low=self.action_low,
+            action_high=self.action_high,
+        )
+        for name in ("noise_var", "noise_std", "action_low", "action_high"):
+            value = getattr(self, name)
+            if not isinstance(value, np.ndarray) or value.dtype != np.float64 or value.ndim != 1:
+                raise ValueError(f"{name} must be a float64 vector of one entry per action")
+        for name in ("plan_actions", "last_returns", "last_weights"):
+            value, expected = getattr(self, name), getattr(fresh, name)
+            if not isinstance(value, np.ndarray) or value.shape != expected.shape:
+                raise ValueError(f"{name} must be an array of shape {expected.shape}")
+        plan = as_float_array("plan_actions", self.plan_actions)
+        if np.any(plan < fresh.action_low) or np.any(plan > fresh.action_high):
+            raise ValueError("plan_actions must lie within the action bounds")
+        if not isinstance(self.rng, np.random.Generator):
+            raise ValueError("rng must be a numpy Generator")
+        # derived fields come from the checked options, never from the file
+        self.action_dim, self.horizon, self.n_samples = (
+            fresh.action_dim,
+            fresh.horizon,
+            fresh.n_samples,
+        )
+        self.noise_var, self.noise_std = fresh.noise_var, fresh.noise_std
+        self.temperature = fresh.temperature
+        self.action_low, self.action_high = fresh.action_low, fresh.action_high
+        self.plan_actions = np.array(plan, dtype=np.float64)
 
     def check_planning_memory(self, dynamics: Any = None) -> None:
         """``ValueError`` naming ``horizon`` and ``n_samples`` unless one :meth:`plan` fits the

@@ -26,7 +26,7 @@ import numpy as np
 
 from bam_rl import hyperparams
 from bam_rl.bocd import ChangepointDetector
-from bam_rl.checks import as_float_array, check_finite_params, check_real
+from bam_rl.checks import as_float_array, check_finite_params, check_int, check_real
 from bam_rl.families.base import ConjugateFamily, NaturalParams, Theta
 from bam_rl.memory import Memory
 from bam_rl.readout import (
@@ -73,6 +73,16 @@ class BeliefRule(ABC):
         self.model = model
         self.belief: NaturalParams = model.prior
         self.t = 0
+
+    def _check_restored(self) -> None:
+        """A restored rule's belief must be a finite, unbatched belief of its family and its
+        step count a whole number (subclasses check their own options too)."""
+        self.model.check_params(self.belief)
+        if self.belief.batch_shape != ():
+            raise ValueError(f"belief must be unbatched, got batch shape {self.belief.batch_shape}")
+        check_finite_params("belief", self.belief)
+        self.model._check_belief(self.belief.fields)
+        self.t = check_int("t", self.t, minimum=0)
 
     def update(self, s: NaturalParams) -> NaturalParams:
         """Absorbs the statistics of the newest datum and returns the posterior.
@@ -197,6 +207,15 @@ class PowerPrior(BeliefRule):
         return f"PowerPrior({self.model!r}, alpha={self.alpha:g})"
 
 
+def _check_restored_detector(rule: BeliefRule) -> None:
+    """A restored BOCD rule's detector is a :class:`ChangepointDetector` of the rule's family
+    (it checks its own run-length posterior when restored)."""
+    detector = getattr(rule, "detector", None)
+    if not isinstance(detector, ChangepointDetector):
+        raise ValueError("the rule's detector must be a ChangepointDetector")
+    rule.model.check_compatible(detector.model, "detector")
+
+
 class BOCD(BeliefRule):
     """Bayesian online changepoint detection (Adams & MacKay, 2007) as a belief rule.
 
@@ -220,6 +239,10 @@ class BOCD(BeliefRule):
     ):
         super().__init__(model)
         self.detector = ChangepointDetector(model, hazard, **options)
+
+    def _check_restored(self) -> None:
+        super()._check_restored()
+        _check_restored_detector(self)
 
     def _update(self, s: NaturalParams) -> NaturalParams:
         self.detector.update(s)
@@ -300,6 +323,28 @@ class BAM(BeliefRule):
         self.select_options = check_select_options(method, select_options)
         self.last_readout: ReadoutResult | None = None
         self.n_selections = 0
+
+    def _check_restored(self) -> None:
+        """The rule's belief and step count (:class:`BeliefRule`), and its options as the
+        constructor checks them."""
+        super()._check_restored()
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        lam = float(as_float_array("lam", self.lam)) if np.ndim(self.lam) == 0 else -1.0
+        if lam < 0:
+            raise ValueError(f"lam must be a finite number >= 0, got {self.lam!r}")
+        self.lam = lam
+        capacity = self.memory.capacity
+        if self.method == "exhaustive" and (capacity is None or capacity > MAX_EXHAUSTIVE_ITEMS):
+            raise ValueError(
+                f"method='exhaustive' needs a memory capacity of at most {MAX_EXHAUSTIVE_ITEMS}"
+            )
+        if not isinstance(self.select_options, dict):
+            raise ValueError("select_options must be a dict")
+        self.select_options = check_select_options(self.method, self.select_options)
+        check_int("n_selections", self.n_selections, minimum=0)
+        if self.memory.family is not None:
+            self.model.check_compatible(self.memory.family, "memory")
 
     def choose_readout(self, s: NaturalParams) -> tuple[ReadoutResult, NaturalParams]:
         """Chooses readout weights for ``s``; returns them with the BAM prior ``η(W)``.
@@ -385,6 +430,13 @@ class BAMWithChangepoints(BAM):
         self.detector = ChangepointDetector(model, hazard, **(bocd_options or {}))
         self._segment_start = 0
         self.changepoints: list[int] = []
+
+    def _check_restored(self) -> None:
+        super()._check_restored()
+        _check_restored_detector(self)
+        start = check_int("_segment_start", self._segment_start, minimum=0)
+        if start > self.t or not isinstance(self.changepoints, list):
+            raise ValueError("restored rule: its segment must start by its step count")
 
     def _update(self, s: NaturalParams) -> NaturalParams:
         # the detector is advanced on a copy, kept only when the whole update succeeds

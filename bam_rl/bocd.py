@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from bam_rl.checks import all_finite, check_real
+from bam_rl.checks import all_finite, check_int, check_real
 from bam_rl.families.base import ConjugateFamily, NaturalParams
 
 HazardLike = float | Callable[[np.ndarray], Any]
@@ -205,6 +205,76 @@ class ChangepointDetector:
         self._log_evidence = 0.0
         self._last_log_predictive = math.nan
         return self
+
+    def _check_restored(self) -> None:
+        """A restored detector is checked against one built from its options (which the
+        constructor checks): the same derived constants, and a run-length posterior of
+        consistent, finite arrays (one row per run length, ascending distinct run lengths
+        below ``t + 1`` and the cap, log probabilities that sum to 1). ``ValueError``
+        otherwise."""
+        if self._hazard_fn is not None:
+            raise ValueError("a detector with a hazard function is not saved state")
+        fresh = ChangepointDetector(
+            self.model,
+            self.hazard,
+            prune_threshold=self.prune_threshold,
+            max_run_length=self.max_run_length,
+        )
+        dynamic = {
+            "_t", "_run_lengths", "_log_post", "_fields", "_belief_log_h", "_log_partition",
+            "_log_filtered", "_log_evidence", "_last_log_predictive",
+        }  # fmt: skip
+        if set(vars(self)) != set(vars(fresh)):
+            raise ValueError("restored detector: its attributes are not a detector's")
+        for name, expected in vars(fresh).items():
+            if name in dynamic or name == "model":
+                continue
+            value = getattr(self, name)
+            same = (
+                all(np.array_equal(value[k], expected[k]) for k in expected)
+                if isinstance(expected, dict)
+                and isinstance(value, dict)
+                and set(value) == set(expected)
+                else type(value) is type(expected) and bool(np.all(value == expected))
+            )
+            if not same:
+                raise ValueError(f"restored detector: {name} is not the one its options give")
+        t = check_int("_t", self._t, minimum=0)
+        runs = self._run_lengths
+        if not isinstance(runs, np.ndarray) or runs.dtype != np.int64 or runs.ndim != 1:
+            raise ValueError("restored detector: run lengths must be a 1-D int64 array")
+        n = runs.shape[0]
+        cap = t if self.max_run_length is None else min(t, self.max_run_length)
+        if not 1 <= n <= cap + 1 or np.any(runs < 0) or np.any(runs > cap):
+            raise ValueError(f"restored detector: {n} run lengths do not fit t = {t}")
+        if n > 1 and np.any(np.diff(runs) <= 0):
+            raise ValueError("restored detector: run lengths must be ascending and distinct")
+        rows = {"_log_post": self._log_post, "_belief_log_h": self._belief_log_h}
+        rows["_log_partition"] = self._log_partition
+        if not isinstance(self._fields, dict) or set(self._fields) != set(self._names):
+            raise ValueError(f"restored detector: fields must be {list(self._names)}")
+        shapes = dict(self._event_shapes)
+        for name, array in self._fields.items():
+            if not isinstance(array, np.ndarray) or array.shape != (n, *shapes[name]):
+                raise ValueError(f"restored detector: field {name} must have shape (n, ...)")
+            rows[name] = array
+        for name, array in rows.items():
+            if not isinstance(array, np.ndarray) or array.shape[:1] != (n,):
+                raise ValueError(f"restored detector: {name} must have {n} rows")
+            if array.dtype != np.float64 or not np.all(np.isfinite(array)):
+                raise ValueError(f"restored detector: {name} must be finite float64")
+        if abs(float(np.logaddexp.reduce(self._log_post))) > 1e-6:
+            raise ValueError("restored detector: the run-length posterior must sum to 1")
+        filtered = self._log_filtered
+        if filtered is not None and (
+            not isinstance(filtered, np.ndarray)
+            or filtered.ndim != 1
+            or filtered.dtype != np.float64
+            or np.any(np.isnan(filtered))
+        ):
+            raise ValueError("restored detector: filtered weights must be a float64 vector")
+        self._t = t
+        self._log_evidence = check_real("_log_evidence", self._log_evidence)
 
     def _hazard_logs(
         self, run_lengths: np.ndarray

@@ -239,6 +239,28 @@ class RandomFourierFeatures:
         # Ωᵀ, contiguous, for the (..., dim_in) @ (dim_in, D) product of __call__
         self._omega_t = np.ascontiguousarray(self.omega.T)
 
+    def _check_restored(self) -> None:
+        """A restored map is checked as the constructor checks its arguments, and its ``Ω``
+        and offsets must be the ones its seed and bandwidth draw (or, without a seed, finite
+        arrays of the right shapes), so a state file cannot change the features silently."""
+        fresh = RandomFourierFeatures(
+            self.dim_in, self.n_features, self.bandwidth, seed=self.seed, dtype=self.dtype
+        )
+        for name in ("omega", "offset", "_omega_t"):
+            value, expected = getattr(self, name), getattr(fresh, name)
+            if not isinstance(value, np.ndarray) or value.dtype != expected.dtype:
+                raise ValueError(f"restored features: {name} must be a {expected.dtype} array")
+            if value.shape != expected.shape or not np.all(np.isfinite(value)):
+                raise ValueError(
+                    f"restored features: {name} must be finite with shape {expected.shape}"
+                )
+            if self.seed is not None and not np.array_equal(value, expected):
+                raise ValueError(f"restored features: {name} is not the one seed {self.seed} draws")
+        if not np.array_equal(self._omega_t, self.omega.T):
+            raise ValueError("restored features: _omega_t must be omega transposed")
+        self._omega_t = np.ascontiguousarray(self._omega_t)
+        self.scale, self._scale_cast = fresh.scale, fresh._scale_cast
+
     def __call__(self, z: Any, *, check: bool = True) -> np.ndarray:
         """Features of ``z``: shape ``(..., dim_in)`` → ``(..., n_features)`` in ``dtype``.
 

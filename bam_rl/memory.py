@@ -60,6 +60,78 @@ class Memory:
         self._distances: np.ndarray | None = None
         self.n_merges = 0
 
+    def _check_restored(self) -> None:
+        """A restored memory must be one :meth:`add` could have built: a capacity as the
+        constructor takes it, stacked arrays of one family's field shapes with at least
+        ``len(self)`` rows, finite records, and (bounded memories) the cached mean parameters
+        and distances those records give (to 1e-9 relative), so a state file cannot make it
+        merge other records than the saved memory would. ``ValueError`` otherwise."""
+        self.capacity = (
+            None if self.capacity is None else check_int("capacity", self.capacity, minimum=2)
+        )
+        size = check_int("_size", self._size, minimum=0)
+        check_int("_next_time", self._next_time, minimum=0)
+        check_int("n_merges", self.n_merges, minimum=0)
+        rows = self._log_h.shape[0] if isinstance(self._log_h, np.ndarray) else -1
+        if rows < size or (self.capacity is not None and size > self.capacity):
+            raise ValueError(f"restored memory: {size} records do not fit its arrays")
+        if not isinstance(self._labels, list) or len(self._labels) != size:
+            raise ValueError(f"restored memory: labels must be a list of {size} items")
+        family = self.family
+        if family is None:
+            if size or self._fields:
+                raise ValueError("restored memory: records without a family")
+            return
+        if set(self._fields) != set(family.field_shapes):
+            raise ValueError(f"restored memory: fields must be {sorted(family.field_shapes)}")
+        expected = {name: (rows, *event) for name, event in family.field_shapes.items()}
+        for name, array in self._fields.items():
+            if not isinstance(array, np.ndarray) or array.shape != expected[name]:
+                raise ValueError(f"restored memory: field {name} must have shape {expected[name]}")
+        for name, array, dtype in (
+            ("_log_h", self._log_h, np.float64),
+            ("_times", self._times, np.int64),
+            ("_counts", self._counts, np.int64),
+        ):
+            if not isinstance(array, np.ndarray) or array.shape != (rows,) or array.dtype != dtype:
+                raise ValueError(f"restored memory: {name} must be {dtype.__name__} of ({rows},)")
+        check_finite_params("memory records", self.stats)
+        if np.any(self._times[:size] < 0) or np.any(self._counts[:size] < 1):
+            raise ValueError("restored memory: times must be >= 0 and counts >= 1")
+        if self.capacity is None:
+            if self._grads or self._distances is not None:
+                raise ValueError("restored memory: an unbounded memory caches no distances")
+            return
+        self._check_restored_caches(family, size, rows)
+
+    def _check_restored_caches(self, family: ConjugateFamily, size: int, rows: int) -> None:
+        """The bounded memory's cached mean parameters and distance matrix, recomputed."""
+        fields = {name: array[:size] for name, array in self._fields.items()}
+        grads = self._posterior_grads(family, fields) if size else {}
+        for name, event in family.field_shapes.items():
+            stored = self._grads.get(name)
+            if not isinstance(stored, np.ndarray) or stored.shape != (rows, *event):
+                raise ValueError(f"restored memory: cached {name} must have shape {(rows, *event)}")
+            if size and not np.allclose(stored[:size], grads[name], rtol=1e-9, atol=1e-12):
+                raise ValueError(f"restored memory: cached {name} is not its records'")
+        if size == 0:
+            return
+        buffer = self._distances
+        if (
+            not isinstance(buffer, np.ndarray)
+            or buffer.ndim != 2
+            or buffer.shape[0] != buffer.shape[1]
+            or not size <= buffer.shape[0] <= (self.capacity or 0) + 1
+        ):
+            raise ValueError("restored memory: the distance matrix does not fit its records")
+        for index in range(size):
+            one = {name: array[index] for name, array in fields.items()}
+            one_grads = {name: array[index] for name, array in grads.items()}
+            row = self._symmetric_kl(fields, grads, one, one_grads)
+            row[index] = np.inf
+            if not np.allclose(buffer[index, :size], row, rtol=1e-9, atol=1e-9):
+                raise ValueError("restored memory: the distance matrix is not its records'")
+
     # ---------------------------------------------------------------- access
     def __len__(self) -> int:
         return self._size

@@ -20,6 +20,10 @@ annotates at class level must hold an object of that class — the items of ``li
 ``tuple[T, ...]`` and the values of ``dict[K, T]`` included — so a ``Memory`` swapped for
 another project object does not load; objects of the run layer (``bam_rl.harness``) are never
 state. Attributes a class never declares are not refused (they are restored as data).
+A class that defines ``_check_restored(self)`` has it called once its attributes are set (its
+nested objects are restored, and checked, first); it validates every restored field as the
+constructor validates its arguments, and raises ``ValueError`` for a state the class could not
+have reached, so a crafted file is refused at load instead of failing (or crashing) later.
 
 Encoded types: ``None``, ``bool``, ``int``, ``float``, ``str``, numpy arrays (not of object
 dtype) and scalars, lists, tuples, dicts with string keys, ``numpy.random.Generator``,
@@ -463,6 +467,9 @@ class _Decoder:
                 decoded = self.decode(item)
                 _check_attribute(cls, key, decoded)
                 object.__setattr__(obj, key, decoded)
+            check_restored = getattr(cls, "_check_restored", None)
+            if callable(check_restored):
+                check_restored(obj)
             return obj
         raise ValueError(f"malformed state entry with keys {sorted(value)}")
 
