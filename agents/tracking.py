@@ -48,7 +48,7 @@ class BeliefTracker(BaseAgent):
         ValueError: If ``rule`` is not a belief rule over a Beta-Binomial model or ``n_trials``
             is not a positive integer.
 
-    Example:
+    Examples:
         >>> import gymnasium as gym, bam_rl
         >>> from bam_rl.beliefs import BAM
         >>> env = gym.make("bam_rl/BinomialStream-v0")

@@ -121,7 +121,7 @@ class ChangepointDetector:
         ValueError: For a model that is not a :class:`ConjugateFamily`, a hazard outside
             (0, 1), a threshold outside [0, 1) or a maximum run length below 1.
 
-    Example:
+    Examples:
         >>> from bam_rl.families import BetaBinomial
         >>> model = BetaBinomial(1.0, 1.0)
         >>> bocd = ChangepointDetector(model, hazard=0.5)

@@ -11,7 +11,7 @@ refused after inflating no more than that. Nothing is downloaded unless ``downlo
 
 This is a core module: numpy and the standard library only.
 
-Example:
+Examples:
     >>> data = load_mnist("../shared/data/mnist")              # doctest: +SKIP
     >>> data.train_images.shape, data.train_images.dtype       # doctest: +SKIP
     ((60000, 28, 28), dtype('uint8'))

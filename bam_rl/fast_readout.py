@@ -284,7 +284,7 @@ class FactorCache:
     Args:
         max_bytes: Memory budget for stored factors (default 1 GiB).
 
-    Example:
+    Examples:
         >>> cache = FactorCache(max_bytes=2**28)
         >>> # select(model, memory, s_t, cache=cache) for many s_t over one memory
     """

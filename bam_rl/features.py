@@ -74,7 +74,7 @@ class CosineTable:
     Args:
         shape: Shape of the arrays it will be called on (buffers are allocated once).
 
-    Example:
+    Examples:
         >>> table = CosineTable((3,))
         >>> turns = np.array([0.0, 256.0, -100.5])  # 0, π/2, −2π·100.5/1024
         >>> out = table(turns.copy(), np.empty(3))
@@ -177,7 +177,7 @@ class RandomFourierFeatures:
         offset: ``b``, shape ``(n_features,)``, in ``dtype``.
         bandwidth: The bandwidth used (a float, also when computed from data).
 
-    Example:
+    Examples:
         >>> rff = RandomFourierFeatures(dim_in=2, n_features=4, bandwidth=1.0, seed=0)
         >>> rff(np.zeros((3, 2))).shape
         (3, 4)

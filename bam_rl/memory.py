@@ -35,7 +35,7 @@ class Memory:
     Args:
         capacity: Maximum number of records (``None`` for unbounded); must be >= 2.
 
-    Example:
+    Examples:
         >>> from bam_rl.families import BetaBinomial
         >>> model = BetaBinomial()
         >>> memory = Memory()

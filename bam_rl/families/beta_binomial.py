@@ -27,7 +27,7 @@ class BetaBinomial(ConjugateFamily):
         alpha: Prior pseudo-count of successes, > 0.
         beta: Prior pseudo-count of failures, > 0.
 
-    Example:
+    Examples:
         >>> model = BetaBinomial(alpha=1.0, beta=1.0)
         >>> s = model.stats(successes=4, trials=10)
         >>> round(model.log_marginal(model.prior, s), 6)  # uniform prior: 1 / (n + 1)

@@ -42,7 +42,7 @@ class DirichletCategorical(ConjugateFamily):
             shared by ``n_categories`` categories.
         n_categories: ``K`` when ``alpha`` is a scalar (or a check on ``len(alpha)``).
 
-    Example:
+    Examples:
         >>> model = DirichletCategorical(alpha=1.0, n_categories=3)
         >>> s = model.stats(observations=[0, 2, 2])
         >>> (model.prior + s).mean.round(4).tolist()

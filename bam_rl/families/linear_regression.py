@@ -449,7 +449,7 @@ class BayesianLinearRegression(_LinearRegressionFamily):
         noise_var: Known observation noise variance ``σ² > 0``.
         prior_mean: ``M0``: a scalar (every entry) or a ``(dim_out, dim_in)`` matrix.
 
-    Example:
+    Examples:
         >>> model = BayesianLinearRegression(dim_in=2, dim_out=1, noise_var=0.5)
         >>> s = model.stats([[1.0, 0.0], [0.0, 1.0]], [[1.0], [2.0]])
         >>> posterior = model.prior + s

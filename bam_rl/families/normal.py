@@ -45,7 +45,7 @@ class NormalKnownVariance(ConjugateFamily):
         var: Prior variance of θ, > 0.
         noise_var: Variance of each observation about θ, > 0.
 
-    Example:
+    Examples:
         >>> model = NormalKnownVariance(mean=0.0, var=1.0, noise_var=1.0)
         >>> s = model.stats([0.5])
         >>> round(model.log_marginal(model.prior, s), 6)  # y ~ N(0, 2)
@@ -191,7 +191,7 @@ class NormalGamma(ConjugateFamily):
             (so ``|mean| < ~4.5e5 · sqrt(beta / kappa)``): a prior beyond it would lose its
             precision like the data above, so it is refused with a ``ValueError``.
 
-    Example:
+    Examples:
         >>> model = NormalGamma()
         >>> s = model.stats([0.3, -1.2, 0.8])
         >>> b = model.prior + s

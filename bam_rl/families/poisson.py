@@ -23,7 +23,7 @@ class GammaPoisson(ConjugateFamily):
         alpha: Shape of the Gamma prior, > 0.
         beta: Rate of the Gamma prior, > 0.
 
-    Example:
+    Examples:
         >>> model = GammaPoisson(alpha=1.0, beta=1.0)
         >>> s = model.stats([0])
         >>> round(model.log_marginal(model.prior, s), 6)  # P(x = 0) = β / (β + 1)
