@@ -2,16 +2,17 @@
 
 See ARCHITECTURE.md, "Where to add things" for the agent protocol.
 
-``SB3Agent`` is importable without Stable-Baselines3 or torch installed: :mod:`agents.sb3`
+``SB3Agent`` is importable without Stable-Baselines3 or torch installed: :mod:`bam_rl.agents.sb3`
 imports them only when an :class:`SB3Agent` is built or loaded.
 """
 
-from agents.bandits import UCB, ThompsonSampling
-from agents.base import Agent, BaseAgent
-from agents.random_agent import RandomAgent
-from agents.sb3 import SB3Agent
-from agents.tracking import BeliefTracker
-from agents.ucbam import UCBAM
+from .bandits import UCB, ThompsonSampling
+from .base import Agent, BaseAgent
+from .mppi import GroundTruthMPPI, MPPIAgent
+from .random_agent import RandomAgent
+from .sb3 import SB3Agent
+from .tracking import BeliefTracker
+from .ucbam import UCBAM
 
 __all__ = [
     "UCB",
@@ -19,6 +20,8 @@ __all__ = [
     "Agent",
     "BaseAgent",
     "BeliefTracker",
+    "GroundTruthMPPI",
+    "MPPIAgent",
     "RandomAgent",
     "SB3Agent",
     "ThompsonSampling",

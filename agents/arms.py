@@ -1,7 +1,7 @@
 """What the bandit agents share: rewards as conjugate statistics, UCB's counts and confidence.
 
-:mod:`agents.bandits` (UCB, Thompson sampling) and :mod:`agents.ucbam` (UCBAM) both build on
-these; neither imports the other.
+:mod:`bam_rl.agents.bandits` (UCB, Thompson sampling) and :mod:`bam_rl.agents.ucbam` (UCBAM)
+both build on these; neither imports the other.
 """
 
 from __future__ import annotations

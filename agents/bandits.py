@@ -14,8 +14,8 @@ sense — UCB's counts are cleared, every arm's rule is ``reset()`` (recursive, 
 BOCD beliefs return to the prior; BAM keeps its memory), UCBAM's beliefs return to the prior
 and ``known`` to ``False`` while its per-arm memories are kept.
 
-:class:`UCBAM` lives in :mod:`agents.ucbam`; the helpers both modules use (rewards as
-statistics, UCB's counts) live in :mod:`agents.arms`, and the closed-form Gaussian readout in
+:class:`UCBAM` lives in :mod:`bam_rl.agents.ucbam`; the helpers both modules use (rewards as
+statistics, UCB's counts) live in :mod:`bam_rl.agents.arms`, and the closed-form Gaussian readout in
 the core, :mod:`bam_rl.fast_readout`. This module holds UCB and Thompson sampling.
 """
 
@@ -27,14 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from agents.arms import (
-    UCBStatistics,
-    check_reward_model,
-    expected_reward,
-    gaussian_model,
-    reward_statistics,
-)
-from agents.base import BaseAgent, check_arm, check_observation
 from bam_rl import hyperparams
 from bam_rl.beliefs import (
     RULES,
@@ -48,6 +40,15 @@ from bam_rl.families import (
     NaturalParams,
     NormalKnownVariance,
 )
+
+from .arms import (
+    UCBStatistics,
+    check_reward_model,
+    expected_reward,
+    gaussian_model,
+    reward_statistics,
+)
+from .base import BaseAgent, check_arm, check_observation
 
 __all__ = [
     "RULES",
@@ -347,5 +348,5 @@ class ThompsonSampling(BaseAgent):
 
 
 # ------------------------------------------------------------------------ re-exports
-#: Public names that live in :mod:`agents.ucbam`, importable from here as well (resolved on
-#: first access: :mod:`agents.ucbam` imports this module's helpers).
+#: Public names that live in :mod:`bam_rl.agents.ucbam`, importable from here as well (resolved on
+#: first access: :mod:`bam_rl.agents.ucbam` imports this module's helpers).

@@ -1,7 +1,7 @@
 """Dynamics for the MPPI planner (paper §4.2, App. D.1): a Bayesian random-Fourier-feature
 model learned from trials, and the MuJoCo simulator itself (the "GT MPC" reference).
 
-Both are *dynamics callables* for :class:`agents.mppi.MPPI`::
+Both are *dynamics callables* for :class:`bam_rl.agents.mppi.MPPI`::
 
     next_states = dynamics(state, actions, rng)   # (dx,), (K, H, du) -> (K, H, dx)
 
@@ -18,9 +18,7 @@ import os
 import weakref
 from typing import Any
 
-import mujoco
 import numpy as np
-from mujoco import rollout as mj_rollout
 from scipy.linalg import cho_solve, solve_triangular
 
 from bam_rl import hyperparams
@@ -551,6 +549,8 @@ def _simulator(model_path: str, n_threads: int) -> tuple[Any, list[Any]]:
     start, the collision midphase and sensors are switched off in this private copy: they
     would compute nothing, and the rollouts are bit-identical, about 10 % faster.
     """
+    import mujoco  # deferred: importing the agents (or this module) does not load MuJoCo
+
     key = (model_path, n_threads)
     if key not in _SIMULATORS:
         model = mujoco.MjModel.from_xml_path(model_path)
@@ -613,6 +613,8 @@ class SimulatorDynamics:
             if "n_threads" in str(error):
                 raise
             raise ValueError(f"model_path {model_path!r} is not a MuJoCo model: {error}") from None
+        import mujoco
+
         spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
         if model.nq != 2 or model.nv != 2 or model.nu != 1 or mujoco.mj_stateSize(model, spec) != 5:
             raise ValueError(
@@ -675,6 +677,8 @@ class SimulatorDynamics:
         initial[:, 1:] = (state[0], math.atan2(state[3], state[2]), state[1], state[4])
         controls = np.ascontiguousarray(np.repeat(actions, skip, axis=1), dtype=np.float64)
         states = np.empty((k, h * skip, 5))
+        from mujoco import rollout as mj_rollout
+
         mj_rollout.rollout(
             [model] * k,
             datas,

@@ -9,9 +9,9 @@ actions are clamped to the action bounds and the new plan is the weighted averag
 zero (warm start). Paper values: horizon 50, 32 samples, sampling variance 0.4, temperature
 0.5 (:mod:`bam_rl.hyperparams`).
 
-:class:`MPPIAgent` plans with an :class:`~agents.dynamics.RFFDynamicsModel` whose belief
+:class:`MPPIAgent` plans with an :class:`~bam_rl.agents.dynamics.RFFDynamicsModel` whose belief
 over ``M`` comes from a memory rule fed one datum per trial; :class:`GroundTruthMPPI` plans
-with the simulator itself (:class:`~agents.dynamics.SimulatorDynamics`).
+with the simulator itself (:class:`~bam_rl.agents.dynamics.SimulatorDynamics`).
 """
 
 from __future__ import annotations
@@ -22,14 +22,15 @@ from typing import Any, cast
 import gymnasium as gym
 import numpy as np
 
-from agents.base import BaseAgent
-from agents.dynamics import RFFDynamicsModel, SimulatorDynamics
-from agents.planner import MPPI, AngleCosineReward, StateReward, mppi_options
 from bam_rl import hyperparams
 from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, BeliefRule, RecursiveBayes
 from bam_rl.checks import as_float_array, check_finite_scalar, check_int
 from bam_rl.families.base import NaturalParams
 from bam_rl.readout import ReadoutResult
+
+from .base import BaseAgent
+from .dynamics import RFFDynamicsModel, SimulatorDynamics
+from .planner import MPPI, AngleCosineReward, StateReward, mppi_options
 
 __all__ = [
     "MEMORY_RULES",
@@ -194,7 +195,7 @@ class MPPIAgent(BaseAgent):
         prior_precision: Prior precision of the rows of ``M`` (1e-4).
         planning_dtype: ``"float32"`` (default) or ``"float64"`` planning rollouts (about 2×
             slower, not more faithful to the model; see
-            :class:`~agents.dynamics.RFFDynamicsModel`).
+            :class:`~bam_rl.agents.dynamics.RFFDynamicsModel`).
         feature_states: State components the random features see (``None``: all).
         angle_pairs: ``(cos, sin)`` index pairs projected onto the unit circle in planning
             rollouts; the default ``((2, 3),)`` is the cart-pole's pole angle, as the default
@@ -205,7 +206,7 @@ class MPPIAgent(BaseAgent):
             is named ``sampling_var`` here, ``temperature``).
 
     Attributes:
-        model: The :class:`~agents.dynamics.RFFDynamicsModel`.
+        model: The :class:`~bam_rl.agents.dynamics.RFFDynamicsModel`.
         rule: The memory rule (a :class:`~bam_rl.beliefs.BeliefRule`).
         planner: The :class:`MPPI` planner.
         trial_gravities: ``info["gravity"]`` of every finished trial (``nan`` if absent),

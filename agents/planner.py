@@ -120,8 +120,8 @@ class MPPI:
 
     Args:
         dynamics: ``dynamics(state (dx,), actions (K, H, du), rng) -> states (K, H, dx)``
-            (an :class:`~agents.dynamics.RFFDynamicsModel`, a
-            :class:`~agents.dynamics.SimulatorDynamics`, or any callable). When it has
+            (an :class:`~bam_rl.agents.dynamics.RFFDynamicsModel`, a
+            :class:`~bam_rl.agents.dynamics.SimulatorDynamics`, or any callable). When it has
             ``state_dim``, ``action_dim`` matching the query and a ``rollout_unchecked``
             method of the same signature, :meth:`plan` calls that instead (the state is
             checked once in :meth:`plan`, the samples are the planner's own).
@@ -241,7 +241,7 @@ class MPPI:
         memory budget (:func:`bam_rl.checks.check_memory`): the planner's samples, noise and
         returns, plus the rollout of ``dynamics`` when it says what that takes
         (``dynamics.rollout_bytes(n_samples, horizon)``, as the models of
-        :mod:`agents.dynamics` do)."""
+        :mod:`bam_rl.agents.dynamics` do)."""
         k, h, du = self.n_samples, self.horizon, self.action_dim
         nbytes = k * h * (32 * du + 16) + 16 * h * du
         rollout_bytes = getattr(dynamics, "rollout_bytes", None)

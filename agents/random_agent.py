@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agents.base import BaseAgent
+from .base import BaseAgent
 
 __all__ = ["RandomAgent"]
 
@@ -17,7 +17,7 @@ class RandomAgent(BaseAgent):
 
     ``Box`` dimensions with infinite bounds are drawn from a standard normal (shifted to the
     finite bound, if one is finite). The agent keeps only numbers and its generator, so it
-    saves and loads like every :class:`~agents.base.BaseAgent`.
+    saves and loads like every :class:`~bam_rl.agents.base.BaseAgent`.
 
     Args:
         action_space: The environment's action space (``Discrete`` or ``Box``).

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import BaseAgent
 from bam_rl.checks import as_float_array, check_seed
 from bam_rl.serialization import (
     qualified_name,
@@ -24,6 +23,8 @@ from bam_rl.serialization import (
     restore_generator,
     write_archive,
 )
+
+from .base import BaseAgent
 
 __all__ = ["SB3Agent"]
 

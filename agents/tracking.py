@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import BaseAgent
 from bam_rl.beliefs import BAM, BeliefRule
 from bam_rl.checks import as_float_array, check_finite_scalar, check_int
 from bam_rl.families.beta_binomial import BetaBinomial
+
+from .base import BaseAgent
 
 __all__ = ["DEFAULT_N_TRIALS", "BeliefTracker"]
 

@@ -1,6 +1,6 @@
 """UCBAM (paper App. D.4, Algorithm 3): UCB combined with BAM, for non-stationary bandits.
 
-:class:`UCBAM` acts like :class:`~agents.bandits.UCB` until a reward is better explained by
+:class:`UCBAM` acts like :class:`~bam_rl.agents.bandits.UCB` until a reward is better explained by
 an arm's BAM belief than by the base prior, then samples like Thompson sampling over the
 arm beliefs. Its greedy readout is :func:`bam_rl.readout.select`, which uses the closed-form
 path of :mod:`bam_rl.gaussian_readout` for Gaussian arms.
@@ -12,20 +12,21 @@ from typing import Any
 
 import numpy as np
 
-from agents.arms import (
-    UCBStatistics,
-    check_reward_model,
-    expected_reward,
-    gaussian_model,
-    reward_statistics,
-)
-from agents.base import BaseAgent, check_arm, check_observation
 from bam_rl import hyperparams
 from bam_rl.beliefs import warn_if_unbounded_growth
 from bam_rl.checks import check_finite_scalar, check_size
 from bam_rl.families import ConjugateFamily, NaturalParams
 from bam_rl.memory import Memory
 from bam_rl.readout import select
+
+from .arms import (
+    UCBStatistics,
+    check_reward_model,
+    expected_reward,
+    gaussian_model,
+    reward_statistics,
+)
+from .base import BaseAgent, check_arm, check_observation
 
 __all__ = ["UCBAM"]
 
@@ -39,7 +40,7 @@ class UCBAM(BaseAgent):
 
     1. if ``known``: Thompson over ``b_1..K`` — draw θ_i from every ``b_i`` (in arm order,
        from :attr:`rng`) and pull the argmax (ties: lowest index); otherwise the UCB choice
-       (as :class:`~agents.bandits.UCB`: an unpulled arm first, then the largest
+       (as :class:`~bam_rl.agents.bandits.UCB`: an unpulled arm first, then the largest
        ``μ̂_i + sqrt(2 log f(t) / N_i)``, ``f(t) = 1 + t log² t``);
     2. after pulling ``a`` with value ``v``: ``known ← not (log p(v) >= log b_a(v))`` where
        both are log marginal likelihoods of the datum ``v`` (``model.log_marginal``) under
@@ -129,7 +130,7 @@ class UCBAM(BaseAgent):
         capacity: int | None = None,
     ) -> UCBAM:
         """UCBAM with Gaussian arms of known noise (defaults as
-        :meth:`~agents.bandits.ThompsonSampling.gaussian`)."""
+        :meth:`~bam_rl.agents.bandits.ThompsonSampling.gaussian`)."""
         model = gaussian_model(noise_std, prior_mean, prior_var)
         return cls(n_arms, model, lam=lam, seed=seed, fast_readout=fast_readout, capacity=capacity)
 

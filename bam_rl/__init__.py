@@ -3,15 +3,18 @@
 Importing this package registers the ``bam_rl/...`` Gymnasium environments.
 """
 
-import envs as _envs  # noqa: F401  (registers the environments with string entry points)
+from bam_rl import envs as _envs  # noqa: F401  (registers the environments: string entry points)
 from bam_rl.beliefs import (
     BAM,
     BOCD,
     BAMWithChangepoints,
+    BeliefRule,
     ExponentialForgetting,
     PowerPrior,
     RecursiveBayes,
+    make_rule,
 )
+from bam_rl.bocd import ChangepointDetector
 from bam_rl.families import (
     BayesianLinearRegression,
     BayesianLinearRegressionNIG,
@@ -34,7 +37,9 @@ __all__ = [
     "BAMWithChangepoints",
     "BayesianLinearRegression",
     "BayesianLinearRegressionNIG",
+    "BeliefRule",
     "BetaBinomial",
+    "ChangepointDetector",
     "ConjugateFamily",
     "DirichletCategorical",
     "ExponentialForgetting",
@@ -47,5 +52,6 @@ __all__ = [
     "ReadoutResult",
     "RecursiveBayes",
     "__version__",
+    "make_rule",
     "select",
 ]

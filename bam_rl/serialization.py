@@ -54,7 +54,12 @@ import numpy as np
 from bam_rl._io import atomic_path
 
 FORMAT = "bam-rl-state/1"
-ALLOWED_PREFIXES = ("bam_rl.", "agents.", "envs.")
+ALLOWED_PREFIXES = ("bam_rl.",)
+#: Files written before ``envs`` and ``agents`` installed as ``bam_rl.envs`` and
+#: ``bam_rl.agents`` name their classes ``agents.…`` or ``envs.…``: such a name is read as the
+#: ``bam_rl`` one, so old files load and no top-level ``agents`` or ``envs`` module (another
+#: project's, on PyPI) is ever imported.
+LEGACY_PREFIXES = {"agents.": "bam_rl.agents.", "envs.": "bam_rl.envs."}
 #: Modules whose classes are never state (the run layer: sweeps, specs, the CLI).
 REFUSED_PREFIXES = ("bam_rl.harness.",)
 #: Default bound on the bytes of all entries of an archive once read (1 GiB).
@@ -164,6 +169,16 @@ def _object_state(value: Any) -> dict[str, Any]:
     return state
 
 
+def current_name(name: Any) -> Any:
+    """A class name as this version spells it (:data:`LEGACY_PREFIXES`); other values as they
+    are."""
+    if isinstance(name, str):
+        for legacy, current in LEGACY_PREFIXES.items():
+            if name.startswith(legacy):
+                return current + name[len(legacy) :]
+    return name
+
+
 def import_class(
     name: Any, prefixes: tuple[str, ...] = ALLOWED_PREFIXES, base: type | None = None
 ) -> type:
@@ -178,6 +193,7 @@ def import_class(
         ValueError: If ``name`` is outside ``prefixes``, unknown, not a class, defined outside
             ``prefixes``, or not a subclass of ``base``.
     """
+    name = current_name(name)
     if not isinstance(name, str) or not name.startswith(prefixes):
         raise ValueError(f"refusing to import {name!r}: not under {prefixes}")
     module_name, _, qualname = name.rpartition(".")
@@ -450,7 +466,7 @@ class _Decoder:
                 )
             return NaturalParams(family, self.decode(value["fields"]), self.decode(value["log_h"]))
         if "__object__" in value:
-            name = value["__object__"]
+            name = current_name(value["__object__"])
             if isinstance(name, str) and name.startswith(REFUSED_PREFIXES):  # before importing
                 raise ValueError(f"refusing to load a {name}: the run layer is not saved state")
             cls = import_class(name)

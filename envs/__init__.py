@@ -40,14 +40,22 @@ CONTINUAL_SCHEDULE: tuple[float, ...] = tuple(
 )
 
 _REGISTRATIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    ("bam_rl/BinomialStream-v0", "envs.binomial_stream:BinomialStreamEnv", {}),
-    ("bam_rl/SwitchingBandit-v0", "envs.switching_bandit:SwitchingBanditEnv", {"n_arms": 10}),
-    ("bam_rl/SwitchingBandit50-v0", "envs.switching_bandit:SwitchingBanditEnv", {"n_arms": 50}),
-    ("bam_rl/PiecewiseBandit-v0", "envs.piecewise_bandit:PiecewiseBanditEnv", {}),
-    ("bam_rl/GravityCartPole-v0", "envs.gravity_cartpole:GravityCartPoleEnv", {}),
+    ("bam_rl/BinomialStream-v0", f"{__name__}.binomial_stream:BinomialStreamEnv", {}),
+    (
+        "bam_rl/SwitchingBandit-v0",
+        f"{__name__}.switching_bandit:SwitchingBanditEnv",
+        {"n_arms": 10},
+    ),
+    (
+        "bam_rl/SwitchingBandit50-v0",
+        f"{__name__}.switching_bandit:SwitchingBanditEnv",
+        {"n_arms": 50},
+    ),
+    ("bam_rl/PiecewiseBandit-v0", f"{__name__}.piecewise_bandit:PiecewiseBanditEnv", {}),
+    ("bam_rl/GravityCartPole-v0", f"{__name__}.gravity_cartpole:GravityCartPoleEnv", {}),
     (
         "bam_rl/GravityCartPoleEpisodic-v0",
-        "envs.gravity_cartpole:GravityCartPoleEnv",
+        f"{__name__}.gravity_cartpole:GravityCartPoleEnv",
         {
             "gravity_schedule": EPISODIC_SCHEDULE,
             "schedule_mode": "hold",
@@ -56,7 +64,7 @@ _REGISTRATIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ),
     (
         "bam_rl/GravityCartPoleContinual-v0",
-        "envs.gravity_cartpole:GravityCartPoleEnv",
+        f"{__name__}.gravity_cartpole:GravityCartPoleEnv",
         {
             "gravity_schedule": CONTINUAL_SCHEDULE,
             "schedule_mode": "hold",

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs._checks import check_memory, finite_float, positive_int, scalar_action
+from ._checks import check_memory, finite_float, positive_int, scalar_action
 
 __all__ = ["BinomialStreamEnv"]
 

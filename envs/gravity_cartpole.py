@@ -13,7 +13,7 @@ from gymnasium import utils
 from gymnasium.envs.mujoco import MujocoEnv
 from gymnasium.spaces import Box
 
-from envs._checks import float_in_range, int_in_range, scalar_action
+from ._checks import float_in_range, int_in_range, scalar_action
 
 __all__ = ["GRAVITY_RANGE", "MAX_FRAME_SIDE", "GravityCartPoleEnv", "analytic_hanging_period"]
 

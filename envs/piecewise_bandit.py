@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from envs._checks import check_memory, finite_float, positive_int
-from envs.switching_bandit import _BlockBandit, check_block_memory
+from ._checks import check_memory, finite_float, positive_int
+from .switching_bandit import _BlockBandit, check_block_memory
 
 __all__ = ["DEFAULT_BREAKPOINTS", "DEFAULT_MEANS", "PiecewiseBanditEnv"]
 

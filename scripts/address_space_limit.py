@@ -71,27 +71,29 @@ CASES: dict[str, str] = {
     "mean_pairwise_distance(max_points=N)": "from bam_rl.features import mean_pairwise_distance; "
     "mean_pairwise_distance(np.ones((50, 2)), max_points=N)",
     # agents
-    "UCB(n_arms=N)": "from agents.bandits import UCB; a = UCB(N); a.act(0)",
-    "ThompsonSampling.gaussian(N, 'recursive')": "from agents.bandits import ThompsonSampling; "
+    "UCB(n_arms=N)": "from bam_rl.agents.bandits import UCB; a = UCB(N); a.act(0)",
+    "ThompsonSampling.gaussian(N, 'recursive')": "from bam_rl.agents.bandits "
+    "import ThompsonSampling; "
     "a = ThompsonSampling.gaussian(N); a.act(0)",
-    "ThompsonSampling.gaussian(N, 'bocd')": "from agents.bandits import ThompsonSampling; "
+    "ThompsonSampling.gaussian(N, 'bocd')": "from bam_rl.agents.bandits import ThompsonSampling; "
     "a = ThompsonSampling.gaussian(N, 'bocd', hazard=0.01); a.act(0)",
-    "ThompsonSampling.bernoulli(N, 'bam')": "from agents.bandits import ThompsonSampling; "
+    "ThompsonSampling.bernoulli(N, 'bam')": "from bam_rl.agents.bandits import ThompsonSampling; "
     "a = ThompsonSampling.bernoulli(N, 'bam'); a.act(0)",
-    "UCBAM.gaussian(N)": "from agents.ucbam import UCBAM; a = UCBAM.gaussian(N); a.act(0)",
-    "MPPI(horizon=N) + plan": "from agents.planner import MPPI; "
+    "UCBAM.gaussian(N)": "from bam_rl.agents.ucbam import UCBAM; a = UCBAM.gaussian(N); a.act(0)",
+    "MPPI(horizon=N) + plan": "from bam_rl.agents.planner import MPPI; "
     "MPPI(lambda s, a, r: np.zeros(a.shape[:2] + (5,)), horizon=N).plan(np.zeros(5))",
-    "MPPI(n_samples=N) + plan": "from agents.planner import MPPI; "
+    "MPPI(n_samples=N) + plan": "from bam_rl.agents.planner import MPPI; "
     "MPPI(lambda s, a, r: np.zeros(a.shape[:2] + (5,)), n_samples=N).plan(np.zeros(5))",
-    "MPPI(action_dim=N)": "from agents.planner import MPPI; MPPI(action_dim=N)",
-    "RFFDynamicsModel(n_features=N)": "from agents.dynamics import RFFDynamicsModel; "
+    "MPPI(action_dim=N)": "from bam_rl.agents.planner import MPPI; MPPI(action_dim=N)",
+    "RFFDynamicsModel(n_features=N)": "from bam_rl.agents.dynamics import RFFDynamicsModel; "
     "RFFDynamicsModel(5, 1, n_features=N)",
-    "RFFDynamicsModel(state_dim=N)": "from agents.dynamics import RFFDynamicsModel; "
+    "RFFDynamicsModel(state_dim=N)": "from bam_rl.agents.dynamics import RFFDynamicsModel; "
     "RFFDynamicsModel(N, 1)",
-    "RFFDynamicsModel(action_dim=N)": "from agents.dynamics import RFFDynamicsModel; "
+    "RFFDynamicsModel(action_dim=N)": "from bam_rl.agents.dynamics import RFFDynamicsModel; "
     "RFFDynamicsModel(5, N)",
-    "SimulatorDynamics(n_threads=N)": "from agents.dynamics import SimulatorDynamics; "
-    "from envs.gravity_cartpole import ASSET_PATH; SimulatorDynamics(ASSET_PATH, n_threads=N)",
+    "SimulatorDynamics(n_threads=N)": "from bam_rl.agents.dynamics import SimulatorDynamics; "
+    "from bam_rl.envs.gravity_cartpole import ASSET_PATH; "
+    "SimulatorDynamics(ASSET_PATH, n_threads=N)",
     "MPPIAgent(horizon=N) + act": "from bam_rl.harness import make_agent; "
     "e = gym.make('bam_rl/GravityCartPole-v0'); o, i = e.reset(seed=0); "
     "a = make_agent('mppi-bam', e, 0, horizon=N); a.reset(o, i); a.act(o)",
@@ -107,7 +109,7 @@ CASES: dict[str, str] = {
     "GroundTruthMPPI(n_samples=N) + act": "from bam_rl.harness import make_agent; "
     "e = gym.make('bam_rl/GravityCartPole-v0'); o, i = e.reset(seed=0); "
     "a = make_agent('mppi-gt', e, 0, n_samples=N); a.reset(o, i); a.act(o)",
-    "BeliefTracker(n_trials=N)": "from agents.tracking import BeliefTracker; "
+    "BeliefTracker(n_trials=N)": "from bam_rl.agents.tracking import BeliefTracker; "
     "from bam_rl.beliefs import BAM; from bam_rl.families import BetaBinomial; "
     "BeliefTracker(BAM(BetaBinomial()), n_trials=N)",
     # run layer

@@ -27,7 +27,7 @@ import gymnasium as gym
 from _bench import best_time, protocol_loop
 
 import bam_rl  # noqa: F401  (registers the environments)
-from agents import UCB, UCBAM, ThompsonSampling
+from bam_rl.agents import UCB, UCBAM, ThompsonSampling
 
 ENV_ID = "bam_rl/SwitchingBandit-v0"
 TARGET_STEPS_PER_S = 50_000

@@ -23,7 +23,7 @@ from typing import Any
 
 import gymnasium as gym
 
-import envs  # noqa: F401  (registers the bam_rl/... environments)
+from bam_rl import envs  # noqa: F401  (registers the bam_rl/... environments)
 
 TARGET_STEPS_PER_S = 50_000
 TARGET_SLOWDOWN = 1.5

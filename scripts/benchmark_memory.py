@@ -1,6 +1,6 @@
 """Bounded memory at scale: BAM with ``capacity=256`` on a long ``BinomialStream`` run.
 
-One run of a :class:`~agents.tracking.BeliefTracker` with the BAM rule (Beta-Binomial(1, 1),
+One run of a :class:`~bam_rl.agents.tracking.BeliefTracker` with the BAM rule (Beta-Binomial(1, 1),
 ``λ = 0``, greedy readout) and a memory bounded at ``--capacity`` records (adding past it merges
 the two closest records), through the bare act → step → observe loop (no per-step rows are
 kept, so the resident memory measured is the agent's and the environment's). Every block of
@@ -38,7 +38,7 @@ import gymnasium as gym
 import numpy as np
 
 import bam_rl  # noqa: F401  (registers the environments)
-from agents.tracking import BeliefTracker
+from bam_rl.agents.tracking import BeliefTracker
 from bam_rl.beliefs import BAM
 from bam_rl.families import BetaBinomial
 

@@ -38,8 +38,8 @@ from mppi_acceptance import random_trial  # the same random-action trial
 from scipy.linalg import lapack, solve_triangular
 
 import bam_rl  # noqa: F401
-from agents.dynamics import RFFDynamicsModel
-from agents.mppi import MPPI, GroundTruthMPPI
+from bam_rl.agents.dynamics import RFFDynamicsModel
+from bam_rl.agents.mppi import MPPI, GroundTruthMPPI
 from bam_rl.memory import Memory
 from bam_rl.readout import select
 

@@ -33,7 +33,7 @@ import gymnasium as gym
 import numpy as np
 
 import bam_rl  # noqa: F401  (registers the environments)
-from agents.mppi import GroundTruthMPPI, MPPIAgent
+from bam_rl.agents.mppi import GroundTruthMPPI, MPPIAgent
 from bam_rl.serialization import FORMAT, read_archive, write_archive
 
 SMALL = {"horizon": 4, "n_samples": 3}

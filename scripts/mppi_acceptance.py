@@ -22,8 +22,8 @@ import gymnasium as gym
 import numpy as np
 
 import bam_rl  # noqa: F401  (registers the environments)
-from agents.dynamics import RFFDynamicsModel
-from agents.mppi import GroundTruthMPPI, MPPIAgent
+from bam_rl.agents.dynamics import RFFDynamicsModel
+from bam_rl.agents.mppi import GroundTruthMPPI, MPPIAgent
 from bam_rl.features import mean_pairwise_distance
 
 CARTPOLE = "bam_rl/GravityCartPole-v0"

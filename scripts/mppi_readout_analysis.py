@@ -62,7 +62,7 @@ import numpy as np
 from mppi_acceptance import run_trial
 
 import bam_rl  # noqa: F401  (registers the environments)
-from agents.mppi import GroundTruthMPPI, MPPIAgent
+from bam_rl.agents.mppi import GroundTruthMPPI, MPPIAgent
 from bam_rl.families.base import NaturalParams
 from bam_rl.memory import Memory
 from bam_rl.readout import select

@@ -1,7 +1,7 @@
 """The layers of ARCHITECTURE.md, enforced over every import statement of the packages.
 
-Every ``import``/``from … import`` in ``bam_rl``, ``agents`` and ``envs`` counts, including the
-deferred ones inside functions: a deferred import is still a dependency.
+Every ``import``/``from … import`` in ``bam_rl``, ``bam_rl.agents`` and ``bam_rl.envs`` counts,
+including the deferred ones inside functions: a deferred import is still a dependency.
 """
 
 from __future__ import annotations
@@ -12,8 +12,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("bam_rl", "agents", "envs")
+#: Source folders and the package names they install as: ``envs/`` and ``agents/`` stay at the
+#: top of the repository but install as ``bam_rl.envs`` and ``bam_rl.agents`` (the symlinks
+#: ``bam_rl/envs`` and ``bam_rl/agents`` point at them).
+FOLDERS = {"bam_rl": "bam_rl", "agents": "bam_rl.agents", "envs": "bam_rl.envs"}
 RUN_LAYER = "bam_rl.harness"
+ENVS = "bam_rl.envs"
+AGENTS = "bam_rl.agents"
 #: Third-party packages the math core must not import (it needs numpy and scipy only).
 NOT_IN_CORE = (
     "gymnasium",
@@ -29,19 +34,27 @@ NOT_IN_CORE = (
 )
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module_name(folder: str, path: Path) -> str:
+    parts = [FOLDERS[folder], *path.relative_to(ROOT / folder).with_suffix("").parts]
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
+def _sources(folder: str) -> list[Path]:
+    """The ``.py`` files of a source folder (not through the install-name symlinks)."""
+    return sorted(
+        path
+        for path in (ROOT / folder).rglob("*.py")
+        if not any(
+            (ROOT / folder / part).is_symlink()
+            for part in path.relative_to(ROOT / folder).parts[:1]
+        )
+    )
+
+
 def _modules() -> dict[str, Path]:
-    return {
-        _module_name(path): path
-        for package in PACKAGES
-        for path in sorted((ROOT / package).rglob("*.py"))
-    }
+    return {_module_name(folder, path): path for folder in FOLDERS for path in _sources(folder)}
 
 
 MODULES = _modules()
@@ -87,16 +100,17 @@ def _core_modules() -> list[str]:
     return [
         m
         for m in MODULES
-        if _top(m) == "bam_rl"
-        and m not in ("bam_rl", "bam_rl.__main__")
-        and not _within(m, RUN_LAYER)
+        if m not in ("bam_rl", "bam_rl.__main__")
+        and not any(_within(m, layer) for layer in (RUN_LAYER, ENVS, AGENTS))
     ]
 
 
 def test_the_module_list_is_complete():
     assert "bam_rl.readout" in MODULES and "bam_rl.harness.runner" in MODULES
-    assert "agents.base" in MODULES and "envs.gravity_cartpole" in MODULES
+    assert "bam_rl.agents.base" in MODULES and "bam_rl.envs.gravity_cartpole" in MODULES
     assert len(_core_modules()) >= 10
+    assert (ROOT / "bam_rl" / "envs").resolve() == ROOT / "envs"
+    assert (ROOT / "bam_rl" / "agents").resolve() == ROOT / "agents"
 
 
 @pytest.mark.parametrize("module", _core_modules())
@@ -105,26 +119,27 @@ def test_core_modules_need_only_numpy_scipy_and_each_other(module):
         name
         for name in imports_of(module)
         if _top(name) in NOT_IN_CORE
-        or _top(name) in ("agents", "envs")
-        or _within(name, RUN_LAYER)
+        or any(_within(name, layer) for layer in (RUN_LAYER, ENVS, AGENTS))
         or name == "bam_rl"
     )
     assert not bad, f"{module} (math core) imports {bad}"
 
 
-@pytest.mark.parametrize("module", [m for m in MODULES if _top(m) == "agents"])
+@pytest.mark.parametrize("module", [m for m in MODULES if _within(m, AGENTS)])
 def test_agents_never_import_the_run_layer_or_envs(module):
     bad = sorted(
         name
         for name in imports_of(module)
-        if _within(name, RUN_LAYER) or _top(name) == "envs" or name == "bam_rl"
+        if _within(name, RUN_LAYER) or _within(name, ENVS) or name == "bam_rl"
     )
     assert not bad, f"{module} imports {bad}"
 
 
-@pytest.mark.parametrize("module", [m for m in MODULES if _top(m) == "envs"])
+@pytest.mark.parametrize("module", [m for m in MODULES if _within(m, ENVS)])
 def test_envs_import_nothing_of_ours(module):
-    bad = sorted(name for name in imports_of(module) if _top(name) in ("bam_rl", "agents"))
+    bad = sorted(
+        name for name in imports_of(module) if _top(name) == "bam_rl" and not _within(name, ENVS)
+    )
     assert not bad, f"{module} imports {bad}"
 
 
@@ -132,11 +147,28 @@ def test_only_the_package_init_reaches_envs():
     reaching = sorted(
         m
         for m in MODULES
-        if _top(m) == "bam_rl"
-        and not _within(m, RUN_LAYER)
-        and any(_top(name) == "envs" for name in imports_of(m))
+        if not any(_within(m, layer) for layer in (RUN_LAYER, ENVS))
+        and any(_within(name, ENVS) for name in imports_of(m))
     )
     assert reaching == ["bam_rl"]
+
+
+def test_nothing_imports_the_folders_by_their_source_names():
+    """``agents`` and ``envs`` are folder names, not install names: PyPI has other projects of
+    those names, so no module, test or script imports them."""
+    paths = [*MODULES.values(), *ROOT.glob("tests/**/*.py"), *ROOT.glob("scripts/*.py")]
+    offenders = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            offenders += [f"{path.name}: {n}" for n in names if _top(n) in ("agents", "envs")]
+    assert not offenders
 
 
 def test_no_import_cycles_between_our_modules():

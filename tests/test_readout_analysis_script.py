@@ -59,7 +59,7 @@ def test_a_short_schedule_is_analysed_end_to_end(analysis, capsys):
 def test_naive_readout_scores_the_visit_with_log_marginal(analysis):
     from mppi_acceptance import random_trial
 
-    from agents.mppi import MPPIAgent
+    from bam_rl.agents.mppi import MPPIAgent
 
     env = gym.make("bam_rl/GravityCartPole-v0")
     agent = MPPIAgent(env.observation_space, env.action_space, memory="bam", seed=0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import os
 import subprocess
 import sys
@@ -27,7 +28,7 @@ import pytest
 
 import bam_rl  # registers the environments
 import bam_rl.checks as core_checks
-import envs._checks as env_checks
+import bam_rl.envs._checks as env_checks
 from bam_rl.harness.cli import main
 
 resource = pytest.importorskip("resource")
@@ -92,7 +93,7 @@ HUGE_CASES = {
         "arms",
     ),
     "RandomFourierFeatures": (
-        lambda: __import__("bam_rl.features").features.RandomFourierFeatures(6, HUGE),
+        lambda: importlib.import_module("bam_rl.features").RandomFourierFeatures(6, HUGE),
         "n_features",
     ),
     "BayesianLinearRegression": (
@@ -100,23 +101,31 @@ HUGE_CASES = {
         "dim_in",
     ),
     "DirichletCategorical": (lambda: bam_rl.DirichletCategorical(1.0, HUGE), "n_categories"),
-    "UCB": (lambda: __import__("agents.bandits").bandits.UCB(HUGE), "n_arms"),
+    "UCB": (lambda: importlib.import_module("bam_rl.agents.bandits").UCB(HUGE), "n_arms"),
     "Thompson BAM": (
-        lambda: __import__("agents.bandits").bandits.ThompsonSampling.gaussian(10**6, "bam"),
+        lambda: importlib.import_module("bam_rl.agents.bandits").ThompsonSampling.gaussian(
+            10**6, "bam"
+        ),
         "n_arms",
     ),
-    "UCBAM": (lambda: __import__("agents.ucbam").ucbam.UCBAM.gaussian(10**7), "n_arms"),
-    "MPPI horizon": (lambda: __import__("agents.planner").planner.MPPI(horizon=HUGE), "horizon"),
+    "UCBAM": (
+        lambda: importlib.import_module("bam_rl.agents.ucbam").UCBAM.gaussian(10**7),
+        "n_arms",
+    ),
+    "MPPI horizon": (
+        lambda: importlib.import_module("bam_rl.agents.planner").MPPI(horizon=HUGE),
+        "horizon",
+    ),
     "MPPI n_samples": (
-        lambda: __import__("agents.planner").planner.MPPI(n_samples=HUGE),
+        lambda: importlib.import_module("bam_rl.agents.planner").MPPI(n_samples=HUGE),
         "n_samples",
     ),
     "RFFDynamicsModel state_dim": (
-        lambda: __import__("agents.dynamics").dynamics.RFFDynamicsModel(HUGE, 1),
+        lambda: importlib.import_module("bam_rl.agents.dynamics").RFFDynamicsModel(HUGE, 1),
         "state_dim",
     ),
     "SimulatorDynamics n_threads": (
-        lambda: __import__("agents.dynamics").dynamics.SimulatorDynamics(
+        lambda: importlib.import_module("bam_rl.agents.dynamics").SimulatorDynamics(
             cartpole().unwrapped.fullpath, n_threads=10**4
         ),
         "n_threads",
@@ -125,13 +134,13 @@ HUGE_CASES = {
     "mppi-bam horizon 1e6": (lambda: make("mppi-bam", horizon=10**6), "horizon"),
     "mppi-bam n_features": (lambda: make("mppi-bam", n_features=10**5), "n_features"),
     "rollout n_steps": (
-        lambda: __import__("bam_rl.harness").harness.rollout(
+        lambda: importlib.import_module("bam_rl.harness").rollout(
             gym.make("bam_rl/SwitchingBandit-v0"), make("random"), n_steps=HUGE
         ),
         "n_steps",
     ),
     "make_grid seeds": (
-        lambda: __import__("bam_rl.harness").harness.make_grid(
+        lambda: importlib.import_module("bam_rl.harness").make_grid(
             ["ucb"], {"b": "bam_rl/SwitchingBandit-v0"}, seeds=HUGE, n_steps=10
         ),
         "seeds",
@@ -284,27 +293,29 @@ def _peak(build) -> int:
 
 CALIBRATION = {
     # case: (module whose check_memory to watch, build at a moderate size)
-    "BinomialStream": ("envs.binomial_stream", lambda: gym.make(
+    "BinomialStream": ("bam_rl.envs.binomial_stream", lambda: gym.make(
         "bam_rl/BinomialStream-v0", max_steps=200_000)),
-    "SwitchingBandit arms": ("envs.switching_bandit", lambda: gym.make(
+    "SwitchingBandit arms": ("bam_rl.envs.switching_bandit", lambda: gym.make(
         "bam_rl/SwitchingBandit-v0", n_arms=300, max_steps=5000)),
-    "SwitchingBandit steps": ("envs.switching_bandit", lambda: gym.make(
+    "SwitchingBandit steps": ("bam_rl.envs.switching_bandit", lambda: gym.make(
         "bam_rl/SwitchingBandit-v0", n_arms=5, switch_prob=0.5, max_steps=400_000)),
-    "PiecewiseBandit": ("envs.switching_bandit", lambda: gym.make(
+    "PiecewiseBandit": ("bam_rl.envs.switching_bandit", lambda: gym.make(
         "bam_rl/PiecewiseBandit-v0", means=np.full((2, 500), 0.5), breakpoints=[10])),
-    "RandomFourierFeatures": ("bam_rl.features", lambda: __import__(
-        "bam_rl.features").features.RandomFourierFeatures(50, 20_000)),
+    "RandomFourierFeatures": ("bam_rl.features", lambda: importlib.import_module(
+        "bam_rl.features").RandomFourierFeatures(50, 20_000)),
     "BayesianLinearRegression": ("bam_rl.families.linear_regression", lambda: (
         bam_rl.BayesianLinearRegression(1500, 20))),
     "DirichletCategorical": ("bam_rl.checks", lambda: bam_rl.DirichletCategorical(
         1.0, 2_000_000)),
-    "UCB": ("bam_rl.checks", lambda: __import__("agents.bandits").bandits.UCB(1_000_000)),
-    "Thompson BOCD": ("agents.bandits", lambda: __import__(
-        "agents.bandits").bandits.ThompsonSampling.gaussian(3000, "bocd", hazard=0.01)),
-    "UCBAM": ("bam_rl.checks", lambda: __import__("agents.ucbam").ucbam.UCBAM.gaussian(20_000)),
-    "MPPI-GT plan": ("agents.planner", None),
-    "MPPI-RFF plan float32": ("agents.planner", "float32"),
-    "MPPI-RFF plan float64": ("agents.planner", "float64"),
+    "UCB": ("bam_rl.checks", lambda: importlib.import_module(
+        "bam_rl.agents.bandits").UCB(1_000_000)),
+    "Thompson BOCD": ("bam_rl.agents.bandits", lambda: importlib.import_module(
+        "bam_rl.agents.bandits").ThompsonSampling.gaussian(3000, "bocd", hazard=0.01)),
+    "UCBAM": ("bam_rl.checks", lambda: importlib.import_module(
+        "bam_rl.agents.ucbam").UCBAM.gaussian(20_000)),
+    "MPPI-GT plan": ("bam_rl.agents.planner", None),
+    "MPPI-RFF plan float32": ("bam_rl.agents.planner", "float32"),
+    "MPPI-RFF plan float64": ("bam_rl.agents.planner", "float64"),
     "rollout": ("bam_rl.harness.runner", None),
 }  # fmt: skip
 
@@ -315,8 +326,8 @@ def test_each_estimate_bounds_what_is_allocated(case, monkeypatch):
     module_name, build = CALIBRATION[case]
     module = __import__(module_name, fromlist=["check_memory"])
     if case.startswith("MPPI"):
-        from agents.dynamics import RFFDynamicsModel, SimulatorDynamics
-        from agents.planner import MPPI
+        from bam_rl.agents.dynamics import RFFDynamicsModel, SimulatorDynamics
+        from bam_rl.agents.planner import MPPI
 
         observation, _ = cartpole().reset(seed=0)
         if case == "MPPI-GT plan":

@@ -100,7 +100,7 @@ def replay_plan(
     gravity of every trial and the 0-based trial shown (the second of the ``revisit``-th
     revisited episode). Raises ``ValueError`` for a seed index or revisit the experiment lacks,
     before anything runs."""
-    import envs
+    from bam_rl import envs
 
     runs = experiment_runs(seed, quick)
     first = runs[RECORDED[0][0]]
@@ -201,7 +201,7 @@ def check_frame_size(size: Any, every: Any) -> tuple[tuple[int, int], int]:
         ValueError: Naming ``width``, ``height`` or ``every``.
     """
     from bam_rl.checks import check_int, check_memory
-    from envs.gravity_cartpole import MAX_FRAME_SIDE
+    from bam_rl.envs.gravity_cartpole import MAX_FRAME_SIDE
 
     width, height = check_int("width", size[0]), check_int("height", size[1])
     for name, side in (("width", width), ("height", height)):

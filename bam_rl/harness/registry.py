@@ -22,9 +22,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-import envs as _envs
-from agents import RandomAgent
+from bam_rl import envs as _envs
 from bam_rl import hyperparams
+from bam_rl.agents import RandomAgent
 
 __all__ = [
     "AGENTS",
@@ -114,13 +114,13 @@ def build_random(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Random
 
 def build_ucb(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """UCB on a bandit (``n_arms`` from the action space)."""
-    from agents.bandits import UCB
+    from bam_rl.agents.bandits import UCB
 
     return UCB(n_arms=_n_arms(env, "ucb"), seed=seed, **kwargs)
 
 
 def _thompson(rule: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
-    from agents.bandits import ThompsonSampling
+    from bam_rl.agents.bandits import ThompsonSampling
 
     n_arms = _n_arms(env, name)
     if _bernoulli_arms(env):
@@ -132,7 +132,7 @@ def build_thompson(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Thompson sampling with recursive Bayes per arm.
 
     Gaussian arms with known noise (the environment's ``noise_std``, 0.25 in the paper;
-    ``prior_mean``, ``prior_var`` as :meth:`agents.bandits.ThompsonSampling.gaussian`), or
+    ``prior_mean``, ``prior_var`` as :meth:`bam_rl.agents.bandits.ThompsonSampling.gaussian`), or
     Beta-Bernoulli arms on a Bernoulli bandit.
     """
     return _thompson("recursive", "thompson", env, seed, kwargs)
@@ -166,7 +166,7 @@ def build_ucbam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
 
     ``capacity`` bounds every arm's memory (default: unbounded, as in the paper).
     """
-    from agents.ucbam import UCBAM
+    from bam_rl.agents.ucbam import UCBAM
 
     n_arms = _n_arms(env, "ucbam")
     if _bernoulli_arms(env):
@@ -179,7 +179,7 @@ def build_ucbam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
 
 
 def _tracker(rule: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
-    from agents.tracking import BeliefTracker
+    from bam_rl.agents.tracking import BeliefTracker
     from bam_rl.beliefs import make_rule
 
     n_trials = _n_trials(env, name)
@@ -223,7 +223,7 @@ def build_tracker_bam_reg(env: gym.Env, seed: int | None = None, **kwargs: Any) 
 def _mppi(memory: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
     """``MPPIAgent`` for the cart-pole; ``announced`` from the environment's
     ``announce_changes`` unless given."""
-    from agents.mppi import MPPIAgent
+    from bam_rl.agents.mppi import MPPIAgent
 
     announced = kwargs.pop("announced", bool(getattr(env.unwrapped, "announce_changes", False)))
     return MPPIAgent(
@@ -259,7 +259,7 @@ def build_mppi_recursive(env: gym.Env, seed: int | None = None, **kwargs: Any) -
 
 def build_mppi_gt(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Ground-truth MPPI: plans with the simulator at the current gravity (GT MPC)."""
-    from agents.mppi import GroundTruthMPPI
+    from bam_rl.agents.mppi import GroundTruthMPPI
 
     return GroundTruthMPPI(env, seed=seed, **kwargs)
 

@@ -28,8 +28,8 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from agents.base import Agent
-from agents.random_agent import RandomAgent
+from bam_rl.agents.base import Agent
+from bam_rl.agents.random_agent import RandomAgent
 from bam_rl.checks import check_int, check_memory
 
 __all__ = ["INFO_FIELDS", "check_fit", "check_rows_memory", "rollout"]

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 import bam_rl  # noqa: F401  (registers the environments)
-from agents import UCB, UCBAM, BeliefTracker, ThompsonSampling
+from bam_rl.agents import UCB, UCBAM, BeliefTracker, ThompsonSampling
 from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, ExponentialForgetting, RecursiveBayes
 from bam_rl.families import BetaBinomial, NormalKnownVariance
 

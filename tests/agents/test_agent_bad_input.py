@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents import UCB, UCBAM, BeliefTracker, ThompsonSampling
+from bam_rl.agents import UCB, UCBAM, BeliefTracker, ThompsonSampling
 from bam_rl.beliefs import BAM, RecursiveBayes
 from bam_rl.families import BetaBinomial, NormalKnownVariance
 

@@ -17,7 +17,7 @@ from agents_testutils import (
     make_env,
 )
 
-from agents import Agent, BaseAgent
+from bam_rl.agents import Agent, BaseAgent
 
 CASES = [(f"tracker_{rule}", STREAM) for rule in TRACKER_RULES] + [
     (name, spec) for name, (_, specs) in BANDIT_AGENTS.items() for spec in specs

@@ -17,7 +17,7 @@ from agents_testutils import (
     make_env,
 )
 
-from agents import UCB, UCBAM, BeliefTracker, ThompsonSampling
+from bam_rl.agents import UCB, UCBAM, BeliefTracker, ThompsonSampling
 
 SAVE_CASES = [
     ("ucb", SWITCHING),

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import bam_rl  # noqa: F401
-from agents import BeliefTracker
+from bam_rl.agents import BeliefTracker
 from bam_rl.beliefs import BAM, BOCD, RecursiveBayes
 from bam_rl.families import BetaBinomial, NormalKnownVariance
 

@@ -15,8 +15,8 @@ import pytest
 from agents_testutils import Runner
 
 import bam_rl  # noqa: F401  (registers the environments)
-from agents.dynamics import RFFDynamicsModel, SimulatorDynamics
-from agents.mppi import (
+from bam_rl.agents.dynamics import RFFDynamicsModel, SimulatorDynamics
+from bam_rl.agents.mppi import (
     MPPI,
     AngleCosineReward,
     EpisodicBAM,

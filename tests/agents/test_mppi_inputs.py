@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bam_rl  # noqa: F401  (registers the environments)
-from agents.mppi import GroundTruthMPPI, MPPIAgent
+from bam_rl.agents.mppi import GroundTruthMPPI, MPPIAgent
 from bam_rl.families import NormalGamma
 from bam_rl.serialization import _Encoder
 
@@ -119,7 +119,7 @@ def test_agents_refuse_observations_outside_the_space_or_the_model(index, observ
 
 
 def test_the_magnitude_bound_is_mujocos_and_the_environment_stays_within_it():
-    from agents.mppi import MAX_STATE_MAGNITUDE
+    from bam_rl.agents.mppi import MAX_STATE_MAGNITUDE
 
     env = cartpole()
     observation, _ = env.reset(seed=0)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import bam_rl  # registers the environments
-from agents.mppi import GroundTruthMPPI, MPPIAgent
+from bam_rl.agents.mppi import GroundTruthMPPI, MPPIAgent
 from bam_rl.beliefs import BAM
 from bam_rl.families import NormalKnownVariance
 from bam_rl.serialization import FORMAT, load_object, read_archive, save_object, write_archive

@@ -14,7 +14,7 @@ from agents_testutils import Runner
 from stable_baselines3 import DQN, PPO, SAC
 
 import bam_rl  # noqa: F401
-from agents import SB3Agent
+from bam_rl.agents import SB3Agent
 
 SMALL = {"net_arch": [32, 32]}
 
@@ -192,7 +192,7 @@ def test_load_rejects_bad_files_without_unpickling(tmp_path):
     first = next(k for k in arrays if k.startswith("param:"))
     wrong_shape[first] = np.zeros((1, 1, 1), np.float32)
     np.savez(tmp_path / "wrong_shape.npz", **wrong_shape, __json__=np.load(good)["__json__"])
-    from agents import UCB
+    from bam_rl.agents import UCB
 
     UCB(2).save(tmp_path / "other_agent.npz")
     names = [

@@ -13,7 +13,7 @@ pytest.importorskip("stable_baselines3")
 from stable_baselines3 import DQN, PPO
 
 import bam_rl  # noqa: F401
-from agents import SB3Agent
+from bam_rl.agents import SB3Agent
 
 RESULTS_WRITER = "stable_baselines3.common.monitor.ResultsWriter"
 

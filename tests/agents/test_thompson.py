@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import bam_rl  # noqa: F401
-from agents import ThompsonSampling
-from agents.arms import reward_statistics
+from bam_rl.agents import ThompsonSampling
+from bam_rl.agents.arms import reward_statistics
 from bam_rl.beliefs import BAM, BOCD, RULES, ExponentialForgetting, RecursiveBayes, make_rule
 from bam_rl.families import BetaBinomial, GammaPoisson, NormalKnownVariance
 

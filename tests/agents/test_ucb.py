@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import bam_rl  # noqa: F401
-from agents import UCB
-from agents.arms import ucb_confidence
+from bam_rl.agents import UCB
+from bam_rl.agents.arms import ucb_confidence
 
 
 def test_unpulled_arms_first_in_index_order():

@@ -12,7 +12,7 @@ import pytest
 from agents_testutils import gaussian_model
 
 import bam_rl  # noqa: F401
-from agents import UCBAM
+from bam_rl.agents import UCBAM
 from bam_rl.beliefs import PerformanceWarning
 from bam_rl.families import BetaBinomial, NormalKnownVariance
 from bam_rl.fast_readout import gaussian_greedy_readout

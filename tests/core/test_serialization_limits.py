@@ -242,7 +242,7 @@ def test_a_memory_swapped_for_another_project_object_does_not_load(tmp_path):
 
 
 def test_nested_rules_keep_their_types(tmp_path):
-    from agents import ThompsonSampling
+    from bam_rl.agents import ThompsonSampling
 
     agent = ThompsonSampling.bernoulli(3, "bam", seed=0)
     path = agent.save(tmp_path / "ts.npz") or tmp_path / "ts.npz"
@@ -304,7 +304,7 @@ def test_a_run_layer_name_is_refused_before_its_module_is_imported(tmp_path):
 def test_attributes_set_from_annotated_parameters_are_checked(tmp_path):
     """``self.rule = rule`` with ``rule: BeliefRule`` in the signature: a file putting a
     Memory there does not load (the parameter is never rebound, so its annotation holds)."""
-    from agents.tracking import BeliefTracker
+    from bam_rl.agents.tracking import BeliefTracker
 
     assert serialization._attribute_types(BeliefTracker)["rule"][0].__name__ == "BeliefRule"
     tracker = BeliefTracker(trained_bam())

@@ -48,7 +48,7 @@ def test_family_payloads_that_would_run_code_are_refused(tmp_path, name):
     [
         "bam_rl.serialization.Path",  # a class re-exported by, not defined in, a project module
         "bam_rl.serialization.np.random.Generator",
-        "agents.base.np.ndarray",
+        "bam_rl.agents.base.np.ndarray",
     ],
 )
 def test_objects_from_outside_the_project_are_refused(tmp_path, name):

@@ -14,7 +14,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import gymnasium as gym
 import pytest
 
-import envs  # noqa: F401  (registers the environments without depending on bam_rl)
+from bam_rl import envs  # noqa: F401  (registers the environments)
 
 
 @pytest.fixture

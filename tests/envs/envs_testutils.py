@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-import envs
+from bam_rl import envs
 
 BANDIT_IDS = (
     "bam_rl/SwitchingBandit-v0",

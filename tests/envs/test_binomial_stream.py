@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envs.binomial_stream import BinomialStreamEnv
+from bam_rl.envs.binomial_stream import BinomialStreamEnv
 
 
 def theta(t: int, amplitude: float = 0.3, offset: float = 0.5, period: float = 100.0) -> float:

@@ -12,7 +12,7 @@ import pytest
 from envs_testutils import ACCEPTED_WARNINGS, ALL_IDS, CARTPOLE_IDS, rollout, strict_warnings
 from gymnasium.utils.env_checker import check_env, data_equivalence
 
-import envs
+from bam_rl import envs
 
 # Short horizons so that determinism and vector tests also cross episode boundaries.
 SHORT = {
@@ -29,17 +29,18 @@ SHORT = {
 def test_registered_with_string_entry_points() -> None:
     for env_id in ALL_IDS:
         spec = gym.spec(env_id)
-        assert isinstance(spec.entry_point, str) and spec.entry_point.startswith("envs.")
+        assert isinstance(spec.entry_point, str) and spec.entry_point.startswith("bam_rl.envs.")
         assert spec.max_episode_steps is None  # truncation is internal (`max_steps`)
 
 
-def test_import_loads_neither_mujoco_nor_bam_rl() -> None:
+def test_import_loads_neither_mujoco_nor_the_agents_or_run_layer() -> None:
     code = (
-        "import sys, gymnasium as gym, envs\n"
+        "import sys, gymnasium as gym, bam_rl.envs\n"
         "for i in ('bam_rl/BinomialStream-v0', 'bam_rl/SwitchingBandit-v0',"
         " 'bam_rl/PiecewiseBandit-v0'):\n"
         "    gym.make(i).close()\n"
-        "bad = [m for m in ('mujoco', 'bam_rl', 'agents') if m in sys.modules]\n"
+        "bad = [m for m in ('mujoco', 'bam_rl.agents', 'bam_rl.harness', 'agents', 'envs')"
+        " if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -9,8 +9,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from envs import CONTINUAL_SCHEDULE, EPISODIC_SCHEDULE
-from envs.gravity_cartpole import GravityCartPoleEnv
+from bam_rl.envs import CONTINUAL_SCHEDULE, EPISODIC_SCHEDULE
+from bam_rl.envs.gravity_cartpole import GravityCartPoleEnv
 
 FIXED_QPOS = np.array([0.1, math.pi - 0.4])
 FIXED_QVEL = np.array([0.2, -0.3])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import bam_rl  # noqa: F401  (registers the environments)
-from envs.gravity_cartpole import GRAVITY_RANGE, GravityCartPoleEnv
+from bam_rl.envs.gravity_cartpole import GRAVITY_RANGE, GravityCartPoleEnv
 
 RANGE = r"must be a finite number > 0 in \[0\.1, 300\] m/s²"
 

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from envs.piecewise_bandit import DEFAULT_BREAKPOINTS, DEFAULT_MEANS, PiecewiseBanditEnv
+from bam_rl.envs.piecewise_bandit import DEFAULT_BREAKPOINTS, DEFAULT_MEANS, PiecewiseBanditEnv
 
 MEANS = [[0.1, 0.9], [0.8, 0.3], [0.5, 0.6], [0.2, 0.1]]
 BREAKPOINTS = [5, 4096, 4500]  # one change exactly at the internal block boundary

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envs.switching_bandit import SwitchingBanditEnv
+from bam_rl.envs.switching_bandit import SwitchingBanditEnv
 
 
 def play(env: SwitchingBanditEnv, seed: int, steps: int) -> dict[str, np.ndarray]:

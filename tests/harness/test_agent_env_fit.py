@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import bam_rl  # noqa: F401
-from agents import UCB, UCBAM, RandomAgent, ThompsonSampling
+from bam_rl.agents import UCB, UCBAM, RandomAgent, ThompsonSampling
 from bam_rl.families import NormalKnownVariance
 from bam_rl.harness import make_agent, make_grid, rollout
 

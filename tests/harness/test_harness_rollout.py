@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import bam_rl  # noqa: F401  (registers the environments)
-from agents import RandomAgent
+from bam_rl.agents import RandomAgent
 from bam_rl.harness import AGENTS, INFO_FIELDS, make_agent, rollout
 
 BANDIT = "bam_rl/SwitchingBandit-v0"

@@ -11,7 +11,7 @@ pytest.importorskip("stable_baselines3")
 from stable_baselines3 import PPO, SAC
 
 import bam_rl  # noqa: F401  (registers the environments)
-from agents import SB3Agent
+from bam_rl.agents import SB3Agent
 from bam_rl.harness import rollout
 
 

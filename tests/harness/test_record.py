@@ -8,7 +8,7 @@ from bam_rl.harness.record import revisited_trial
 
 
 def test_revisited_trial_is_the_second_trial_of_the_first_revisit():
-    import envs
+    from bam_rl import envs
 
     assert revisited_trial(envs.EPISODIC_SCHEDULE) == 46  # Neptune again, its 2nd trial
     assert revisited_trial(envs.EPISODIC_SCHEDULE, offset=0) == 45
@@ -33,7 +33,7 @@ def test_record_writes_a_small_gif(tmp_path):
 
 
 def test_revisited_trial_picks_the_requested_revisit():
-    import envs
+    from bam_rl import envs
 
     # the paper's schedule revisits 11.15, 3.72 and 9.81 in episodes 4, 5 and 6 (15 trials each)
     assert revisited_trial(envs.EPISODIC_SCHEDULE, revisit=2) == 61

@@ -82,7 +82,7 @@ QUICK_PLANNER = {"horizon": 10, "n_samples": 8}
 
 def schedule(setting: str, quick: bool = False) -> tuple[float, ...]:
     """The gravity of every trial of a setting (the registered schedule, or the quick one)."""
-    import envs
+    from bam_rl import envs
 
     if setting not in SETTINGS:
         raise ValueError(f"setting must be one of {sorted(SETTINGS)}, got {setting!r}")

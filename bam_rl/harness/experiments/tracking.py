@@ -37,8 +37,8 @@ from bam_rl.harness.registry import make_agent
 from bam_rl.harness.runner import rollout
 
 #: Methods of the paper's Figure 1 and the registered agent each runs (a
-#: :class:`~agents.tracking.BeliefTracker` with the paper's hyperparameters: BOCD hazard 1/100,
-#: forgetting 0.8, BAM λ = 0 and 0.1).
+#: :class:`~bam_rl.agents.tracking.BeliefTracker` with the paper's hyperparameters: BOCD hazard
+#: 1/100, forgetting 0.8, BAM λ = 0 and 0.1).
 AGENTS: dict[str, str] = {
     "recursive": "tracker-recursive",
     "bocd": "tracker-bocd",
