@@ -48,7 +48,8 @@ CASES: dict[str, str] = {
     "SwitchingBandit(switch_prob=1, max_steps=N)": "e = gym.make('bam_rl/SwitchingBandit-v0', "
     "switch_prob=1.0, max_steps=N); e.reset(seed=0); e.step(0)",
     "PiecewiseBandit(means (2, N//100))": "e = gym.make('bam_rl/PiecewiseBandit-v0', "
-    "means=np.full((2, max(N // 100, 1)), 0.5), breakpoints=[5]); e.reset(seed=0); e.step(0)",
+    "means=np.broadcast_to(0.5, (2, max(N // 100, 1))), breakpoints=[5]); e.reset(seed=0); "
+    "e.step(0)",
     "PiecewiseBandit(max_steps=N)": "e = gym.make('bam_rl/PiecewiseBandit-v0', max_steps=N); "
     "e.reset(seed=0); e.step(0)",
     "GravityCartPole(width=N)": "gym.make('bam_rl/GravityCartPole-v0', width=N)",
