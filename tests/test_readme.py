@@ -32,3 +32,11 @@ def test_two_setup_commands_and_the_ci_test_command():
     assert "pytest" in commands[1] and "torch==2.13.0" in commands[1]
     marker = text.index("<!-- test-command")
     assert text.index(commands[1]) > marker  # .ci/run executes the line after the marker
+
+
+def test_the_readme_stays_short_and_its_links_resolve():
+    """At most ~150 lines (the rest lives in docs/), and every relative link names a file."""
+    text = README.read_text()
+    assert len(text.splitlines()) <= 150
+    for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text):
+        assert (README.parent / target).exists(), target
