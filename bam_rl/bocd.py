@@ -91,10 +91,19 @@ class ChangepointDetector:
         observations ago (its first datum being ``D_{t−lag+1}``), and ``map_run_length``
         drops to a small value shortly after a change.
 
+    The cap:
+        With ``max_run_length = R`` the run lengths ``r >= R`` share one row, the *tail*: it
+        carries their whole posterior mass (and filtered mass), and the belief and run length
+        of the most probable of them. So the detector keeps at most ``R + 1`` rows, and on a
+        stationary stream longer than ``R`` the tail is the whole stream, as without a cap
+        (its run length keeps counting past ``R``): the posterior of θ agrees with the
+        uncapped detector's (``scripts/bocd_cap_check.py``). The tail's belief
+        stands for every segment it absorbed; after a change, a new segment reaches the tail
+        ``R`` steps later and takes it over once it is the most probable.
+
     Pruning:
         After each step the run lengths whose posterior probability is below
-        ``prune_threshold`` are dropped, as are, when ``max_run_length`` is set, all run
-        lengths longer than it; the remaining posterior is renormalised. Never dropped:
+        ``prune_threshold`` are dropped and the remaining posterior renormalised. Never dropped:
         ``r = 0``, the most probable run length (within the maximum) and the most probable
         segment holding ``D_t`` (the :attr:`map_belief`), so the filtered mixture is never
         empty. ``log_evidence`` accumulates the exact evidence increment
@@ -210,7 +219,7 @@ class ChangepointDetector:
         """A restored detector is checked against one built from its options (which the
         constructor checks): the same derived constants, and a run-length posterior of
         consistent, finite arrays (one row per run length, ascending distinct run lengths
-        below ``t + 1`` and the cap, log probabilities that sum to 1). ``ValueError``
+        at most ``t``, one row past the cap, log probabilities that sum to 1). ``ValueError``
         otherwise."""
         if self._hazard_fn is not None:
             raise ValueError("a detector with a hazard function is not saved state")
@@ -244,9 +253,11 @@ class ChangepointDetector:
         if not isinstance(runs, np.ndarray) or runs.dtype != np.int64 or runs.ndim != 1:
             raise ValueError("restored detector: run lengths must be a 1-D int64 array")
         n = runs.shape[0]
-        cap = t if self.max_run_length is None else min(t, self.max_run_length)
-        if not 1 <= n <= cap + 1 or np.any(runs < 0) or np.any(runs > cap):
+        rows = t if self.max_run_length is None else min(t, self.max_run_length)
+        if not 1 <= n <= rows + 1 or np.any(runs < 0) or np.any(runs > t):
             raise ValueError(f"restored detector: {n} run lengths do not fit t = {t}")
+        if self.max_run_length is not None and np.count_nonzero(runs >= self.max_run_length) > 1:
+            raise ValueError("restored detector: one row holds the run lengths past the cap")
         if n > 1 and np.any(np.diff(runs) <= 0):
             raise ValueError("restored detector: run lengths must be ascending and distinct")
         rows = {"_log_post": self._log_post, "_belief_log_h": self._belief_log_h}
@@ -371,24 +382,32 @@ class ChangepointDetector:
         log_partition[1:] = post_log_partition
         log_filtered = joint
 
-        # pruning: drop run lengths beyond the maximum and small masses, but never r = 0, the
-        # MAP, nor the most probable segment holding D_t (so the filtered belief survives)
+        # the cap: the run lengths >= max_run_length share one row (see the class docstring)
+        cap = self.max_run_length
+        if cap is not None and n > 1 and run_lengths[-2] >= cap:
+            tail = int(np.searchsorted(run_lengths, cap))  # first row of the tail (ascending)
+            best = tail + int(log_post[tail:].argmax())
+            log_post[best] = _logsumexp(log_post[tail:])
+            log_filtered[best - 1] = _logsumexp(log_filtered[tail - 1 :])
+            merged = np.ones(n, dtype=bool)
+            merged[tail:] = False
+            merged[best] = True
+            log_post, run_lengths = log_post[merged], run_lengths[merged]
+            fields = {name: value[merged] for name, value in fields.items()}
+            belief_log_h, log_partition = belief_log_h[merged], log_partition[merged]
+            log_filtered = log_filtered[merged[1:]]
+            n = log_post.shape[0]
+
+        # pruning: drop small masses, but never r = 0, the MAP, nor the most probable segment
+        # holding D_t (so the filtered belief survives)
         keep = None
-        within = None
-        if self.max_run_length is not None and run_lengths[-1] > self.max_run_length:
-            within = run_lengths <= self.max_run_length  # a prefix: run lengths ascend
         if self.prune_threshold > 0.0:
             mask = log_post >= self._log_threshold
-            if within is not None:
-                mask &= within
-            if within is not None or not mask.all():
-                last = n if within is None else int(np.count_nonzero(within))
+            if not mask.all():
                 mask[0] = True
-                mask[int(log_post[:last].argmax())] = True
-                mask[1 + int(log_filtered[: last - 1].argmax())] = True
+                mask[int(log_post.argmax())] = True
+                mask[1 + int(log_filtered.argmax())] = True
                 keep = mask
-        elif within is not None:
-            keep = within
         if keep is not None:
             log_post = log_post[keep]
             log_post -= _logsumexp(log_post)

@@ -516,8 +516,9 @@ def test_posterior_is_a_distribution(data, hazard, threshold, max_run_length):
         lengths, probabilities = bocd.run_length_posterior_sparse
         assert bocd.t == t
         assert lengths[0] == 0 and np.all(np.diff(lengths) > 0) and lengths[-1] <= t
-        if max_run_length is not None:
-            assert lengths[-1] <= max_run_length
+        if max_run_length is not None:  # at most R + 1 rows: one tail row holds r >= R
+            assert len(lengths) <= max_run_length + 1
+            assert np.count_nonzero(lengths >= max_run_length) <= 1
         assert np.all(probabilities >= 0) and np.isfinite(probabilities).all()
         assert probabilities.sum() == pytest.approx(1.0, abs=1e-12)
         dense = bocd.run_length_posterior
@@ -577,8 +578,46 @@ def test_max_run_length_caps_the_live_set():
     bocd = ChangepointDetector(model, hazard=0.1, prune_threshold=0.0, max_run_length=5)
     for value in np.linspace(-1, 1, 30):
         bocd.update(model.stats([value]))
-        assert bocd.run_lengths.max() <= 5 and len(bocd.run_lengths) <= 6
+        assert len(bocd.run_lengths) <= 6 and np.count_nonzero(bocd.run_lengths >= 5) <= 1
     assert bocd.run_length_posterior.sum() == pytest.approx(1.0)
+
+
+def _moments_close(a, b, rtol):
+    return all(np.allclose(x, y, rtol=rtol, atol=0) for x, y in zip(a, b, strict=True))
+
+
+def test_the_cap_keeps_the_tail_mass_on_a_stationary_stream():
+    """Issue 28's reproducer, scaled down (cap 200, 2,000 steps; the default cap of 10⁴ on 10⁵
+    steps, within 1 %, is ``scripts/bocd_cap_check.py``). Before, the run lengths past the cap
+    were dropped: the MAP run length fell to 0, the mean moved by ~10 % and the variance
+    grew ~100-fold."""
+    model = NormalGamma()
+    capped = ChangepointDetector(model, hazard=1 / 100, max_run_length=200)
+    uncapped = ChangepointDetector(model, hazard=1 / 100, max_run_length=None)
+    for t, value in enumerate(np.random.default_rng(0).normal(3.0, 1.0, 2000), start=1):
+        s = model.stats([value])
+        capped.update(s)
+        uncapped.update(s)
+        if t % 100 == 0:
+            assert capped.map_run_length == uncapped.map_run_length == t
+            (m1, v1), (m2, v2) = capped.theta_moments(), uncapped.theta_moments()
+            np.testing.assert_allclose(m1, m2, rtol=1e-3)
+            np.testing.assert_allclose(v1, v2, rtol=0.1)  # the rows past the cap, now one
+            assert _moments_close(
+                model.mean(capped.map_belief), model.mean(uncapped.map_belief), 1e-12
+            )
+    assert len(capped.run_lengths) <= 201
+
+
+def test_a_new_segment_takes_over_the_tail():
+    model = NormalKnownVariance(0.0, 10.0, 1.0)
+    bocd = ChangepointDetector(model, hazard=1 / 50, max_run_length=20)
+    rng = np.random.default_rng(1)
+    for value in np.concatenate([rng.normal(0, 1, 100), rng.normal(8, 1, 100)]):
+        bocd.update(model.stats([value]))
+    assert bocd.map_run_length == 100  # the second segment, counted past the cap
+    assert float(model.mean(bocd.map_belief)) == pytest.approx(8.0, abs=0.3)
+    assert np.count_nonzero(bocd.run_lengths >= 20) == 1
 
 
 def test_callable_hazard_sees_previous_run_lengths():
