@@ -253,8 +253,8 @@ class ChangepointDetector:
         if not isinstance(runs, np.ndarray) or runs.dtype != np.int64 or runs.ndim != 1:
             raise ValueError("restored detector: run lengths must be a 1-D int64 array")
         n = runs.shape[0]
-        rows = t if self.max_run_length is None else min(t, self.max_run_length)
-        if not 1 <= n <= rows + 1 or np.any(runs < 0) or np.any(runs > t):
+        live = t if self.max_run_length is None else min(t, self.max_run_length)
+        if not 1 <= n <= live + 1 or np.any(runs < 0) or np.any(runs > t):
             raise ValueError(f"restored detector: {n} run lengths do not fit t = {t}")
         if self.max_run_length is not None and np.count_nonzero(runs >= self.max_run_length) > 1:
             raise ValueError("restored detector: one row holds the run lengths past the cap")

@@ -104,14 +104,17 @@ def _output_directory(parser: argparse.ArgumentParser, out: str | None) -> Path 
     return path
 
 
-def _nonzero_int(text: str) -> int:
+def _jobs(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value == 0:
-        raise argparse.ArgumentTypeError("expected a non-zero integer (-1: all cores)")
-    return value
+    from bam_rl.harness.sweeps import check_jobs
+
+    try:
+        return check_jobs(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).replace("n_jobs", "J")) from None
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -177,6 +180,10 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     _output_directory(parser, args.out)
     env_kwargs = args.env_kwargs or {}
     agent_kwargs = args.agent_kwargs or {}
+    if "seed" in agent_kwargs:
+        parser.error(
+            "--agent-kwargs must not set 'seed': runs are seeded by --seeds and --root-seed"
+        )
     configs = {env_id: (env_id, env_kwargs) for env_id in env_ids}
     try:
         # fail fast, before any worker starts, when an agent does not fit an environment
@@ -482,7 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="directory of the per-run files (none: keep results in memory)",
     )
-    run.add_argument("--jobs", type=_nonzero_int, default=1, help="parallel workers (1)")
+    run.add_argument("--jobs", type=_jobs, default=1, help="parallel workers (1)")
     run.add_argument(
         "--backend",
         choices=("serial", "loky", "ray"),
@@ -534,7 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument(
         "--out", default="results", metavar="DIR", help="output directory (results)"
     )
-    reproduce.add_argument("--jobs", type=_nonzero_int, default=1, help="parallel workers (1)")
+    reproduce.add_argument("--jobs", type=_jobs, default=1, help="parallel workers (1)")
     reproduce.add_argument(
         "--backend",
         choices=("serial", "loky", "ray"),

@@ -36,6 +36,8 @@ import hashlib
 import json
 import os
 import re
+import threading
+import time
 import warnings
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -217,6 +219,12 @@ def make_grid(
         )
     if not agents:
         raise ValueError("methods must name at least one agent")
+    for label, (_, kwargs) in agents.items():
+        if "seed" in kwargs:
+            raise ValueError(
+                f"agent kwargs of {label!r} must not set 'seed': each run's agent is seeded "
+                "from the run's own seed (seeds and root_seed)"
+            )
     if not isinstance(configs, Mapping):
         raise ValueError(
             f"configs must be a mapping label -> env_id or (env_id, env_kwargs), got {configs!r}"
@@ -297,8 +305,37 @@ def execute_run(spec: RunSpec) -> pd.DataFrame:
     return frame
 
 
-def _run_indexed(index: int, spec: RunSpec) -> tuple[int, pd.DataFrame]:
+def _run_indexed(index: int, spec: RunSpec, parent: int | None = None) -> tuple[int, pd.DataFrame]:
+    if parent is not None:
+        _exit_with_parent(parent)
     return index, execute_run(spec)
+
+
+_WATCHED_PARENT: list[int] = []  # the parent a worker process watches (at most one)
+
+
+def _exit_with_parent(parent: int, interval: float = 1.0) -> None:
+    """Ends this worker process once ``parent`` (the sweep's process) has died.
+
+    loky keeps idle workers for minutes, and a worker whose sweep was killed (SIGKILL leaves
+    no chance to shut the pool down) would otherwise outlive it; a daemon thread polls the
+    parent every ``interval`` seconds and exits the worker when it is gone.
+    """
+    if _WATCHED_PARENT or parent == os.getpid():
+        return
+    _WATCHED_PARENT.append(parent)
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # alive, another user's (a reused pid is not ours)
+                pass
+
+    threading.Thread(target=watch, name="bam-rl-parent-watch", daemon=True).start()
 
 
 def _resolve_format(fmt: str) -> str:
@@ -456,9 +493,22 @@ def _check_grid(grid: Iterable[RunSpec]) -> list[RunSpec]:
     return specs
 
 
-def _check_jobs(n_jobs: Any) -> int:
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
-        raise ValueError(f"n_jobs must be a non-zero int (-1: all cores), got {n_jobs!r}")
+#: Most parallel workers a sweep starts (each is a process with its own interpreter).
+MAX_JOBS = 512
+
+
+def check_jobs(n_jobs: Any) -> int:
+    cores = os.cpu_count() or 1
+    if (
+        isinstance(n_jobs, bool)
+        or not isinstance(n_jobs, (int, np.integer))
+        or n_jobs == 0
+        or not -cores <= n_jobs <= MAX_JOBS
+    ):
+        raise ValueError(
+            f"n_jobs must be an int in [1, {MAX_JOBS}] or in [-{cores}, -1] (-1: all "
+            f"{cores} cores, -2: all but one, …), got {n_jobs!r}"
+        )
     return int(n_jobs)
 
 
@@ -505,7 +555,7 @@ def run_many(
 
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; accepted backends: {', '.join(BACKENDS)}")
-    n_jobs = _check_jobs(n_jobs)
+    n_jobs = check_jobs(n_jobs)
     fmt = _resolve_format(fmt)
     specs = _check_grid(grid)
     directory = None if out_dir is None else Path(out_dir)
@@ -573,7 +623,8 @@ def _execute(
         # joblib < 1.4 has no unordered generator: results then arrive in submission order
         order = "generator_unordered" if version >= (1, 4) else "generator"
         parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as=order)
-        yield from parallel(delayed(_run_indexed)(index, spec) for index, spec in jobs)
+        parent = os.getpid()
+        yield from parallel(delayed(_run_indexed)(index, spec, parent) for index, spec in jobs)
     else:
         yield from _execute_ray(n_jobs, jobs)
 
