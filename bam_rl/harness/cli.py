@@ -358,7 +358,9 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             print(f"== {name} ({seconds:.1f} s) -> {out.resolve()}")
             print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if args.experiment == "all":
-        html_path, md_path = build_report(args.out)
+        html_path, md_path = build_report(
+            args.out, lambda line: print(f"bam-rl report: {line}", file=sys.stderr)
+        )
         print(f"\nreport: {html_path.resolve()} (and {md_path.name})")
     return 0
 
@@ -388,12 +390,20 @@ def _reproduce_command(name: str, args: argparse.Namespace) -> str:
 def _cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from bam_rl.harness.report import build_report
 
-    if not Path(args.directory).is_dir():
+    directory = Path(args.directory)
+    if not directory.exists():
         parser.error(
             f"results directory {args.directory!r} does not exist "
             "(run `bam-rl reproduce ... --out DIR` first)"
         )
-    html_path, md_path = build_report(args.directory)
+    if not directory.is_dir():
+        parser.error(f"results directory {args.directory!r} is a file, not a folder")
+    try:
+        html_path, md_path = build_report(
+            directory, lambda line: print(f"bam-rl report: {line}", file=sys.stderr)
+        )
+    except ValueError as error:
+        parser.error(str(error))
     print(f"{html_path.resolve()}\n{md_path.resolve()}")
     return 0
 

@@ -22,9 +22,12 @@ import html
 import json
 import os
 import platform
+import stat
 import subprocess
 import sys
-from collections.abc import Sequence
+import urllib.parse
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +59,8 @@ PACKAGES = (
 #: Verdicts of the claim table.
 VERDICTS = ("yes", "partly", "no", "not run")
 TIMING_FILE = "timing.json"
+#: Larger PNG files are not embedded (the paper's figures are ~100–300 kB).
+MAX_FIGURE_BYTES = 32 * 2**20
 
 #: Experiment -> (title, paper section, figure caption).
 SECTIONS: dict[str, tuple[str, str, str]] = {
@@ -167,7 +172,18 @@ def read_timing(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
         value = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return value if isinstance(value, dict) else None
+    if not isinstance(value, dict):
+        return None
+    seconds, command = value.get("seconds"), value.get("command", "")
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not 0 <= seconds < float("inf")
+        or not isinstance(command, str)
+        or not isinstance(value.get("quick", False), bool)
+    ):
+        return None  # a timing file that is not one of ours is "not recorded"
+    return value
 
 
 # ---------------------------------------------------------------------- environment
@@ -215,24 +231,90 @@ def environment() -> dict[str, dict[str, str]]:
 
 # --------------------------------------------------------------------------- collect
 def _figures(folder: Path) -> list[Path]:
-    if not folder.is_dir():
+    """The PNG figures of an experiment folder: regular files only (no symlinks, FIFOs or
+    devices), outside its ``runs/`` folder."""
+    if not folder.is_dir() or folder.is_symlink():
         return []
-    return sorted(p for p in folder.rglob("*.png") if "runs" not in p.relative_to(folder).parts)
+    return sorted(
+        p
+        for p in folder.rglob("*.png")
+        if "runs" not in p.relative_to(folder).parts
+        and not p.is_symlink()
+        and stat.S_ISREG(p.lstat().st_mode)
+        and p.lstat().st_size <= MAX_FIGURE_BYTES
+    )
 
 
-def collect(directory: str | os.PathLike[str]) -> dict[str, Any]:
+def _unsafe_entry(folder: Path) -> str | None:
+    """Why an experiment folder cannot be read safely: a symlink (the folder or an entry of
+    it) or a file that is not a regular file (a FIFO would block the reader), else ``None``.
+    The run files under ``runs/`` are never read by the report and are not scanned."""
+    if folder.is_symlink():
+        return f"{folder} is a symlink"
+    for entry in folder.iterdir():
+        if entry.name == "runs" and entry.is_dir() and not entry.is_symlink():
+            continue
+        mode = entry.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            return f"{entry} is a symlink"
+        if stat.S_ISDIR(mode):
+            reason = _unsafe_entry(entry)
+            if reason:
+                return reason
+        elif not stat.S_ISREG(mode):
+            return f"{entry} is not a regular file"
+    return None
+
+
+def collect(
+    directory: str | os.PathLike[str], report_problem: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """Everything the report shows, read from ``directory``: per experiment (every name of
     :data:`~bam_rl.harness.experiments.REPRODUCTIONS`) whether it ran, its figures, timing and
-    claims; the claim table; the environment."""
+    claims; the claim table; the environment.
+
+    An experiment folder that cannot be read (a corrupt or foreign summary file, a symlink, a
+    FIFO) is reported in one line through ``report_problem`` (default: a warning) and shown
+    as unreadable; the other experiments are reported as usual.
+
+    Raises:
+        ValueError: If ``directory`` holds no experiment folder at all.
+    """
     from bam_rl.harness.experiments import REPRODUCTIONS, get_claims
 
     directory = Path(directory)
+    report = report_problem or (lambda line: warnings.warn(line, stacklevel=3))
+    present = [name for name in REPRODUCTIONS if (directory / name).is_dir()]
+    if not present:
+        inside = sorted(p.name for p in directory.iterdir() if p.name in REPRODUCTIONS)
+        hint = (
+            " (it looks like one experiment's folder: give its parent)"
+            if (directory / TIMING_FILE).exists() or directory.name in REPRODUCTIONS
+            else ""
+        )
+        raise ValueError(
+            f"{str(directory)!r} holds no experiment folder ({', '.join(REPRODUCTIONS)})"
+            f"{hint}{'; found files named ' + ', '.join(inside) if inside else ''}"
+        )
     experiments = []
     rows: list[dict[str, str]] = []
     for name in REPRODUCTIONS:
         folder = directory / name
-        ran = folder.is_dir() and any(folder.iterdir())
-        claims = get_claims(name)(folder if ran else None)
+        ran = name in present and any(folder.iterdir())
+        problem = _unsafe_entry(folder) if ran else None
+        claims: list[dict[str, str]] = []
+        if problem is None:
+            try:
+                claims = get_claims(name)(folder if ran else None)
+            except Exception as error:  # untrusted files: any failure is this folder's
+                problem = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+        if problem is not None:
+            report(f"{name}: unreadable, skipped ({problem})")
+            claims = [
+                {**row, "measured": f"unreadable: {problem}", "holds": "not run"}
+                for row in get_claims(name)(None)
+            ]
+            ran = False
         rows.extend(claims)
         title, section, caption = SECTIONS.get(name, (name, "", ""))
         experiments.append(
@@ -242,9 +324,10 @@ def collect(directory: str | os.PathLike[str]) -> dict[str, Any]:
                 "section": section,
                 "caption": caption,
                 "ran": ran,
+                "problem": problem,
                 "folder": folder,
-                "figures": _figures(folder),
-                "timing": read_timing(folder),
+                "figures": _figures(folder) if ran else [],
+                "timing": read_timing(folder) if ran else None,
                 "claims": claims,
             }
         )
@@ -373,6 +456,11 @@ def render_html(data: dict[str, Any]) -> str:
             f'<h2 id="{experiment["name"]}">{html.escape(experiment["title"])} '
             f"({html.escape(experiment['section'])})</h2>"
         )
+        if experiment["problem"]:
+            parts.append(
+                f'<p class="muted">Unreadable, skipped: {html.escape(experiment["problem"])}</p>'
+            )
+            continue
         if not experiment["ran"]:
             parts.append(
                 f'<p class="muted">Not run: no folder '
@@ -416,8 +504,18 @@ def render_html(data: dict[str, Any]) -> str:
 
 
 # -------------------------------------------------------------------------- Markdown
+_MD_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]|#!"})
+
+
 def _md_cell(value: Any) -> str:
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    """Text from the results as Markdown text: HTML escaped (a renderer passes raw HTML
+    through), Markdown's punctuation backslash-escaped, one line."""
+    text = html.escape(str(value), quote=False).translate(_MD_SPECIAL)
+    return " ".join(text.splitlines())
+
+
+def _md_link(relative: str) -> str:
+    return urllib.parse.quote(relative)
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -453,7 +551,7 @@ def render_markdown(data: dict[str, Any]) -> str:
                     e["section"],
                     _scale(e),
                     _seconds(e["timing"]) if e["ran"] else "not run",
-                    f"`{(e['timing'] or {}).get('command', '—')}`",
+                    (e["timing"] or {}).get("command", "—"),
                 ]
                 for e in data["experiments"]
             ],
@@ -462,21 +560,24 @@ def render_markdown(data: dict[str, Any]) -> str:
     ]
     for experiment in data["experiments"]:
         lines += [f"## {experiment['title']} ({experiment['section']})", ""]
+        if experiment["problem"]:
+            lines += [f"Unreadable, skipped: {_md_cell(experiment['problem'])}", ""]
+            continue
         if not experiment["ran"]:
             lines += [f"Not run: run `bam-rl reproduce {experiment['name']}`.", ""]
             continue
         timing = experiment["timing"] or {}
         lines += [
             f"Wall time: {_seconds(timing or None)}. Command: "
-            f"`{timing.get('command', 'not recorded')}`",
+            f"{_md_cell(timing.get('command', 'not recorded'))}",
             "",
         ]
         for figure in experiment["figures"]:
             relative = figure.relative_to(directory).as_posix()
             lines += [
-                f"![{relative}]({relative})",
+                f"![{_md_cell(relative)}]({_md_link(relative)})",
                 "",
-                f"*`{relative}`: {experiment['caption']}*",
+                f"*{_md_cell(relative)}: {experiment['caption']}*",
                 "",
             ]
     env = data["environment"]
@@ -494,20 +595,37 @@ def render_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def build_report(directory: str | os.PathLike[str]) -> tuple[Path, Path]:
+def build_report(
+    directory: str | os.PathLike[str], report_problem: Callable[[str], None] | None = None
+) -> tuple[Path, Path]:
     """Writes ``directory/report.html`` and ``directory/report.md`` from the experiment
     folders in ``directory``; returns both paths.
 
+    Each file is written atomically (a temporary file renamed over it), so an existing
+    ``report.md`` that is a symlink is replaced, never written through.
+
+    Args:
+        directory: The results directory (``bam-rl reproduce … --out DIR``).
+        report_problem: Called with one line per unreadable experiment folder (default: a
+            warning); see :func:`collect`.
+
     Raises:
-        FileNotFoundError: If ``directory`` is not a directory.
+        FileNotFoundError: If ``directory`` does not exist.
+        NotADirectoryError: If it is a file.
+        ValueError: If it holds no experiment folder.
     """
+    from bam_rl._io import atomic_path
+
     directory = Path(directory)
-    if not directory.is_dir():
+    if not directory.exists():
         raise FileNotFoundError(f"results directory {str(directory)!r} does not exist")
-    data = collect(directory)
+    if not directory.is_dir():
+        raise NotADirectoryError(f"results directory {str(directory)!r} is a file, not a folder")
+    data = collect(directory, report_problem)
     html_path, md_path = directory / "report.html", directory / "report.md"
-    html_path.write_text(render_html(data), encoding="utf-8")
-    md_path.write_text(render_markdown(data), encoding="utf-8")
+    for path, text in ((html_path, render_html(data)), (md_path, render_markdown(data))):
+        with atomic_path(path) as temporary:
+            temporary.write_text(text, encoding="utf-8")
     return html_path, md_path
 
 
