@@ -251,7 +251,7 @@ def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str] | 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="only 10^9 for every argument")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per case (120)")
     parser.add_argument("--only", default=None, help="run the cases whose label has this text")

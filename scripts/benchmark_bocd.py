@@ -283,7 +283,7 @@ def bocd_rows(steps: int = 100_000, prefix: int = 150, quick: bool = False) -> l
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--prefix", type=int, default=150)
     parser.add_argument("--quick", action="store_true")

@@ -103,7 +103,7 @@ def env_rows(quick: bool = False, repeats: int = 3) -> list[tuple]:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--steps", type=int, default=20_000, help="steps per timing")
     parser.add_argument("--repeats", type=int, default=3, help="timings per workload (best)")
     args = parser.parse_args(argv)

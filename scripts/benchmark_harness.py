@@ -45,7 +45,7 @@ def measure(agent_name: str, n_steps: int, repeats: int) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> None:
     """Prints the table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)

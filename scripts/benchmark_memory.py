@@ -222,7 +222,7 @@ def memory_rows(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--capacity", type=int, default=256)
     parser.add_argument("--mse-steps", type=int, default=10_000)

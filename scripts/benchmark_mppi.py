@@ -265,7 +265,7 @@ def readout(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--readout-repeats", type=int, default=3)
     args = parser.parse_args()

@@ -160,7 +160,7 @@ def sweep_rows(quick: bool = True, ray: bool = True, smoke: bool = False) -> lis
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--full", action="store_true", help="the full reproduction (hours)")
     parser.add_argument("--no-ray", action="store_true")
     args = parser.parse_args()

@@ -165,7 +165,7 @@ def kill_once(out: Path, point: str, fmt: str, backend: str = "serial") -> dict[
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--keep", default=None, help="directory for the sweep (kept)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the kill timings")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)

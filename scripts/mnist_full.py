@@ -24,7 +24,7 @@ TARGET_SECONDS = 180.0
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--data", default=None, help="MNIST directory ($BAM_RL_MNIST)")
     parser.add_argument("--side", type=int, default=28, choices=(28, 14))
     parser.add_argument("--seeds", type=int, default=10)

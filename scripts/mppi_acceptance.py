@@ -273,7 +273,7 @@ def _options(text: str) -> tuple[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("what", choices=["bandwidth", "model", "gt", "learn", "memory"])
     parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--trials", type=int, default=15)

@@ -545,7 +545,7 @@ def save(rows: list[dict[str, Any]], out: Path) -> None:
 
 def main() -> None:
     """Analyses the seeds, prints the summary and optionally writes the table and figure."""
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--jobs", type=int, default=1, help="seeds analysed in parallel")
     parser.add_argument("--out", type=Path, help="folder for revisits.csv and the figure")

@@ -199,7 +199,7 @@ def soak_bandit(text: str, steps: int, seed: int, check_every: int) -> Outcome:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--stream-steps", type=int, default=1_000_000)
     parser.add_argument("--bandit-steps", type=int, default=100_000)
     parser.add_argument("--capacity", type=int, default=256)

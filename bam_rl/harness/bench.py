@@ -405,6 +405,6 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python scripts/benchmark.py`` (same options as ``bam-rl bench``)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     add_arguments(parser)
     return run_from_args(parser.parse_args(argv))

@@ -21,6 +21,7 @@ memory (about 100 bytes a step) before they are written; longer studies split in
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import sys
@@ -440,11 +441,32 @@ def _cmd_bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
 
 # ------------------------------------------------------------------------------ parser
-def build_parser() -> argparse.ArgumentParser:
+class _Parser(argparse.ArgumentParser):
+    """``argparse`` with exact option names (no prefixes: ``--seed`` is not ``--seeds``) and
+    a suggestion of the options close to an unknown one."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def unknown(self, extras: Sequence[str]) -> None:
+        """A usage error for ``extras``, naming the accepted options closest to each."""
+        known = [o for action in self._actions for o in action.option_strings]
+        hints = []
+        for token in extras:
+            if token.startswith("-"):
+                close = difflib.get_close_matches(token.split("=")[0], known, n=3, cutoff=0.6)
+                if close:
+                    hints.append(f"{token}: did you mean {' or '.join(close)}?")
+        message = f"unrecognized arguments: {' '.join(extras)}"
+        self.error(message + ("; " + "; ".join(hints) if hints else ""))
+
+
+def build_parser() -> _Parser:
     """The argument parser of ``bam-rl`` (one subparser per command)."""
     from bam_rl import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="bam-rl",
         description="Bayes with Adaptive Memory (BAM) for non-stationary reinforcement "
         "learning: demos, sweeps and paper reproductions.",
@@ -661,7 +683,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         SystemExit: With status 2 on a usage error (message on stderr).
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        owner = getattr(args, "parser", parser)
+        (owner if isinstance(owner, _Parser) else parser).unknown(extras)
     return args.handler(args, args.parser)
 
 

@@ -117,3 +117,19 @@ def test_python_dash_m_bam_rl():
         timeout=120,
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "--seed" in bad.stderr
+
+
+def test_option_prefixes_are_not_accepted(capsys):
+    """``run --seed 3`` once ran seeds 0-2 (argparse read it as ``--seeds 3``)."""
+    from bam_rl.harness.cli import build_parser, main
+
+    argv = ["run", "--env", "bam_rl/SwitchingBandit-v0", "--agent", "ucb", "--steps", "5"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--seed", "3", "--no-progress"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--seed 3" in err and "--seeds" in err and "--root-seed" in err
+    assert "Traceback" not in err
+    parsers = [build_parser()]
+    parsers += [p for a in parsers[0]._actions if a.choices for p in a.choices.values()]
+    assert len(parsers) > 5 and not any(p.allow_abbrev for p in parsers)
