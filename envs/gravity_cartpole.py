@@ -7,13 +7,21 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-import mujoco
-import numpy as np
-from gymnasium import utils
-from gymnasium.envs.mujoco import MujocoEnv
-from gymnasium.spaces import Box
+from ._gl import choose_platform, platform_advice
 
-from ._checks import float_in_range, int_in_range, scalar_action
+choose_platform()  # before MuJoCo is imported: it reads MUJOCO_GL once
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+from gymnasium import utils  # noqa: E402
+from gymnasium.envs.mujoco import MujocoEnv  # noqa: E402
+from gymnasium.spaces import Box  # noqa: E402
+
+from ._checks import float_in_range, int_in_range, scalar_action  # noqa: E402
+
+#: Why rendering failed in this process: MuJoCo aborts the interpreter if a renderer is
+#: created again after a failed one, so every later render() raises this instead.
+_RENDER_FAILURE: list[str] = []
 
 __all__ = ["GRAVITY_RANGE", "MAX_FRAME_SIDE", "GravityCartPoleEnv", "analytic_hanging_period"]
 
@@ -371,6 +379,32 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
             self.render()
         obs = self._get_obs()
         return obs, float(obs[2]), False, self._steps == self.max_steps, self._info()
+
+    def render(self) -> np.ndarray | None:
+        """Renders a frame (``"rgb_array"``) or the window (``"human"``).
+
+        Without a display the platform is EGL or OSMesa, chosen when this module was imported
+        (``envs._gl``). If no OpenGL platform works, a ``RuntimeError`` says what was tried and
+        what to install; MuJoCo is not asked again in this process (a second attempt after a
+        failure aborts the interpreter).
+
+        Raises:
+            RuntimeError: If rendering is impossible on this machine.
+        """
+        if _RENDER_FAILURE:
+            raise RuntimeError(_RENDER_FAILURE[0])
+        try:
+            return super().render()
+        except mujoco.FatalError as error:
+            _RENDER_FAILURE.append(platform_advice(error))
+            self.mujoco_renderer._viewers.clear()  # never closed: MuJoCo has no context
+            raise RuntimeError(_RENDER_FAILURE[0]) from None
+
+    def close(self) -> None:
+        if _RENDER_FAILURE:  # the failed renderer holds no context to free
+            self.mujoco_renderer._viewers.clear()
+            self.mujoco_renderer.viewer = None
+        super().close()
 
     def _raise_simulation_warning(self) -> None:
         counts = self.data.warning.number

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes.util
 import math
 import os
+import subprocess
+import sys
 
 import gymnasium as gym
 import numpy as np
@@ -251,3 +254,43 @@ def test_bad_actions(action: object) -> None:
     env.reset(seed=0)
     with pytest.raises(ValueError, match=r"action .*\[-1, 1\]"):
         env.step(action)
+
+
+_RENDER_TWICE = """
+import gymnasium as gym, bam_rl
+env = gym.make("bam_rl/GravityCartPole-v0", render_mode="rgb_array", width=64, height=48)
+env.reset(seed=0)
+for attempt in range(2):
+    try:
+        frame = env.render()
+        print("frame", frame.shape)
+    except RuntimeError as error:
+        print("error", str(error).splitlines()[0][:60])
+env.close()
+"""
+
+
+def _render_twice(**environment: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "DISPLAY")}
+    env.pop("PYOPENGL_PLATFORM", None)
+    env.update(environment)
+    return subprocess.run(
+        [sys.executable, "-c", _RENDER_TWICE], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.skipif(ctypes.util.find_library("EGL") is None, reason="needs EGL")
+def test_headless_rendering_chooses_egl_without_mujoco_gl():
+    """Issue 27: with MUJOCO_GL and DISPLAY unset, render() raised FatalError, then aborted."""
+    result = _render_twice()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["frame (48, 64, 3)", "frame (48, 64, 3)"]
+
+
+def test_an_impossible_platform_is_one_clear_error_never_an_abort():
+    result = _render_twice(MUJOCO_GL="glfw")  # GLFW without a display cannot work
+    assert result.returncode == 0, result.stderr  # not 134 (abort)
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2 and all(
+        line.startswith("error cannot render the cart-pole") for line in lines
+    )
