@@ -133,3 +133,33 @@ def test_option_prefixes_are_not_accepted(capsys):
     parsers = [build_parser()]
     parsers += [p for a in parsers[0]._actions if a.choices for p in a.choices.values()]
     assert len(parsers) > 5 and not any(p.allow_abbrev for p in parsers)
+
+
+def test_the_cli_runs_blas_single_threaded_unless_told(monkeypatch):
+    """Issue 27: ``reproduce mnist --quick`` took 9.5 s with OpenBLAS's two threads and 4.7 s
+    with one (idle cores), and OpenBLAS's spin-waiting threads slow down beside a busy core."""
+    from threadpoolctl import ThreadpoolController
+
+    from bam_rl.harness import cli
+
+    controller = ThreadpoolController()
+    blas = controller.select(user_api="blas")
+    if not blas.lib_controllers:
+        pytest.skip("no BLAS library found by threadpoolctl")
+    original = [c.num_threads for c in blas.lib_controllers]
+    try:
+        blas.limit(limits=2)
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+        cli._one_blas_thread()  # the user chose: left alone
+        assert [
+            c.num_threads for c in ThreadpoolController().select(user_api="blas").lib_controllers
+        ] == [2] * len(original)
+        for variable in cli.BLAS_THREAD_VARIABLES:
+            monkeypatch.delenv(variable, raising=False)
+        cli._one_blas_thread()
+        assert {
+            c.num_threads for c in ThreadpoolController().select(user_api="blas").lib_controllers
+        } == {1}
+    finally:
+        for controller_, threads in zip(blas.lib_controllers, original, strict=True):
+            controller_.set_num_threads(threads)
