@@ -29,7 +29,9 @@ def test_two_setup_commands_and_the_ci_test_command():
     commands = re.findall(r"```bash\n(python3 -m venv[^\n]*)\n```", text)
     assert len(commands) == 2
     assert commands[0].endswith("bam-rl demo")
-    assert "pytest" in commands[1] and "torch==2.13.0" in commands[1]
+    assert "pytest" in commands[1] and '".[dev]"' in commands[1]
+    assert "torch" not in commands[1]  # no GPU build of torch for the tests
+    assert "download.pytorch.org/whl/cpu" in text  # the extras' line: CPU torch first
     marker = text.index("<!-- test-command")
     assert text.index(commands[1]) > marker  # .ci/run executes the line after the marker
 
