@@ -357,6 +357,9 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         )
         with pd.option_context("display.width", 120, "display.max_columns", 20):
             print(f"== {name} ({seconds:.1f} s) -> {out.resolve()}")
+            if "note" in summary:  # one line, not a column of the table
+                print(f"({summary['note'].iloc[0]})")
+                summary = summary.drop(columns="note")
             print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if args.experiment == "all":
         html_path, md_path = build_report(

@@ -9,9 +9,10 @@ colours and line styles come from :mod:`bam_rl.harness.naming`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -182,9 +183,51 @@ def add_caption(figure: Any, text: str, width: int = 150) -> Any:
     )
 
 
+#: What every output of a ``--quick`` run says about itself.
+SMOKE_NOTE = (
+    "smoke test (--quick): a short run that checks everything runs; not the experiment's numbers"
+)
+_SMOKE: list[bool] = []
+
+
+@contextlib.contextmanager
+def smoke_test(active: bool = True) -> Iterator[None]:
+    """Inside the block (when ``active``), :func:`save_figure` stamps :data:`SMOKE_NOTE` on
+    every figure and :func:`mark_smoke_test` adds it to summaries."""
+    _SMOKE.append(bool(active))
+    try:
+        yield
+    finally:
+        _SMOKE.pop()
+
+
+def in_smoke_test() -> bool:
+    """Whether a :func:`smoke_test` block is active."""
+    return bool(_SMOKE) and _SMOKE[-1]
+
+
+def mark_smoke_test(summary: pd.DataFrame) -> pd.DataFrame:
+    """``summary`` with a ``note`` column holding :data:`SMOKE_NOTE` inside a smoke test (as
+    it is otherwise: paper-scale summaries are unchanged)."""
+    if not in_smoke_test():
+        return summary
+    return summary.assign(note=SMOKE_NOTE)
+
+
+def count_text(count: int, noun: str) -> str:
+    """``"1 seed"``, ``"2 seeds"``."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def save_figure(figure: Any, path: str | os.PathLike[str] | None, dpi: int = 120) -> Any:
     """Lays ``figure`` out and writes it to ``path`` (if given), including legends and
-    captions outside the axes; returns the figure."""
+    captions outside the axes; returns the figure. Inside :func:`smoke_test` the figure
+    carries :data:`SMOKE_NOTE` above everything else."""
+    if in_smoke_test():
+        figure.text(
+            0.5, 1.0, SMOKE_NOTE.upper(), ha="center", va="bottom", color="#b00020",
+            fontsize=11, fontweight="bold", transform=figure.transFigure,
+        )  # fmt: skip
     figure.tight_layout()
     if path is not None:
         figure.savefig(path, dpi=dpi, bbox_inches="tight", pad_inches=0.15)

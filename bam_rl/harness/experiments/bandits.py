@@ -26,9 +26,11 @@ from bam_rl.harness.plotting import (
     add_caption,
     band_note,
     figure_legend,
+    mark_smoke_test,
     new_figure,
     plot_band,
     save_figure,
+    smoke_test,
 )
 
 #: agent name in the harness registry (also the CSV value) -> label in the paper's Figure 3,
@@ -198,11 +200,13 @@ def reproduce(
             **kwargs,
         )
         write_frame(frame[frame["step"] % 20 == 0], folder / "bandits_regret.csv")
-        plot_bandits(frame, folder / "bandits.png", setting=setting)
+        with smoke_test(quick):
+            plot_bandits(frame, folder / "bandits.png", setting=setting)
         summary = summarize(frame)
         summary.insert(0, "setting", setting)
         summaries.append(summary)
-    summary = pd.concat(summaries, ignore_index=True)
+    with smoke_test(quick):
+        summary = mark_smoke_test(pd.concat(summaries, ignore_index=True))
     write_frame(summary, out / "bandits_summary.csv")
     return summary
 

@@ -37,10 +37,13 @@ from bam_rl.harness.files import write_frame
 from bam_rl.harness.plotting import (
     add_caption,
     band_note,
+    count_text,
     figure_legend,
+    mark_smoke_test,
     new_figure,
     plot_band,
     save_figure,
+    smoke_test,
 )
 
 #: The learned models' planning dtype, named in every run's options so that a run's file key
@@ -246,7 +249,8 @@ def plot_cartpole(trials: pd.DataFrame, setting: str, path: str | Path | None = 
     figure_legend(figure, [top])
     add_caption(
         figure,
-        f"{band_note(QUANTILES)} ({seeds} seeds); grey vertical lines: gravity changes"
+        f"{band_note(QUANTILES)} ({count_text(seeds, 'seed')}); grey vertical lines: "
+        "gravity changes"
         + (
             "; GT MPC runs the first trial of each episode and is drawn across it"
             if "gt" in keys
@@ -294,8 +298,10 @@ def run_setting(
     ]
     write_frame(steps[columns], out / "steps.csv")
     write_frame(trials, out / "trials.csv")
-    write_frame(summary, out / "summary.csv")
-    plot_cartpole(trials, setting, out / f"cartpole_{setting}.png")
+    with smoke_test(quick):
+        summary = mark_smoke_test(summary)
+        write_frame(summary, out / "summary.csv")
+        plot_cartpole(trials, setting, out / f"cartpole_{setting}.png")
     return trials, summary
 
 

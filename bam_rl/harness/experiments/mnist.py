@@ -65,7 +65,15 @@ from bam_rl.families import (
 from bam_rl.fast_readout import FactorCache
 from bam_rl.harness import naming
 from bam_rl.harness.files import write_frame
-from bam_rl.harness.plotting import add_caption, new_figure, plot_points, save_figure
+from bam_rl.harness.plotting import (
+    add_caption,
+    count_text,
+    mark_smoke_test,
+    new_figure,
+    plot_points,
+    save_figure,
+    smoke_test,
+)
 from bam_rl.hyperparams import MNIST_NOISE_VAR, MNIST_PRIOR_PRECISION
 from bam_rl.memory import Memory
 from bam_rl.readout import ReadoutResult, select
@@ -804,7 +812,8 @@ def plot_mnist(
         right.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.13), ncol=2)
     seeds = frame["seed"].nunique()
     figure.suptitle(
-        f"Experiment 4: rotated MNIST, 10 labelled examples per test domain ({seeds} seeds)",
+        "Experiment 4: rotated MNIST, 10 labelled examples per test domain "
+        f"({count_text(seeds, 'seed')})",
         fontsize=12,
     )
     add_caption(
@@ -867,9 +876,11 @@ def reproduce(
     frame = mnist_experiment(mnist, seeds=seeds, n_jobs=n_jobs, progress=progress, side=side)
     summary = summarize(frame)
     summary.insert(2, "side", side)
-    write_frame(frame, out / "mnist.csv")
-    write_frame(summary, out / "mnist_summary.csv")
-    figure = plot_mnist(frame, out / "mnist.png")
+    with smoke_test(quick):
+        summary = mark_smoke_test(summary)
+        write_frame(frame, out / "mnist.csv")
+        write_frame(summary, out / "mnist_summary.csv")
+        figure = plot_mnist(frame, out / "mnist.png")
     import matplotlib.pyplot as plt
 
     plt.close(figure)

@@ -28,10 +28,13 @@ from bam_rl.harness.files import write_frame
 from bam_rl.harness.plotting import (
     add_caption,
     band_note,
+    count_text,
     figure_legend,
+    mark_smoke_test,
     new_figure,
     plot_band,
     save_figure,
+    smoke_test,
 )
 from bam_rl.harness.registry import make_agent
 from bam_rl.harness.runner import rollout
@@ -192,13 +195,13 @@ def plot_tracking(frame: pd.DataFrame, path: str | Path | None = None):
     )
     figure.suptitle(
         r"Experiment 1: tracking $\theta_t = 0.3\,\sin(2\pi t/100) + 0.5$ from "
-        rf"Binomial$(15, \theta_t)$ counts ({seeds} seeds)",
+        rf"Binomial$(15, \theta_t)$ counts ({count_text(seeds, 'seed')})",
         fontsize=12,
     )
     figure_legend(figure, [left, right])
     add_caption(
         figure,
-        f"{band_note(QUANTILES)} (over {seeds} seeds); the thin black line is "
+        f"{band_note(QUANTILES)} (over {count_text(seeds, 'seed')}); the thin black line is "
         f"the true $\\theta_t$. {naming.abbreviation_note('tracking', keys)}. The "
         "medians of BAM with $\\lambda=0$ (thick, solid) and $\\lambda=0.1$ (thin, "
         "dash-dotted, drawn on top) nearly coincide in the left panel.",
@@ -230,10 +233,11 @@ def reproduce(
     frame = tracking_experiment(
         seeds=seeds, n_steps=300 if quick else 500, n_jobs=n_jobs, progress=progress
     )
-    summary = summarize(frame)
-    write_frame(frame, out / "tracking.csv")
-    write_frame(summary, out / "tracking_summary.csv")
-    plot_tracking(frame, out / "tracking.png")
+    with smoke_test(quick):
+        summary = mark_smoke_test(summarize(frame))
+        write_frame(frame, out / "tracking.csv")
+        write_frame(summary, out / "tracking_summary.csv")
+        plot_tracking(frame, out / "tracking.png")
     return summary
 
 
