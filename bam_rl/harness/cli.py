@@ -118,6 +118,17 @@ def _jobs(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error).replace("n_jobs", "J")) from None
 
 
+def _shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected I/N (e.g. 0/4), got {text!r}") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"expected 0 <= I < N in I/N, got {text!r}")
+    return i, n
+
+
 def _json_object(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
@@ -163,6 +174,7 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import gymnasium as gym
 
     from bam_rl.harness import check_agent_name, check_env_id, make_agent, make_grid, run_many
+    from bam_rl.harness.sweeps import shard
 
     agents = _split_names(args.agent)
     env_ids = _split_names(args.env)
@@ -204,6 +216,8 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             root_seed=args.root_seed,
             agent_kwargs={name: agent_kwargs for name in agents},
         )
+        if args.shard is not None:
+            grid = shard(grid, *args.shard)
         frame = run_many(
             grid,
             backend=args.backend,
@@ -217,7 +231,14 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     print(summary_table(frame).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if args.out is not None:
-        print(f"\n{len(grid)} run files in {Path(args.out).resolve()}")
+        stats = frame.attrs.get("sweep", {})
+        print(
+            f"\n{len(grid)} run files in {Path(args.out).resolve()}"
+            + (f" (shard {args.shard[0]}/{args.shard[1]})" if args.shard else "")
+            + f": {len(stats.get('computed', []))} computed here, {stats.get('loaded', 0)} "
+            f"loaded, {stats.get('by_others', 0)} computed by other processes"
+            + (f", {len(stats['taken_over'])} taken over" if stats.get("taken_over") else "")
+        )
     return 0
 
 
@@ -336,7 +357,7 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         extra: dict[str, Any] = {}
         if name == "mnist":
             extra = {"data": args.data, "side": args.side, "download": args.download}
-        elif name.startswith("cartpole"):
+        elif name.startswith("cartpole") or name == "bandits":
             extra = {"backend": args.backend}
         summary = get_reproduction(name)(
             out,
@@ -379,7 +400,7 @@ def _reproduce_command(name: str, args: argparse.Namespace) -> str:
     for option, value in (
         ("--seeds", args.seeds),
         ("--jobs", args.jobs),
-        ("--backend", args.backend if name.startswith("cartpole") else None),
+        ("--backend", args.backend if name.startswith("cartpole") or name == "bandits" else None),
         ("--data", args.data if name == "mnist" else None),
         ("--side", args.side if name == "mnist" else None),
     ):
@@ -529,7 +550,7 @@ def build_parser() -> _Parser:
         "--backend",
         choices=("serial", "loky", "ray"),
         default="loky",
-        help="execution backend (loky)",
+        help="execution backend (loky; ray: a local Ray, or the cluster RAY_ADDRESS names)",
     )
     run.add_argument(
         "--format",
@@ -538,6 +559,14 @@ def build_parser() -> _Parser:
         help="per-run file format (parquet)",
     )
     run.add_argument("--root-seed", type=_seed, default=0, help="root of all seeds (0; >= 0)")
+    run.add_argument(
+        "--shard",
+        type=_shard,
+        default=None,
+        metavar="I/N",
+        help="run only shard I of N of the grid (0 <= I < N), e.g. from a job array; "
+        "processes may also share one --out without it",
+    )
     run.add_argument(
         "--env-kwargs",
         type=_json_object,
@@ -581,7 +610,8 @@ def build_parser() -> _Parser:
         "--backend",
         choices=("serial", "loky", "ray"),
         default=None,
-        help="cartpole: where the runs execute (default: serial for one job, else loky)",
+        help="cartpole, bandits: where the runs execute (default: serial for one job, else "
+        "loky; ray: a local Ray, or the cluster RAY_ADDRESS names)",
     )
     reproduce.add_argument("--no-progress", action="store_true", help="hide progress bars")
     reproduce.add_argument(

@@ -25,7 +25,14 @@ only if its record exists and the file matches it (size, checksum, and once read
 count and labels); any other run — no file, no record, a truncated or edited file, a
 Parquet file that no longer parses — is recomputed (with a warning naming it). Stale
 temporary files of the grid's runs (``.<key>.<fmt>.<random>.tmp``, left by a kill
-mid-write) are removed on resume. Two sweeps must not write into one directory at once.
+mid-write) are removed when the run is claimed again.
+
+Sharing a folder: any number of processes, on one machine or several with a shared file
+system, may run the same grid into one ``out_dir`` at once. Each takes a claim on a run
+before computing it (:mod:`bam_rl.harness.claims`), skips runs that others finished or hold,
+and at the end waits for the held ones, taking over the claims of holders that died; every
+run is computed once, and every process returns the whole grid. :func:`shard` splits a grid
+between processes that should not wait for each other (``bam-rl run --shard i/n``).
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ import pandas as pd
 
 from bam_rl._io import atomic_path
 from bam_rl.checks import check_int
+from bam_rl.harness.claims import ClaimBook
 from bam_rl.harness.registry import check_agent_name, check_env_id, make_agent
 from bam_rl.harness.runner import check_budget, check_rows_memory, rollout
 
@@ -61,6 +69,7 @@ __all__ = [
     "make_grid",
     "read_run",
     "run_many",
+    "shard",
 ]
 
 #: Execution backends of :func:`run_many`.
@@ -493,6 +502,9 @@ def _check_grid(grid: Iterable[RunSpec]) -> list[RunSpec]:
     return specs
 
 
+#: Seconds between two looks at the runs other processes hold.
+WAIT_INTERVAL = 1.0
+
 #: Most parallel workers a sweep starts (each is a process with its own interpreter).
 MAX_JOBS = 512
 
@@ -531,13 +543,18 @@ def run_many(
     kill left behind. The returned frame is always read back from those files, so a resumed
     sweep returns exactly what an uninterrupted one does. Files are written by this process
     (so Ray workers need no shared file system); other files in ``out_dir`` are ignored.
-    Two sweeps must not write into the same directory at once.
+    Several sweeps may share ``out_dir``: each run is claimed before it is computed (see the
+    module docstring), so it is computed once, and each sweep returns the whole grid.
+    ``frame.attrs["sweep"]`` says what this process did: the keys it ``computed``, how many
+    runs it ``loaded`` from files, how many others computed (``by_others``) and which dead
+    holders' claims it ``taken_over``.
 
     Args:
         grid: :class:`RunSpec` objects, e.g. from :func:`make_grid`.
         backend: ``"serial"`` (this process), ``"loky"`` (``joblib.Parallel`` worker
-            processes) or ``"ray"`` (Ray tasks; ``ray.init(num_cpus=n_jobs)`` unless Ray is
-            already initialised, e.g. connected to a cluster).
+            processes) or ``"ray"`` (Ray tasks: on the cluster the environment variable
+            ``RAY_ADDRESS`` names, e.g. ``auto`` after ``ray start --head``; else a local
+            ``ray.init(num_cpus=n_jobs)``; or whatever Ray this process already joined).
         n_jobs: Parallel workers (``-1``: all cores).
         out_dir: Directory of the per-run files, or ``None`` to keep results in memory only.
         progress: Show a tqdm progress bar over runs.
@@ -565,53 +582,151 @@ def run_many(
     paths: list[Path | None] = [None] * len(specs)
     results: list[pd.DataFrame | None] = [None] * len(specs)
     todo: list[int] = []
-    if directory is not None:
-        _remove_stale_temporaries(directory, {spec.key for spec in specs})
     for index, spec in enumerate(specs):
-        found = [] if directory is None else _existing(directory, spec.key)
-        for path in found:
-            frame, reason = _verify(path, spec)
-            if frame is not None:
-                paths[index], results[index] = path, frame
-                break
-            warnings.warn(f"recomputing run {spec.key}: {path.name} {reason}", stacklevel=2)
-        if paths[index] is None:
-            todo.append(index)
+        if directory is not None and _load_verified(directory, spec, index, paths, results):
+            continue
+        todo.append(index)
+
+    book = None if directory is None else ClaimBook(directory)
+    if book is not None and directory is not None:
+        # temporaries of runs nobody is writing now (a live writer holds the run's claim)
+        idle = {spec.key for spec in specs if not _held_elsewhere(book, spec.key)}
+        _remove_stale_temporaries(directory, idle)
+    computed: list[int] = []
+    waited: list[int] = []
 
     def finished(index: int, frame: pd.DataFrame) -> None:
+        computed.append(index)
         if directory is None:
             results[index] = frame
-        else:
-            path = directory / f"{specs[index].key}.{fmt}"
-            _discard([_record_path(path)])  # a stale record never vouches for the new file
-            _write_run(frame, path, fmt, specs[index])
-            _discard(p for p in _existing(directory, specs[index].key) if p != path)
-            paths[index] = path
+            return
+        path = directory / f"{specs[index].key}.{fmt}"
+        _discard([_record_path(path)])  # a stale record never vouches for the new file
+        _write_run(frame, path, fmt, specs[index])
+        _discard(p for p in _existing(directory, specs[index].key) if p != path)
+        paths[index] = path
+        assert book is not None
+        book.release(specs[index].key)
 
-    with tqdm(
-        total=len(specs), initial=len(specs) - len(todo), desc="runs", disable=not progress
-    ) as bar:
-        if todo:
-            for index, frame in _execute(backend, n_jobs, [(i, specs[i]) for i in todo]):
+    def claimed(indices: Iterable[int]) -> Iterable[tuple[int, RunSpec]]:
+        """The runs this process computes, claimed one by one as workers ask for work;
+        the others (finished or held elsewhere) are left for the end."""
+        for index in indices:
+            spec = specs[index]
+            if book is None:
+                yield index, spec
+                continue
+            assert directory is not None
+            if _load_verified(directory, spec, index, paths, results, warn=False):
+                bar.update(1)
+                continue
+            if not book.try_claim(spec.key):
+                waited.append(index)
+                continue
+            # ours now: a file written before we claimed is whole (or a writer's leftover)
+            if _load_verified(directory, spec, index, paths, results, warn=False):
+                book.release(spec.key)
+                bar.update(1)
+                continue
+            _remove_stale_temporaries(directory, {spec.key})
+            yield index, spec
+
+    try:
+        with tqdm(
+            total=len(specs), initial=len(specs) - len(todo), desc="runs", disable=not progress
+        ) as bar:
+            for index, frame in _execute(backend, n_jobs, claimed(todo)):
                 finished(index, frame)
                 bar.update(1)
+            # runs other processes held: wait for their files, or take over a dead holder's
+            pending = list(waited)
+            while pending:
+                assert book is not None and directory is not None
+                still = []
+                for index in pending:
+                    spec = specs[index]
+                    if _load_verified(directory, spec, index, paths, results, warn=False):
+                        bar.update(1)
+                    elif book.try_claim(spec.key):
+                        if _load_verified(directory, spec, index, paths, results, warn=False):
+                            book.release(spec.key)
+                        else:
+                            _remove_stale_temporaries(directory, {spec.key})
+                            finished(index, execute_run(spec))
+                        bar.update(1)
+                    else:
+                        still.append(index)
+                pending = still
+                if pending:
+                    time.sleep(WAIT_INTERVAL)
+    finally:
+        if book is not None:
+            book.release_all()
 
+    stats = {
+        "computed": [specs[i].key for i in computed],
+        "loaded": len(specs) - len(todo),
+        "by_others": len(waited) - sum(i in computed for i in waited),
+        "taken_over": [] if book is None else list(book.taken_over),
+    }
     if directory is None:
-        return _finish(f for f in results if f is not None)
-    # runs computed now are read back from their files, so a resumed sweep returns exactly
-    # what an uninterrupted one does
-    computed = set(todo)
-    return _finish(
-        frame if frame is not None and index not in computed else read_run(path)
-        for index, (frame, path) in enumerate(zip(results, paths, strict=True))
-        if path is not None
-    )
+        frame = _finish(f for f in results if f is not None)
+    else:
+        # runs computed now are read back from their files, so a resumed sweep returns
+        # exactly what an uninterrupted one does
+        mine = set(computed)
+        frame = _finish(
+            f if f is not None and index not in mine else read_run(path)
+            for index, (f, path) in enumerate(zip(results, paths, strict=True))
+            if path is not None
+        )
+    frame.attrs["sweep"] = stats
+    return frame
+
+
+def _held_elsewhere(book: ClaimBook, key: str) -> bool:
+    claim = book.read(key)
+    return claim is not None and not book.is_stale(claim)
+
+
+def _load_verified(
+    directory: Path,
+    spec: RunSpec,
+    index: int,
+    paths: list[Path | None],
+    results: list[pd.DataFrame | None],
+    warn: bool = True,
+) -> bool:
+    """Loads ``spec``'s run file into ``paths``/``results`` if one matches its record."""
+    for path in _existing(directory, spec.key):
+        frame, reason = _verify(path, spec)
+        if frame is not None:
+            paths[index], results[index] = path, frame
+            return True
+        if warn:
+            warnings.warn(f"recomputing run {spec.key}: {path.name} {reason}", stacklevel=3)
+    return False
+
+
+def shard(grid: Iterable[RunSpec], index: int, count: int) -> list[RunSpec]:
+    """Shard ``index`` of ``count`` of a grid: every ``count``-th run from ``index`` on, so
+    ``count`` processes (a SLURM or job array) split a grid without a coordinator.
+
+    Raises:
+        ValueError: Unless ``0 <= index < count``.
+    """
+    count = check_int("count", count)
+    index = check_int("index", index, minimum=0)
+    if index >= count:
+        raise ValueError(f"index must be in [0, {count}) for {count} shards, got {index}")
+    return list(grid)[index::count]
 
 
 def _execute(
-    backend: str, n_jobs: int, jobs: list[tuple[int, RunSpec]]
+    backend: str, n_jobs: int, jobs: Iterable[tuple[int, RunSpec]]
 ) -> Iterable[tuple[int, pd.DataFrame]]:
-    """Yields ``(index, frame)`` as runs finish."""
+    """Yields ``(index, frame)`` as runs finish; ``jobs`` is consumed as workers free up
+    (serial and loky), so runs are claimed only when they are about to start."""
     if backend == "serial":
         for index, spec in jobs:
             yield index, execute_run(spec)
@@ -630,7 +745,7 @@ def _execute(
 
 
 def _execute_ray(
-    n_jobs: int, jobs: list[tuple[int, RunSpec]]
+    n_jobs: int, jobs: Iterable[tuple[int, RunSpec]]
 ) -> Iterable[tuple[int, pd.DataFrame]]:
     try:
         import ray
@@ -639,12 +754,15 @@ def _execute_ray(
             "backend='ray' needs Ray, which is not installed: pip install 'bam-rl[ray]'"
         ) from error
     if not ray.is_initialized():
-        ray.init(
-            num_cpus=None if n_jobs < 0 else n_jobs,
-            include_dashboard=False,
-            ignore_reinit_error=True,
-            log_to_driver=False,
-        )
+        if os.environ.get("RAY_ADDRESS"):  # a running cluster (`ray start --head` …)
+            ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False)
+        else:
+            ray.init(
+                num_cpus=None if n_jobs < 0 else n_jobs,
+                include_dashboard=False,
+                ignore_reinit_error=True,
+                log_to_driver=False,
+            )
     remote = ray.remote(_run_indexed)
     pending = [remote.remote(index, spec) for index, spec in jobs]
     while pending:

@@ -228,3 +228,33 @@ def test_ray_backend_matches_serial(tmp_path):
             ray.shutdown()
     pd.testing.assert_frame_equal(frame, serial)
     assert len(result_files(tmp_path)) == len(grid)
+
+
+def test_a_local_ray_cluster_of_two_workers_runs_the_cli_sweep(tmp_path, monkeypatch):
+    """Issue 26: head (no CPUs) plus two worker nodes stand in for machines; the CLI joins
+    the cluster through RAY_ADDRESS and writes the same files as a serial run."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'bam-rl[ray]')")
+    from ray.cluster_utils import Cluster
+
+    from bam_rl.harness.cli import main
+
+    argv = ["run", "--env", "bam_rl/SwitchingBandit-v0", "--agent", "ucb,thompson"]
+    argv += ["--steps", "200", "--seeds", "2", "--no-progress", "--format", "csv"]
+    assert main([*argv, "--backend", "serial", "--out", str(tmp_path / "serial")]) == 0
+    if ray.is_initialized():
+        ray.shutdown()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    try:
+        for _ in range(2):
+            cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        monkeypatch.setenv("RAY_ADDRESS", cluster.address)
+        assert main([*argv, "--backend", "ray", "--out", str(tmp_path / "ray")]) == 0
+        nodes = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+        assert len(nodes) == 3
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    assert {p.name: p.read_bytes() for p in (tmp_path / "ray").glob("*.csv")} == {
+        p.name: p.read_bytes() for p in (tmp_path / "serial").glob("*.csv")
+    }

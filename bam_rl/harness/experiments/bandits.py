@@ -80,8 +80,10 @@ def bandit_experiment(
     out_dir: str | Path | None = None,
     progress: bool = True,
     env_kwargs: dict | None = None,
+    backend: str | None = None,
 ) -> pd.DataFrame:
-    """Runs the sweep (resumable when ``out_dir`` is given) and returns cumulative regret.
+    """Runs the sweep (resumable when ``out_dir`` is given) and returns cumulative regret;
+    ``backend`` defaults to serial for one job, else loky.
 
     Returns:
         Columns ``method, arms, config, seed, step, cumulative_regret``, one row per step.
@@ -92,7 +94,7 @@ def bandit_experiment(
     grid = make_grid(list(methods), configs, seeds=seeds, n_steps=n_steps)
     frame = run_many(
         grid,
-        backend="loky" if n_jobs != 1 else "serial",
+        backend=backend or ("loky" if n_jobs != 1 else "serial"),
         n_jobs=n_jobs,
         out_dir=out_dir,
         progress=progress,
@@ -165,6 +167,7 @@ def reproduce(
     quick: bool = False,
     n_jobs: int = 1,
     progress: bool = True,
+    backend: str | None = None,
 ) -> pd.DataFrame:
     """Runs Experiment 3 in every arm-value setting of :data:`SETTINGS`.
 
@@ -178,6 +181,8 @@ def reproduce(
         quick: 10 arms, 2 configurations, 2,000 steps.
         n_jobs: Parallel workers.
         progress: Show a progress bar.
+        backend: ``"serial"``, ``"loky"`` or ``"ray"`` (default: serial for one job, else
+            loky); with ``"ray"``, ``RAY_ADDRESS`` may name a running cluster.
     """
     out = Path(out)
     kwargs: dict[str, Any]
@@ -197,6 +202,7 @@ def reproduce(
             out_dir=folder / "runs",
             progress=progress,
             env_kwargs=env_kwargs,
+            backend=backend,
             **kwargs,
         )
         write_frame(frame[frame["step"] % 20 == 0], folder / "bandits_regret.csv")

@@ -1,0 +1,71 @@
+"""Every command of ``bam-rl`` with a bad argument or a bad file: a usage line, never a
+traceback (issue 26). Each case runs in-process; an uncaught exception fails the test."""
+
+from __future__ import annotations
+
+import pytest
+
+from bam_rl.harness.cli import main
+
+RUN = ["run", "--env", "bam_rl/SwitchingBandit-v0", "--agent", "ucb", "--steps", "5"]
+
+
+def _cases(tmp):
+    afile = tmp / "afile"
+    afile.write_text("not a folder")
+    empty = tmp / "empty"
+    empty.mkdir()
+    corrupt = tmp / "corrupt"
+    (corrupt / "tracking").mkdir(parents=True)
+    (corrupt / "tracking" / "tracking_summary.csv").write_bytes(b"\x00\xff garbage")
+    return {
+        "demo steps": ["demo", "--steps", "-3"],
+        "demo out is a file": ["demo", "--steps", "5", "--out", str(afile)],
+        "run env": ["run", "--env", "NoSuch-v9", "--agent", "ucb", "--steps", "5"],
+        "run agent": [*RUN[:4], "nosuch", *RUN[5:]],
+        "run json": [*RUN, "--env-kwargs", "{not json"],
+        "run env kwargs": [*RUN, "--env-kwargs", '{"n_arms": -1}'],
+        "run agent seed": [*RUN, "--agent-kwargs", '{"seed": 1}'],
+        "run out is a file": [*RUN, "--out", str(afile)],
+        "run shard": [*RUN, "--shard", "3/2"],
+        "run jobs": [*RUN, "--jobs", "100000"],
+        "run prefix": [*RUN, "--seed", "3"],
+        "list extra": ["list", "--nothing"],
+        "reproduce name": ["reproduce", "nosuch"],
+        "reproduce out is a file": ["reproduce", "tracking", "--quick", "--out", str(afile)],
+        "reproduce mnist data": ["reproduce", "mnist", "--quick", "--data", str(empty)],
+        "report missing": ["report", str(tmp / "missing")],
+        "report file": ["report", str(afile)],
+        "report empty": ["report", str(empty)],
+        "record seed": ["record", "--seed", "-1"],
+        "record size": ["record", "--width", "0"],
+        "bench group": ["bench", "--only", "nosuch"],
+    }
+
+
+NAMES = [
+    "demo steps", "demo out is a file", "run env", "run agent", "run json", "run env kwargs",
+    "run agent seed", "run out is a file", "run shard", "run jobs", "run prefix", "list extra",
+    "reproduce name", "reproduce out is a file", "reproduce mnist data", "report missing",
+    "report file", "report empty", "record seed", "record size", "bench group",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_bad_argument_or_file_is_one_usage_line(name, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("BAM_RL_MNIST", raising=False)
+    argv = _cases(tmp_path)[name]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code not in (0, None)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("bam-rl")  # one closing error line
+
+
+def test_a_corrupt_experiment_is_one_line_and_the_command_succeeds(tmp_path, capsys):
+    cases = _cases(tmp_path)
+    assert cases  # builds the folders
+    assert main(["report", str(tmp_path / "corrupt")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tracking: unreadable" in err and "Traceback" not in err
