@@ -212,7 +212,8 @@ class ThompsonSampling(BaseAgent):
             prior_var: Prior variance of every arm's value.
             seed: Seed of the agent's generator.
             **rule_options: Passed to :func:`make_rule` (``forgetting=0.8``,
-                ``hazard=0.016``, ``lam=0.0``, ``method="greedy"``).
+                ``hazard=1/100``, ``lam=0.0``, ``method="greedy"``; the registry's
+                ``thompson-bocd`` passes the bandit experiment's 0.016).
         """
         model = gaussian_model(noise_std, prior_mean, prior_var)
         return cls(n_arms, make_rule(model, rule, **rule_options), seed=seed)

@@ -235,7 +235,7 @@ class BOCD(BeliefRule):
     """
 
     def __init__(
-        self, model: ConjugateFamily, hazard: Any = hyperparams.TRACKING_HAZARD, **options: Any
+        self, model: ConjugateFamily, hazard: Any = hyperparams.BOCD_HAZARD, **options: Any
     ):
         super().__init__(model)
         self.detector = ChangepointDetector(model, hazard, **options)
@@ -421,7 +421,7 @@ class BAMWithChangepoints(BAM):
         model: ConjugateFamily,
         lam: float = 0.0,
         method: str = "greedy",
-        hazard: Any = hyperparams.TRACKING_HAZARD,
+        hazard: Any = hyperparams.BOCD_HAZARD,
         capacity: int | None = None,
         bocd_options: dict[str, Any] | None = None,
         **select_options: Any,
@@ -503,7 +503,7 @@ def make_rule(
     rule: str = "recursive",
     *,
     forgetting: float = hyperparams.FORGETTING,
-    hazard: float = hyperparams.BANDIT_HAZARD,
+    hazard: float = hyperparams.BOCD_HAZARD,
     lam: float = 0.0,
     method: str = "greedy",
     power: float = 0.5,
@@ -511,8 +511,9 @@ def make_rule(
 ) -> BeliefRule:
     """Builds a belief rule by name (the one place rules are built by name).
 
-    Defaults are the paper's (:mod:`bam_rl.hyperparams`): forgetting 0.8 and the bandits'
-    BOCD hazard 0.016; the tracking experiment passes its hazard 1/100.
+    Defaults are the paper's (:mod:`bam_rl.hyperparams`): forgetting 0.8 and the BOCD hazard
+    1/100 that every BOCD detector and rule defaults to (:data:`~bam_rl.hyperparams.BOCD_HAZARD`);
+    the bandit experiment's 0.016 is chosen in the registry.
 
     Args:
         model: The conjugate family of one arm.
@@ -522,7 +523,7 @@ def make_rule(
             ``method``), ``"bam_bocd"`` (:class:`BAMWithChangepoints`) or ``"power"``
             (:class:`PowerPrior`, exponent ``power``).
         forgetting: Exponential-forgetting factor (0.8 in the paper).
-        hazard: BOCD hazard (0.016 in the paper, the expected switch rate).
+        hazard: BOCD hazard (default 1/100, as :class:`BOCD`'s).
         lam: BAM's complexity penalty.
         method: BAM's readout selector.
         power: Power-prior exponent.

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from bam_rl import hyperparams
 from bam_rl.checks import all_finite, check_int, check_real
 from bam_rl.families.base import ConjugateFamily, NaturalParams
 
@@ -145,7 +146,7 @@ class ChangepointDetector:
     def __init__(
         self,
         model: ConjugateFamily,
-        hazard: HazardLike = 1 / 100,
+        hazard: HazardLike = hyperparams.BOCD_HAZARD,
         *,
         prune_threshold: float = 1e-10,
         max_run_length: int | None = DEFAULT_MAX_RUN_LENGTH,

@@ -11,6 +11,7 @@ __all__ = [
     "BANDIT_NOISE_STD",
     "BLR_NOISE_VAR",
     "BLR_PRIOR_PRECISION",
+    "BOCD_HAZARD",
     "CARTPOLE_HAZARD",
     "FORGETTING",
     "MNIST_NOISE_VAR",
@@ -28,6 +29,10 @@ __all__ = [
 FORGETTING = 0.8
 #: BOCD hazard of the tracking experiment: one change per 100 steps (§4.1).
 TRACKING_HAZARD = 1 / 100
+#: The default hazard of every BOCD detector and rule (``ChangepointDetector``, ``BOCD``,
+#: ``BAMWithChangepoints``, ``make_rule``): the tracking experiment's. The bandit and cart-pole
+#: experiments choose theirs in the registry (:data:`BANDIT_HAZARD`, :data:`CARTPOLE_HAZARD`).
+BOCD_HAZARD = TRACKING_HAZARD
 #: BOCD hazard of the bandit baselines: the arms' switch probability (App. D.3).
 BANDIT_HAZARD = 0.016
 #: Reward noise of the switching bandit (App. D.3).

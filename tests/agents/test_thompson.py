@@ -84,7 +84,19 @@ def test_factories_use_the_paper_hyperparameters():
     assert forgetting.rules[0].alpha == 0.8
     assert forgetting.model.noise_var == 0.25**2
     bocd = ThompsonSampling.gaussian(10, "bocd", seed=0)
-    assert isinstance(bocd.rules[0], BOCD) and bocd.rules[0].detector.hazard == 0.016
+    # one default hazard everywhere (issue 25); the bandit experiment's 0.016 is the registry's
+    model = bocd.model
+    defaults = {
+        BOCD(model).detector.hazard,
+        make_rule(model, "bocd").detector.hazard,
+        make_rule(model, "bam_bocd").detector.hazard,
+        bocd.rules[0].detector.hazard,
+    }
+    assert isinstance(bocd.rules[0], BOCD) and defaults == {1 / 100}
+    from bam_rl.harness import make_agent
+
+    paper = make_agent("thompson-bocd", gym.make("bam_rl/SwitchingBandit-v0"), 0)
+    assert paper.rules[0].detector.hazard == 0.016
     bam = ThompsonSampling.bernoulli(3, "bam", seed=0)
     assert isinstance(bam.rules[0], BAM) and isinstance(bam.model, BetaBinomial)
     assert ThompsonSampling.gaussian(2, "recursive").fast
