@@ -326,6 +326,35 @@ class _LinearRegressionFamily(ConjugateFamily):
         xx = 0.5 * (xx + np.swapaxes(xx, -1, -2))
         return xx, Xt @ Y, np.einsum("...ij,...ij->...", Y, Y)
 
+    def stats_from_moments(self, gram: Any, cross: Any, yy: Any, n: Any) -> NaturalParams:
+        """Statistics of one datum from its moments, as :meth:`stats` computes them from the
+        rows: ``gram = XᵀX`` ``(..., dim_in, dim_in)``, ``cross = XᵀY``
+        ``(..., dim_in, dim_out)``, ``yy = tr(YᵀY)`` and ``n`` rows (for data summarised
+        elsewhere, e.g. the per-domain moments of rotated MNIST).
+
+        Raises:
+            ValueError: Naming the argument, for a wrong shape, a non-finite entry, a
+                non-symmetric ``gram`` or a negative ``yy`` or ``n``.
+        """
+        d, p = self.dim_in, self.dim_out
+        gram, cross = as_float_array("gram", gram), as_float_array("cross", cross)
+        yy, n = as_float_array("yy", yy), as_float_array("n", n)
+        if gram.shape[-2:] != (d, d) or cross.shape[-2:] != (d, p):
+            raise ValueError(
+                f"gram and cross must have shapes (..., {d}, {d}) and (..., {d}, {p}), got "
+                f"{gram.shape} and {cross.shape}"
+            )
+        if not np.array_equal(gram, np.swapaxes(gram, -1, -2)):
+            raise ValueError("gram must be symmetric (XᵀX)")
+        if np.any(yy < 0) or np.any(n < 0):
+            raise ValueError(f"yy and n must be >= 0, got {yy} and {n}")
+        return self._stats_from_moments(gram, cross, yy, n)
+
+    def _stats_from_moments(
+        self, xx: np.ndarray, xy: np.ndarray, yy: np.ndarray, n: Any
+    ) -> NaturalParams:
+        raise NotImplementedError  # pragma: no cover - both families define it
+
     def _check_matrices(self, fields: Fields) -> None:
         precision = fields["precision"]
         if not np.all(np.isfinite(precision)) or not np.all(np.isfinite(fields["B"])):
@@ -504,6 +533,11 @@ class BayesianLinearRegression(_LinearRegressionFamily):
         X, Y, n = self._data(X, Y, axis)
         with np.errstate(over="ignore", invalid="ignore"):
             xx, xy, yy = self._moments(X, Y)
+        return self._stats_from_moments(xx, xy, yy, n)
+
+    def _stats_from_moments(
+        self, xx: np.ndarray, xy: np.ndarray, yy: np.ndarray, n: Any
+    ) -> NaturalParams:
         noise = self.noise_var
         with np.errstate(over="ignore", invalid="ignore"):
             log_h = -0.5 * yy / noise - 0.5 * n * self.dim_out * (_LOG_2PI + np.log(noise))
@@ -675,6 +709,11 @@ class BayesianLinearRegressionNIG(_LinearRegressionFamily):
         X, Y, n = self._data(X, Y, axis)
         with np.errstate(over="ignore", invalid="ignore"):
             xx, xy, yy = self._moments(X, Y)
+        return self._stats_from_moments(xx, xy, yy, n)
+
+    def _stats_from_moments(
+        self, xx: np.ndarray, xy: np.ndarray, yy: np.ndarray, n: Any
+    ) -> NaturalParams:
         half_count = 0.5 * n * self.dim_out
         return make_stats(
             self,

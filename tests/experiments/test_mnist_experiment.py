@@ -24,7 +24,6 @@ from bam_rl.harness.experiments.mnist import (
     domain_spectra,
     evidence_noise_var,
     log_evidence,
-    moment_stats,
     ols_weights,
     parallel_readout,
     pooling_operator,
@@ -100,7 +99,14 @@ def test_moment_stats_equal_the_family_stats():
             want = memory.weighted_sum(weights, base=model.prior) + s_t
             assert _posterior(model, memory, np.asarray(weights, float), s_t).allclose(want)
     with pytest.raises(ValueError, match="model"):
-        moment_stats(object(), moments.gram[0], moments.cross[0], 1.0, 1.0)
+        moments.stats(object(), 0)
+    model = BayesianLinearRegression(6, 3)
+    with pytest.raises(ValueError, match="symmetric"):
+        model.stats_from_moments(np.triu(np.ones((6, 6))), moments.cross[0], 1.0, 5)
+    with pytest.raises(ValueError, match="shapes"):
+        model.stats_from_moments(moments.gram[0], moments.cross[0][:, :2], 1.0, 5)
+    with pytest.raises(ValueError, match=">= 0"):
+        model.stats_from_moments(moments.gram[0], moments.cross[0], -1.0, 5)
 
 
 def test_log_evidence_matches_the_family_and_the_rule_maximises_it():

@@ -226,8 +226,12 @@ class DomainMoments:
     def stats(self, model: ConjugateFamily, index: int) -> NaturalParams:
         """Sufficient statistics of domain ``index`` for ``model`` (what ``model.stats(X, Y)``
         returns, from the shared moments)."""
-        return moment_stats(
-            model, self.gram[index], self.cross[index], self.yy[index], self.n[index]
+        if not isinstance(model, (BayesianLinearRegression, BayesianLinearRegressionNIG)):
+            raise ValueError(
+                f"model must be a BayesianLinearRegression(NIG), got {type(model).__name__}"
+            )
+        return model.stats_from_moments(
+            self.gram[index], self.cross[index], self.yy[index], self.n[index]
         )
 
     def memory(self, model: ConjugateFamily, labels: Sequence[Any] | None = None) -> Memory:
@@ -247,25 +251,6 @@ def _gram(x: np.ndarray) -> np.ndarray:
     gram = np.zeros((x.shape[1], x.shape[1]))
     gram[np.ix_(active, active)] = 0.5 * (block + block.T)
     return gram
-
-
-def moment_stats(
-    model: ConjugateFamily, gram: np.ndarray, cross: np.ndarray, yy: float, n: float
-) -> NaturalParams:
-    """Statistics of one datum from its moments ``XᵀX``, ``XᵀY``, ``tr(YᵀY)`` and row count,
-    for :class:`BayesianLinearRegression` or :class:`BayesianLinearRegressionNIG`."""
-    if isinstance(model, BayesianLinearRegressionNIG):
-        p = model.dim_out
-        return NaturalParams(
-            model,
-            {"precision": gram, "B": cross, "c": yy, "a": 0.5 * n * p},
-            -0.5 * n * p * _LOG_2PI,
-        )
-    if isinstance(model, BayesianLinearRegression):
-        p, noise = model.dim_out, model.noise_var
-        log_h = -0.5 * yy / noise - 0.5 * n * p * (_LOG_2PI + np.log(noise))
-        return NaturalParams(model, {"precision": gram / noise, "B": cross / noise}, log_h)
-    raise ValueError(f"model must be a BayesianLinearRegression(NIG), got {type(model).__name__}")
 
 
 # --------------------------------------------------------------------- noise variance
@@ -962,7 +947,6 @@ __all__ = [
     "evidence_noise_var",
     "log_evidence",
     "mnist_experiment",
-    "moment_stats",
     "ols_weights",
     "parallel_readout",
     "plot_mnist",
