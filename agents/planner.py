@@ -26,8 +26,8 @@ from bam_rl.checks import (
 __all__ = ["MPPI", "PLANNER_OPTIONS", "AngleCosineReward", "StateReward", "mppi_options"]
 
 
-#: The planner options the MPPI agents take; ``sampling_var`` is :class:`MPPI`'s ``noise_var``
-#: (renamed because the agents' ``noise_var`` is their dynamics model's noise).
+#: The planner options the MPPI agents take (``sampling_var`` is the variance of the planner's
+#: action perturbations; an agent's ``noise_var`` is its dynamics model's noise).
 PLANNER_OPTIONS = ("horizon", "n_samples", "sampling_var", "temperature")
 
 
@@ -35,7 +35,7 @@ def mppi_options(options: dict[str, Any], action_dim: int) -> dict[str, Any]:
     """An agent's planner options (:data:`PLANNER_OPTIONS`) as :class:`MPPI` keyword arguments.
 
     Unknown names are refused, and ``sampling_var`` is checked under its own name (a scalar or
-    one value per action dimension, each > 0) before it is passed on as ``noise_var``.
+    one value per action dimension, each > 0).
 
     Raises:
         ValueError: Naming the unknown options or ``sampling_var``.
@@ -52,7 +52,7 @@ def mppi_options(options: dict[str, Any], action_dim: int) -> dict[str, Any]:
             raise ValueError(
                 f"sampling_var must be a scalar or have shape ({action_dim},), got {variance.shape}"
             )
-        checked["noise_var"] = variance
+        checked["sampling_var"] = variance
     return checked
 
 
@@ -130,7 +130,7 @@ class MPPI:
         action_dim: Dimension of the action.
         horizon: Planning horizon ``H >= 1`` (50).
         n_samples: Sampled sequences ``K >= 1`` (32).
-        noise_var: Sampling variance ``> 0`` of every action dimension (0.4), a scalar or
+        sampling_var: Sampling variance ``> 0`` of every action dimension (0.4), a scalar or
             one value per dimension.
         temperature: ``λ > 0`` of the weights ``exp((R_k − max R) / λ)`` (0.5; LyceumAI
             accepts (0, 1]).
@@ -152,7 +152,7 @@ class MPPI:
         action_dim: int = 1,
         horizon: int = hyperparams.MPPI_HORIZON,
         n_samples: int = hyperparams.MPPI_SAMPLES,
-        noise_var: Any = hyperparams.MPPI_NOISE_VAR,
+        sampling_var: Any = hyperparams.MPPI_SAMPLING_VAR,
         temperature: float = hyperparams.MPPI_TEMPERATURE,
         action_low: Any = -1.0,
         action_high: Any = 1.0,
@@ -169,13 +169,13 @@ class MPPI:
         self.n_samples = check_int("n_samples", n_samples)
         self.check_planning_memory(dynamics)
         du = self.action_dim
-        variance = check_positive("noise_var", noise_var)
+        variance = check_positive("sampling_var", sampling_var)
         if variance.ndim > 1 or variance.size not in (1, du):
             raise ValueError(
-                f"noise_var must be a scalar or have shape ({du},), got {variance.shape}"
+                f"sampling_var must be a scalar or have shape ({du},), got {variance.shape}"
             )
-        self.noise_var = np.broadcast_to(variance, (du,)).copy()
-        self.noise_std = np.sqrt(self.noise_var)
+        self.sampling_var = np.broadcast_to(variance, (du,)).copy()
+        self.sampling_std = np.sqrt(self.sampling_var)
         self.temperature = check_finite_scalar("temperature", temperature)
         if self.temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature!r}")
@@ -191,9 +191,13 @@ class MPPI:
 
     def _check_restored(self) -> None:
         """A restored planner is checked by building it again from its options (so sizes,
-        ``noise_var``, ``temperature`` and bounds are refused as the constructor refuses
+        ``sampling_var``, ``temperature`` and bounds are refused as the constructor refuses
         them) and its plan and last weights must have the shapes those options give; only
-        this module's rewards are restored."""
+        this module's rewards are restored. Files written before the planner's variance was
+        named ``sampling_var`` (``noise_var``, ``noise_std``) load as well."""
+        for old, new in (("noise_var", "sampling_var"), ("noise_std", "sampling_std")):
+            if old in vars(self) and new not in vars(self):
+                setattr(self, new, vars(self).pop(old))
         if not isinstance(self.reward, (AngleCosineReward, StateReward)):
             raise ValueError(
                 f"reward must be an AngleCosineReward or a StateReward, got {self.reward!r}"
@@ -207,12 +211,12 @@ class MPPI:
             action_dim=self.action_dim,
             horizon=self.horizon,
             n_samples=self.n_samples,
-            noise_var=self.noise_var,
+            sampling_var=self.sampling_var,
             temperature=self.temperature,
             action_low=self.action_low,
             action_high=self.action_high,
         )
-        for name in ("noise_var", "noise_std", "action_low", "action_high"):
+        for name in ("sampling_var", "sampling_std", "action_low", "action_high"):
             value = getattr(self, name)
             if not isinstance(value, np.ndarray) or value.dtype != np.float64 or value.ndim != 1:
                 raise ValueError(f"{name} must be a float64 vector of one entry per action")
@@ -231,7 +235,7 @@ class MPPI:
             fresh.horizon,
             fresh.n_samples,
         )
-        self.noise_var, self.noise_std = fresh.noise_var, fresh.noise_std
+        self.sampling_var, self.sampling_std = fresh.sampling_var, fresh.sampling_std
         self.temperature = fresh.temperature
         self.action_low, self.action_high = fresh.action_low, fresh.action_high
         self.plan_actions = np.array(plan, dtype=np.float64)
@@ -284,7 +288,7 @@ class MPPI:
         if state.ndim != 1:
             raise ValueError(f"state must be a vector, got shape {state.shape}")
         noise = rng.standard_normal((self.n_samples, self.horizon, self.action_dim))
-        samples = self.plan_actions + self.noise_std * noise
+        samples = self.plan_actions + self.sampling_std * noise
         np.clip(samples, self.action_low, self.action_high, out=samples)
         if not hasattr(dynamics, "rollout_bytes"):  # a callable of the caller's: its states
             self._check_states_memory(state.shape[0])
@@ -318,5 +322,5 @@ class MPPI:
     def __repr__(self) -> str:
         return (
             f"MPPI(horizon={self.horizon}, n_samples={self.n_samples}, "
-            f"noise_var={self.noise_var.tolist()}, temperature={self.temperature:g})"
+            f"sampling_var={self.sampling_var.tolist()}, temperature={self.temperature:g})"
         )

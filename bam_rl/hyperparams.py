@@ -17,8 +17,8 @@ __all__ = [
     "MNIST_NOISE_VAR",
     "MNIST_PRIOR_PRECISION",
     "MPPI_HORIZON",
-    "MPPI_NOISE_VAR",
     "MPPI_SAMPLES",
+    "MPPI_SAMPLING_VAR",
     "MPPI_TEMPERATURE",
     "RFF_BANDWIDTH",
     "RFF_FEATURES",
@@ -49,7 +49,7 @@ BLR_PRIOR_PRECISION = 1e-4
 #: MPPI planner (App. D.1, LyceumAI defaults): horizon, samples, sampling variance, temperature.
 MPPI_HORIZON = 50
 MPPI_SAMPLES = 32
-MPPI_NOISE_VAR = 0.4
+MPPI_SAMPLING_VAR = 0.4
 MPPI_TEMPERATURE = 0.5
 
 #: Rotated MNIST (App. D.2): prior precision of each output's regression and noise variance.

@@ -127,7 +127,7 @@ def control_step(args: argparse.Namespace) -> None:
     ):
         model = RFFDynamicsModel(5, 1, seed=0, planning_dtype=ours_dtype)
         model.set_belief(model.family.prior + model.stats(*trials[0]) + model.stats(*trials[1]))
-        planner = MPPI(model, horizon=50, n_samples=32, noise_var=0.4, temperature=0.5)
+        planner = MPPI(model, horizon=50, n_samples=32, sampling_var=0.4, temperature=0.5)
         plan_rng = np.random.default_rng(1)
         peer = torch_planner(model, np.random.default_rng(2), torch_dtype)
         for _ in range(10):  # warm-up

@@ -9,6 +9,7 @@ written at commit 3104668, when the classes were ``agents.…``) still load.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -28,8 +29,15 @@ LEGACY = ROOT / "tests" / "data" / "legacy"
 
 
 def test_a_wheel_writes_only_bam_rl(tmp_path):
+    source = tmp_path / "source"  # a copy: building in the checkout would leave build/ there
+    shutil.copytree(
+        ROOT,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", "site"),
+    )
     subprocess.run(  # in pip's isolated build environment: setuptools as pyproject asks
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(tmp_path)],
         check=True,
         capture_output=True,
     )

@@ -90,7 +90,7 @@ def _set_array(*keys, value):
         (_set("dynamics", "gravity", value={"__float__": "nan"}), "gravity"),
         (_set("dynamics", "frame_skip", value=0), "frame_skip"),
         (_set("rng", value=1.5), "rng"),
-        (_set_array("planner", "noise_var", value=[-1.0]), "noise_var"),
+        (_set_array("planner", "sampling_var", value=[-1.0]), "sampling_var"),
         (_set_array("planner", "plan_actions", value=np.full((4, 1), 7.0)), "plan_actions"),
     ],
 )
@@ -260,3 +260,16 @@ def test_a_forged_run_length_posterior_is_refused(tmp_path):
 
     with pytest.raises(ValueError, match="sum to 1"):
         load_object(_edit(path, tmp_path / "bad.npz", forge))
+
+
+def test_a_planner_saved_with_the_old_noise_var_name_loads(gt_file, tmp_path):
+    """Issue 25 renamed MPPI's ``noise_var`` (the action-sampling variance) ``sampling_var``;
+    files written before keep loading, and act as they did."""
+
+    def rename(state, arrays):
+        planner = state["planner"]["state"]
+        planner["noise_var"] = planner.pop("sampling_var")
+        planner["noise_std"] = planner.pop("sampling_std")
+
+    old = _edit(gt_file, tmp_path / "old.npz", rename)
+    assert FUZZ.play(GroundTruthMPPI.load(old)) == FUZZ.play(GroundTruthMPPI.load(gt_file))
