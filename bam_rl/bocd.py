@@ -19,6 +19,7 @@ every run length beyond a maximum, so a step costs O(live run lengths).
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Callable
@@ -51,6 +52,23 @@ def _logsumexp(values: np.ndarray) -> float:
     if not math.isfinite(peak):
         return float(peak)
     return float(peak + math.log(np.exp(values - peak).sum()))
+
+
+@functools.cache
+def _kernel_kind_of(family_type: type, scalar: bool) -> int | None:
+    if not scalar or not family_type.__module__.startswith("bam_rl.families"):
+        return None
+    try:
+        from bam_rl.kernels.bocd import FAMILY_KINDS
+    except ImportError:  # without Numba every family takes the NumPy path
+        return None
+    return FAMILY_KINDS.get(family_type.__name__)
+
+
+def _kernel_kind(model: ConjugateFamily) -> int | None:
+    """The compiled recursion's kind of ``model``'s family (``None``: NumPy only)."""
+    scalar = all(tuple(event) == () for event in model.field_shapes.values())
+    return _kernel_kind_of(type(model), scalar)
 
 
 def _mixture_moments(weights: np.ndarray, means: Any, variances: Any) -> tuple[Any, Any]:
@@ -288,6 +306,103 @@ class ChangepointDetector:
         self._t = t
         self._log_evidence = check_real("_log_evidence", self._log_evidence)
 
+    def run(self, stats: NaturalParams) -> tuple[np.ndarray, np.ndarray]:
+        """Absorbs a whole stream: ``stats`` with batch shape ``(T,)`` (e.g.
+        ``model.stats(y[:, None], axis=...)`` or stacked single-datum statistics), one
+        :meth:`update` per datum, in one compiled loop for the scalar families with a
+        constant hazard.
+
+        Returns:
+            The MAP run length after every datum and every datum's log evidence increment
+            ``log p(D_t | D_<t)``, both of shape ``(T,)``.
+
+        Raises:
+            ValueError: As :meth:`update`; the data before the refused one stay absorbed.
+        """
+        self.model.check_params(stats, "stats")
+        if len(stats.batch_shape) != 1:
+            raise ValueError(f"stats must have batch shape (T,), got {stats.batch_shape}")
+        steps = stats.batch_shape[0]
+        map_runs = np.empty(steps, dtype=np.int64)
+        increments = np.empty(steps)
+        start = 0
+        kind = _kernel_kind(self.model) if self._hazard_fn is None else None
+        if kind is not None and steps:
+            from bam_rl.kernels.bocd import run
+
+            names = self._names
+            out = run(
+                kind,
+                np.column_stack([self._fields[name] for name in names]),
+                self._log_post,
+                self._log_partition,
+                self._belief_log_h,
+                self._run_lengths,
+                np.column_stack(
+                    [np.asarray(stats.fields[name], dtype=np.float64) for name in names]
+                ),
+                np.asarray(stats.log_h, dtype=np.float64),
+                np.array([float(self._prior_fields[name]) for name in names]),
+                self._prior_log_partition,
+                self._prior_log_h,
+                float(self._log_h),
+                float(self._log_1mh),
+                -1 if self.max_run_length is None else self.max_run_length,
+                self._log_threshold,
+            )
+            start = int(out[8])
+            if start:
+                new_fields, self._log_post, self._log_partition, self._belief_log_h = out[:4]
+                self._run_lengths, self._log_filtered = out[4], out[5]
+                self._fields = {name: new_fields[:, j] for j, name in enumerate(names)}
+                self._t += start
+                for increment in out[7]:  # in order, as update() adds them
+                    self._log_evidence += float(increment)
+                self._last_log_predictive = float(out[7][-1])
+                map_runs[:start], increments[:start] = out[6], out[7]
+        for t in range(start, steps):  # the rest (or everything) on the per-step path
+            self.update(stats[t])
+            map_runs[t], increments[t] = self.map_run_length, self._last_log_predictive
+        return map_runs, increments
+
+    def _compiled_step(self, s: NaturalParams) -> bool:
+        """:meth:`update` through the compiled recursion (:mod:`bam_rl.kernels.bocd`) of the
+        scalar families with a constant hazard; ``False`` (nothing changed) when the step
+        needs the NumPy path: a non-finite result, whose error that path raises."""
+        from bam_rl.kernels.bocd import step
+
+        kind = _kernel_kind(self.model)
+        assert kind is not None  # the caller checked
+        names = self._names
+        fields = np.column_stack([self._fields[name] for name in names])
+        out = step(
+            kind,
+            fields,
+            self._log_post,
+            self._log_partition,
+            self._belief_log_h,
+            self._run_lengths,
+            np.array([float(s.fields[name]) for name in names]),
+            float(s.log_h),
+            np.array([float(self._prior_fields[name]) for name in names]),
+            self._prior_log_partition,
+            self._prior_log_h,
+            float(self._log_h),
+            float(self._log_1mh),
+            -1 if self.max_run_length is None else self.max_run_length,
+            self._log_threshold,
+        )
+        total = out[6]
+        if not math.isfinite(total):
+            return False
+        new_fields, self._log_post, self._log_partition, self._belief_log_h = out[:4]
+        self._run_lengths, self._log_filtered = out[4], out[5]
+        self._fields = {name: new_fields[:, j] for j, name in enumerate(names)}
+        self._t += 1
+        self._log_evidence += total
+        self._last_log_predictive = total
+        return True
+
     def _hazard_logs(
         self, run_lengths: np.ndarray
     ) -> tuple[np.ndarray | float, np.ndarray | float]:
@@ -334,6 +449,8 @@ class ChangepointDetector:
                 f"{s!r}; sum a batch into one datum with .sum() first"
             )
         s_log_h = float(s.log_h)
+        if self._hazard_fn is None and _kernel_kind(model) is not None and self._compiled_step(s):
+            return self
 
         # predictive of every live run length: one batched log-partition evaluation
         post = {name: self._fields[name] + s.fields[name] for name in self._names}

@@ -1,0 +1,110 @@
+"""The compiled BOCD recursion (bam_rl.kernels.bocd) against the NumPy one (issue 23).
+
+The NumPy path of :class:`ChangepointDetector` is the literal reference: with the kernel
+switched off every scalar family runs it, and both must give the same run-length posterior,
+beliefs and evidence (to 1e-10 relative; in practice bitwise), with the cap's tail row and
+threshold pruning on and off.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bam_rl import bocd as bocd_module
+from bam_rl.bocd import ChangepointDetector
+from bam_rl.families import BetaBinomial, GammaPoisson, NormalGamma, NormalKnownVariance
+from bam_rl.families.base import stack
+
+
+def _stream(model, rng, n):
+    if isinstance(model, BetaBinomial):
+        p = np.repeat(rng.uniform(0.1, 0.9, n // 50 + 1), 50)[:n]
+        return [model.stats(successes=int(rng.binomial(10, q)), trials=10) for q in p]
+    if isinstance(model, GammaPoisson):
+        lam = np.repeat(rng.uniform(0.5, 8, n // 50 + 1), 50)[:n]
+        return [model.stats(rng.poisson(lam_i, size=3)) for lam_i in lam]
+    mean = np.repeat(rng.normal(0, 3, n // 50 + 1), 50)[:n]
+    return [model.stats([rng.normal(m, 1.0)]) for m in mean]
+
+
+MODELS = [
+    NormalKnownVariance(0.0, 4.0, 1.0),
+    NormalGamma(),
+    BetaBinomial(1.0, 1.0),
+    GammaPoisson(1.0, 1.0),
+]
+
+
+def _state(detector):
+    return (
+        detector.run_lengths.copy(),
+        detector.log_run_length_probabilities.copy(),
+        {k: v.copy() for k, v in detector.beliefs.fields.items()},
+        detector.log_evidence,
+    )
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: type(m).__name__)
+@pytest.mark.parametrize(("cap", "threshold"), [(None, 0.0), (30, 0.0), (30, 1e-6), (None, 1e-4)])
+def test_compiled_steps_equal_the_numpy_reference(model, cap, threshold, monkeypatch):
+    rng = np.random.default_rng(0)
+    data = _stream(model, rng, 300)
+    compiled = ChangepointDetector(model, 1 / 40, prune_threshold=threshold, max_run_length=cap)
+    for s in data:
+        compiled.update(s)
+    monkeypatch.setattr(bocd_module, "_kernel_kind", lambda model: None)
+    reference = ChangepointDetector(model, 1 / 40, prune_threshold=threshold, max_run_length=cap)
+    for s in data:
+        reference.update(s)
+    (runs_c, post_c, fields_c, ev_c), (runs_r, post_r, fields_r, ev_r) = (
+        _state(compiled),
+        _state(reference),
+    )
+    np.testing.assert_array_equal(runs_c, runs_r)
+    np.testing.assert_allclose(post_c, post_r, rtol=1e-10, atol=1e-12)
+    for name in fields_r:
+        np.testing.assert_allclose(fields_c[name], fields_r[name], rtol=1e-10)
+    assert ev_c == pytest.approx(ev_r, rel=1e-10)
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: type(m).__name__)
+def test_run_over_a_stream_equals_one_update_per_datum(model):
+    data = _stream(model, np.random.default_rng(1), 400)
+    stacked = stack(data)
+    batch = ChangepointDetector(model, 1 / 40, max_run_length=25)
+    maps, increments = batch.run(stacked)
+    steps = ChangepointDetector(model, 1 / 40, max_run_length=25)
+    want_maps, want_increments = [], []
+    for s in data:
+        steps.update(s)
+        want_maps.append(steps.map_run_length)
+        want_increments.append(steps.last_log_predictive)
+    np.testing.assert_array_equal(maps, want_maps)
+    np.testing.assert_allclose(increments, want_increments, rtol=1e-12)
+    np.testing.assert_array_equal(batch.run_lengths, steps.run_lengths)
+    assert batch.log_evidence == steps.log_evidence and batch.t == steps.t == 400
+
+
+def test_errors_come_from_the_numpy_path():
+    """A step the kernel cannot finish (here an overflow) is replayed on the NumPy path, which
+    raises the family's error and leaves the detector as it was."""
+    model = BetaBinomial()
+    detector = ChangepointDetector(model, 1 / 40)
+    detector.update(model.stats(successes=3, trials=5))
+    before = _state(detector)
+    with pytest.raises(ValueError, match="overflow"):
+        detector.update(model.stats(successes=1e308, trials=1.5e308))
+    after = _state(detector)
+    np.testing.assert_array_equal(after[0], before[0])
+    np.testing.assert_array_equal(after[1], before[1])
+    assert detector.t == 1
+
+
+def test_importing_bam_rl_compiles_nothing():
+    import subprocess
+    import sys
+
+    code = "import sys, bam_rl, bam_rl.bocd; print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
