@@ -82,18 +82,16 @@ def _greedy_parabola(
     right: list[int],
     left: list[int],
 ) -> list[int]:
-    """The λ = 0 loop of :func:`gaussian_greedy_readout`.
+    """The λ = 0 loop of :func:`gaussian_greedy_readout` (the literal reference of the compiled
+    :func:`bam_rl.kernels.readout.greedy_parabola`, which the readout runs).
 
     With ``λ = 0``, ``J(k, r) = c_k − g_k r²`` is a parabola in the added observation peaked at
     ``v + r``, so the best candidate is the unselected neighbour nearest to ``v + r``; the
     per-round constants ``c_k``, ``g_k`` are tabulated once.
     """
     m = len(values)
-    k_all = np.arange(m + 1, dtype=np.float64)
-    x = h0 + k_all / s2
-    a = s2 + 1.0 / x
-    c = (-0.5 * np.log(2.0 * np.pi * a)).tolist()
-    g = (1.0 / (2.0 * s2 * s2 * x * x * a)).tolist()
+    c_array, g_array = _parabola_constants(m, h0, s2)
+    c, g = c_array.tolist(), g_array.tolist()
     best = c[0] - g[0] * r * r
     bisect_left = bisect.bisect_left
     # (lo, hi): last unselected position with value < target, first with value >= target;
@@ -161,6 +159,27 @@ def _greedy_parabola(
     return list(map(order.__getitem__, chosen))
 
 
+def _parabola_constants(m: int, h0: float, s2: float) -> tuple[np.ndarray, np.ndarray]:
+    """``c_k`` and ``g_k`` of :func:`_greedy_parabola`'s rounds, ``k = 0..m``."""
+    k_all = np.arange(m + 1, dtype=np.float64)
+    x = h0 + k_all / s2
+    a = s2 + 1.0 / x
+    return -0.5 * np.log(2.0 * np.pi * a), 1.0 / (2.0 * s2 * s2 * x * x * a)
+
+
+def _compiled_parabola(
+    values: list[float], order: list[int], v: float, r: float, h0: float, s2: float
+) -> list[int]:
+    """:func:`_greedy_parabola` through its compiled twin (:mod:`bam_rl.kernels.readout`)."""
+    from bam_rl.kernels.readout import greedy_parabola
+
+    c, g = _parabola_constants(len(values), h0, s2)
+    picks = greedy_parabola(
+        np.asarray(values, dtype=np.float64), np.asarray(order, dtype=np.int64), v, r, c, g
+    )
+    return picks.tolist()
+
+
 def _greedy_sorted(
     values: list[float], order: list[int], v: float, s2: float, h0: float, m0: float, lam: float
 ) -> tuple[np.ndarray, list[int]]:
@@ -188,13 +207,13 @@ def _greedy_sorted(
             raise FloatingPointError("closed-form readout objective is not finite")
         return value
 
-    right = list(range(m + 1))  # right[p]: next unselected position >= p (m: none)
-    left = list(range(m + 1))  # left[p + 1]: previous unselected position <= p, shifted by 1
     r = s2 * h0 * dv
     if lam == 0.0:
-        picks = _greedy_parabola(values, order, v, r, h0, s2, right, left)
+        picks = _compiled_parabola(values, order, v, r, h0, s2)
         weights[picks] = 1.0
         return weights, picks
+    right = list(range(m + 1))  # right[p]: next unselected position >= p (m: none)
+    left = list(range(m + 1))  # left[p + 1]: previous unselected position <= p, shifted by 1
     picks = []
     best = objective(0, r)
     k = 0
