@@ -108,3 +108,20 @@ def test_importing_bam_rl_compiles_nothing():
     code = "import sys, bam_rl, bam_rl.bocd; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_an_unwritable_numba_cache_breaks_nothing():
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from bam_rl.bocd import ChangepointDetector; from bam_rl.families import BetaBinomial\n"
+        "m = BetaBinomial(); d = ChangepointDetector(m, 0.1)\n"
+        "for _ in range(5): d.update(m.stats(successes=1, trials=2))\n"
+        "print(d.map_run_length)"
+    )
+    env = dict(os.environ, NUMBA_CACHE_DIR="/proc/bam_rl_numba_cache")  # cannot be created
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "5"
