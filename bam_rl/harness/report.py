@@ -356,6 +356,24 @@ def _scale(experiment: dict[str, Any]) -> str:
     return "quick (smoke test)" if timing["quick"] else "paper"
 
 
+#: Columns of the experiments table of both reports.
+_EXPERIMENT_COLUMNS = ["experiment", "§", "scale", "wall time", "command"]
+
+
+def _experiment_rows(experiments: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """One row per experiment: name, section, scale, wall time and command."""
+    return [
+        [
+            e["name"],
+            e["section"],
+            _scale(e),
+            _seconds(e["timing"]) if e["ran"] else "not run",
+            (e["timing"] or {}).get("command", "—"),
+        ]
+        for e in experiments
+    ]
+
+
 def _tally(rows: Sequence[dict[str, str]]) -> str:
     counts = {verdict: sum(row["holds"] == verdict for row in rows) for verdict in VERDICTS}
     return ", ".join(f"{count} {verdict}" for verdict, count in counts.items() if count)
@@ -438,17 +456,8 @@ def render_html(data: dict[str, Any]) -> str:
     parts.append("<h2>Experiments</h2>")
     parts.append(
         _html_table(
-            ["experiment", "§", "scale", "wall time", "command"],
-            [
-                [
-                    e["name"],
-                    e["section"],
-                    _scale(e),
-                    _seconds(e["timing"]) if e["ran"] else "not run",
-                    (e["timing"] or {}).get("command", "—"),
-                ]
-                for e in data["experiments"]
-            ],
+            _EXPERIMENT_COLUMNS,
+            _experiment_rows(data["experiments"]),
         )
     )
     for experiment in data["experiments"]:
@@ -544,17 +553,8 @@ def render_markdown(data: dict[str, Any]) -> str:
         "## Experiments",
         "",
         _md_table(
-            ["experiment", "§", "scale", "wall time", "command"],
-            [
-                [
-                    e["name"],
-                    e["section"],
-                    _scale(e),
-                    _seconds(e["timing"]) if e["ran"] else "not run",
-                    (e["timing"] or {}).get("command", "—"),
-                ]
-                for e in data["experiments"]
-            ],
+            _EXPERIMENT_COLUMNS,
+            _experiment_rows(data["experiments"]),
         ),
         "",
     ]
