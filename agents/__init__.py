@@ -8,6 +8,7 @@ imports them only when an :class:`SB3Agent` is built or loaded.
 
 from agents.bandits import UCB, ThompsonSampling
 from agents.base import Agent, BaseAgent
+from agents.mppi import GroundTruthMPPI, MPPIAgent
 from agents.random_agent import RandomAgent
 from agents.sb3 import SB3Agent
 from agents.tracking import BeliefTracker
@@ -19,6 +20,8 @@ __all__ = [
     "Agent",
     "BaseAgent",
     "BeliefTracker",
+    "GroundTruthMPPI",
+    "MPPIAgent",
     "RandomAgent",
     "SB3Agent",
     "ThompsonSampling",

@@ -16,6 +16,7 @@ with the simulator itself (:class:`~agents.dynamics.SimulatorDynamics`).
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, cast
 
@@ -30,6 +31,7 @@ from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, BeliefRule, Recursive
 from bam_rl.checks import as_float_array, check_finite_scalar
 from bam_rl.families.base import NaturalParams
 from bam_rl.readout import ReadoutResult
+from bam_rl.segments import SegmentBAM
 
 __all__ = [
     "MEMORY_RULES",
@@ -42,7 +44,7 @@ __all__ = [
 ]
 
 #: Memory rules accepted by :class:`MPPIAgent`.
-MEMORY_RULES = ("bam", "bam+bocd", "bocd", "recursive")
+MEMORY_RULES = ("bam", "bam+bocd", "bocd", "recursive", "bam-segments")
 
 
 class EpisodicBAM(BAM):
@@ -142,6 +144,14 @@ class MPPIAgent(BaseAgent):
     * ``"bocd"`` — the posterior of the most probable BOCD segment, so a detected change
       restarts from the base prior (:class:`bam_rl.beliefs.BOCD`, hazard 0.11).
     * ``"recursive"`` — recursive Bayes, reset to the base prior when told of a change.
+    * ``"bam-segments"`` (beyond the paper) — readout weights tied within segments, the trials
+      between two changes (:class:`bam_rl.segments.SegmentBAM`): at a change (announced, or
+      detected by BOCD over trials with ``hazard`` when ``announced=False``) the readout is
+      over whole earlier segments, then updates are recursive. With
+      ``readout_after_steps=k`` the first trial after an announced change plans its first
+      ``k`` steps from the base prior, then reads out over the segments with those ``k``
+      transitions and plans the rest of the trial with that belief (a tuple of step counts
+      reads out again, with every transition so far, at each).
 
     Every rule resets to the base prior at an announced change (the memories of the BAM
     rules are kept).
@@ -165,6 +175,9 @@ class MPPIAgent(BaseAgent):
             slower, not more faithful to the model; see
             :class:`~agents.dynamics.RFFDynamicsModel`).
         feature_states: State components the random features see (``None``: all).
+        readout_after_steps: ``memory="bam-segments"`` only: the step (a positive int, or an
+            increasing tuple of them) after which the first trial of an announced change reads
+            out over the segments; ``None`` (default) reads out only at the trial's end.
         angle_pairs: ``(cos, sin)`` index pairs projected onto the unit circle in planning
             rollouts; the default ``((2, 3),)`` is the cart-pole's pole angle, as the default
             reward assumes (``()``: none, the paper's plain rollout). Without it the learned
@@ -199,11 +212,13 @@ class MPPIAgent(BaseAgent):
         planning_dtype: str = "float32",
         feature_states: Any = None,
         angle_pairs: Any = ((2, 3),),
+        readout_after_steps: Any = None,
         **planner_options: Any,
     ):
         super().__init__(seed)
         if memory not in MEMORY_RULES:
             raise ValueError(f"memory must be one of {MEMORY_RULES}, got {memory!r}")
+        self.readout_after_steps = _check_readout_steps(readout_after_steps, memory)
         if not isinstance(announced, (bool, np.bool_)):
             raise ValueError(f"announced must be a bool, got {announced!r}")
         self.state_dim = _observation_dim(observation_space, "observation_space")
@@ -235,6 +250,10 @@ class MPPIAgent(BaseAgent):
             self.rule = BAMWithChangepoints(family, lam=lam, method=method, hazard=hazard)
         elif memory == "bocd":
             self.rule = BOCD(family, hazard=hazard)
+        elif memory == "bam-segments":
+            self.rule = SegmentBAM(
+                family, lam=lam, method=method, hazard=None if self.announced else hazard
+            )
         else:
             self.rule = RecursiveBayes(family)
         # the planner gets its dynamics at each call, so the model is held (and saved) once
@@ -250,6 +269,8 @@ class MPPIAgent(BaseAgent):
         self._last_info: dict[str, Any] = {}
         self.trial_gravities: list[float] = []
         self.n_trials = 0
+        self._readouts_due: list[int] = []
+        self.in_trial_readouts: list[ReadoutResult] = []
 
     # ----------------------------------------------------------------- protocol
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
@@ -261,6 +282,9 @@ class MPPIAgent(BaseAgent):
         if bool((info or {}).get("context_changed", False)):
             self.rule.reset()
             self.model.set_belief(self.rule.belief)
+            self._readouts_due = list(self.readout_after_steps or ())
+        else:
+            self._readouts_due = []
         self._trial = _TrialRecorder()
         self._trial.states.append(state)
         self._last_info = dict(info or {})
@@ -292,10 +316,24 @@ class MPPIAgent(BaseAgent):
         self._trial.actions.append(action)
         self._trial.states.append(state)
         self._last_info = dict(info or {})
+        if self._readouts_due and len(self._trial.actions) == self._readouts_due[0]:
+            self._readouts_due.pop(0)
+            if not (terminated or truncated):
+                self._read_out_in_trial()
         if terminated or truncated:
             self._end_trial()
             self._trial = _TrialRecorder()
             self._trial.states.append(state)
+
+    def _read_out_in_trial(self) -> None:
+        """The in-trial readout: the segments read out with this trial's transitions so far,
+        the rest of the trial planned with the resulting belief."""
+        rule = cast(SegmentBAM, self.rule)  # readout_after_steps needs bam-segments (checked)
+        s = self.model.stats(np.asarray(self._trial.states), np.asarray(self._trial.actions))
+        readout, belief = rule.preview(s)
+        self.model.set_belief(belief)
+        if readout is not None:
+            self.in_trial_readouts.append(readout)
 
     def _end_trial(self) -> None:
         """The finished trial's datum goes through the memory rule into the model."""
@@ -314,8 +352,12 @@ class MPPIAgent(BaseAgent):
 
     @property
     def readout_labels(self) -> np.ndarray:
-        """Gravity of every remembered trial, aligned with ``last_readout.weights``."""
+        """Gravity of every remembered trial, aligned with ``last_readout.weights`` (for
+        ``"bam-segments"``, the gravity of each segment's first trial)."""
         size = 0 if self.last_readout is None else len(self.last_readout.weights)
+        if isinstance(self.rule, SegmentBAM):
+            firsts = np.cumsum([0, *self.rule.segment_sizes])[:size]
+            return np.asarray(self.trial_gravities, dtype=np.float64)[firsts]
         return np.asarray(self.trial_gravities[:size], dtype=np.float64)
 
     @property
@@ -337,6 +379,29 @@ class MPPIAgent(BaseAgent):
             f"MPPIAgent(memory={self.memory!r}, announced={self.announced}, "
             f"seed={self.seed!r}, model={self.model!r}, planner={self.planner!r})"
         )
+
+
+def _check_readout_steps(value: Any, memory: str) -> tuple[int, ...] | None:
+    """``readout_after_steps`` as an increasing tuple of positive ints (or ``None``), or
+    ``ValueError``; only ``memory="bam-segments"`` reads out inside a trial."""
+    if value is None:
+        return None
+    steps = value if isinstance(value, (tuple, list)) else (value,)
+    if not steps or not all(
+        isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1 for k in steps
+    ):
+        raise ValueError(
+            f"readout_after_steps must be a positive int (or an increasing tuple of them) "
+            f"below the trial length, got {value!r}"
+        )
+    if any(b <= a for a, b in itertools.pairwise(steps)):
+        raise ValueError(f"readout_after_steps must be increasing, got {value!r}")
+    if memory != "bam-segments":
+        raise ValueError(
+            f"readout_after_steps needs memory='bam-segments' (the segment readout), got "
+            f"memory={memory!r}"
+        )
+    return tuple(int(k) for k in steps)
 
 
 class GroundTruthMPPI(BaseAgent):

@@ -54,6 +54,11 @@ SETTINGS: dict[str, dict[str, Any]] = {
             "bam": ("mppi-bam", {"announced": True, **PLANNING}),
             "recursive": ("mppi-recursive", {**PLANNING}),
             "gt": ("mppi-gt", {}),
+            # beyond the paper: readout tied within segments, read out in the first trial
+            "bam_segments": (
+                "mppi-bam-segments",
+                {"announced": True, "readout_after_steps": 10, **PLANNING},
+            ),
         },
     },
     "continual": {
@@ -62,6 +67,11 @@ SETTINGS: dict[str, dict[str, Any]] = {
             "bam": ("mppi-bam", {"announced": False, **PLANNING}),
             "bam_bocd": ("mppi-bam-bocd", {**PLANNING}),
             "bocd": ("mppi-bocd", {**PLANNING}),
+            # beyond the paper: BOCD over trials closes segments; readout over whole segments
+            "bam_segments": (
+                "mppi-bam-segments",
+                {"announced": False, "readout_after_steps": None, **PLANNING},
+            ),
         },
     },
 }
