@@ -271,6 +271,8 @@ class MPPIAgent(BaseAgent):
         self.n_trials = 0
         self._readouts_due: list[int] = []
         self.in_trial_readouts: list[ReadoutResult] = []
+        self.segment_pick_fractions: list[float] = []
+        self.in_trial_pick_fractions: list[float] = []
 
     # ----------------------------------------------------------------- protocol
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
@@ -334,15 +336,20 @@ class MPPIAgent(BaseAgent):
         self.model.set_belief(belief)
         if readout is not None:
             self.in_trial_readouts.append(readout)
+            self.in_trial_pick_fractions.append(self._same_gravity(readout))
 
     def _end_trial(self) -> None:
         """The finished trial's datum goes through the memory rule into the model."""
         s = self.model.stats(np.asarray(self._trial.states), np.asarray(self._trial.actions))
+        selections = self.n_selections
         self.rule.update(s)
         self.model.set_belief(self.rule.belief)
         gravity = self._last_info.get("gravity", math.nan)
         self.trial_gravities.append(float(gravity) if gravity is not None else math.nan)
         self.n_trials += 1
+        if isinstance(self.rule, SegmentBAM) and self.n_selections > selections:
+            assert self.last_readout is not None
+            self.segment_pick_fractions.append(self._same_gravity(self.last_readout))
 
     # ------------------------------------------------------------------ readout
     @property
@@ -368,11 +375,39 @@ class MPPIAgent(BaseAgent):
     def summary(self) -> dict[str, float]:
         readout = self.last_readout
         size = 0.0 if readout is None else float(np.count_nonzero(readout.weights))
-        return {
+        entries = {
             "n_trials": float(self.n_trials),
             "n_selections": float(self.n_selections),
             "readout_size": size,
         }
+        if isinstance(self.rule, SegmentBAM):  # beyond the paper: which segments were picked
+            entries.update(self._segment_picks())
+        return entries
+
+    def _segment_picks(self) -> dict[str, float]:
+        """Of the segments the latest readout (end of a trial) and the latest in-trial
+        readout picked, the fraction of the gravity of the trial that read out (``nan``
+        before any, or when none was picked)."""
+        last = self.segment_pick_fractions[-1] if self.segment_pick_fractions else math.nan
+        in_trial = self.in_trial_pick_fractions[-1] if self.in_trial_pick_fractions else math.nan
+        return {
+            "readout_same_gravity": last,
+            "in_trial_readout_same_gravity": in_trial,
+            "in_trial_readouts": float(len(self.in_trial_readouts)),
+        }
+
+    def _same_gravity(self, readout: ReadoutResult) -> float:
+        """The fraction of the segments ``readout`` picked whose gravity (that of their first
+        trial) is the current trial's; the segments are the closed ones, then the open one
+        (which an in-trial readout treats as closed)."""
+        rule = cast(SegmentBAM, self.rule)
+        gravities = np.asarray(self.trial_gravities, dtype=np.float64)
+        firsts = np.cumsum([0, *rule.segment_sizes])
+        firsts = firsts[firsts < gravities.size][: len(readout.weights)]
+        picked = gravities[firsts][readout.weights[: firsts.size] > 0]
+        current = self._last_info.get("gravity", math.nan)
+        current = math.nan if current is None else float(current)
+        return float(np.mean(picked == current)) if picked.size else math.nan
 
     def __repr__(self) -> str:
         return (
