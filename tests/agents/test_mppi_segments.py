@@ -50,6 +50,12 @@ def test_announced_changes_read_out_over_whole_segments():
     assert agent.rule.segment_sizes == [2, 2]
     assert agent.last_readout.weights.shape == (2,)
     np.testing.assert_array_equal(agent.readout_labels, [9.81, 3.72])
+    # the summary's pick fraction: picked segments of the gravity that read out (9.81)
+    picked = agent.readout_labels[agent.last_readout.weights > 0]
+    expected = np.mean(picked == 9.81) if picked.size else np.nan
+    np.testing.assert_equal(agent.segment_pick_fractions[-1], expected)
+    assert len(agent.segment_pick_fractions) == 2
+    np.testing.assert_equal(agent.summary()["readout_same_gravity"], expected)
 
 
 def test_in_trial_readout_changes_the_belief_after_k_steps_only():
