@@ -151,7 +151,9 @@ class MPPIAgent(BaseAgent):
       ``readout_after_steps=k`` the first trial after an announced change plans its first
       ``k`` steps from the base prior, then reads out over the segments with those ``k``
       transitions and plans the rest of the trial with that belief (a tuple of step counts
-      reads out again, with every transition so far, at each).
+      reads out again, with every transition so far, at each). Without announcements, a change
+      BOCD detects at the end of a trial is read out with that trial's first ``k`` steps (the
+      first entry), and the whole trial then updates the new segment.
 
     Every rule resets to the base prior at an announced change (the memories of the BAM
     rules are kept).
@@ -342,7 +344,16 @@ class MPPIAgent(BaseAgent):
         """The finished trial's datum goes through the memory rule into the model."""
         s = self.model.stats(np.asarray(self._trial.states), np.asarray(self._trial.actions))
         selections = self.n_selections
-        self.rule.update(s)
+        steps = self.readout_after_steps
+        if isinstance(self.rule, SegmentBAM) and not self.announced and steps:
+            # a change BOCD detects at this trial is read out with its first steps only
+            k = min(steps[0], len(self._trial.actions))
+            first = self.model.stats(
+                np.asarray(self._trial.states[: k + 1]), np.asarray(self._trial.actions[:k])
+            )
+            self.rule.update_with_evidence(s, first)
+        else:
+            self.rule.update(s)
         self.model.set_belief(self.rule.belief)
         gravity = self._last_info.get("gravity", math.nan)
         self.trial_gravities.append(float(gravity) if gravity is not None else math.nan)

@@ -80,10 +80,28 @@ class SegmentBAM(BAM):
         self._open: list[NaturalParams] = []
         self._open_start = 0
         self._pending_change = False
+        self._evidence: NaturalParams | None = None
         self.segment_sizes: list[int] = []
         self.changepoints: list[int] = []
 
     # ------------------------------------------------------------------ update
+    def update_with_evidence(self, s: NaturalParams, evidence: NaturalParams) -> NaturalParams:
+        """:meth:`update` with ``s``, except that a readout this datum triggers scores the
+        segments against ``evidence`` (e.g. the first steps of a trial, part of ``s``) in place
+        of ``s``; the belief still absorbs all of ``s``.
+
+        Raises:
+            ValueError: As :meth:`update`, for either argument.
+        """
+        self.model.check_params(evidence, "evidence")
+        if evidence.batch_shape != ():
+            raise ValueError(f"evidence must be unbatched, got batch shape {evidence.batch_shape}")
+        self._evidence = evidence
+        try:
+            return self.update(s)
+        finally:
+            self._evidence = None
+
     def _update(self, s: NaturalParams) -> NaturalParams:
         detector = None
         split: int | None = None
@@ -110,7 +128,10 @@ class SegmentBAM(BAM):
             memory.add(closed, label=len(self.segment_sizes), time=None)
         evidence = _total(self.model, keeping)
         assert evidence is not None
-        readout, prior = _readout(self, memory, evidence)
+        override = getattr(self, "_evidence", None)
+        scored = evidence if override is None else _total(self.model, [*keeping[:-1], override])
+        assert scored is not None
+        readout, prior = _readout(self, memory, scored)
         # commit: nothing below can fail
         self.memory = memory
         if closed is not None:

@@ -67,6 +67,20 @@ def run_sweep(out: Path, seeds: int, jobs: int) -> pd.DataFrame:
     return trials
 
 
+def runs_trials(folder: Path, label: str) -> pd.DataFrame:
+    """Per-trial rows of one method from the run files found so far (a sweep under way)."""
+    frames = []
+    for path in sorted((folder / "runs").glob(f"{label}__*.parquet")):
+        frame = pd.read_parquet(path)
+        rows = frame.groupby(["seed_index", "episode"]).agg(
+            reward=("reward", "mean"), gravity=("gravity", "first")
+        )
+        frames.append(rows.reset_index().rename(columns={"episode": "trial"}))
+    trials = pd.concat(frames) if frames else pd.DataFrame()
+    trials["method"] = label
+    return trials
+
+
 def runs_picks(folder: Path, label: str) -> pd.DataFrame:
     """Per (seed, trial) pick fractions of a segment method, from its run files."""
     frames = []
@@ -172,15 +186,23 @@ def main() -> None:
     parser.add_argument("--sweep", type=Path)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--no-run", action="store_true", help="report finished sweep runs only")
     args = parser.parse_args()
     trials = pd.read_csv(args.episodic / "trials.csv")
     methods = ["bam", "recursive", "bam_segments"]
     picks = runs_picks(args.episodic, "bam_segments")
     episodic_report(trials, methods, picks)
     if args.sweep:
-        swept = run_sweep(args.sweep, args.seeds, args.jobs)
-        both = pd.concat([trials[trials["method"] == "gt"], swept])
+        if args.no_run:  # report the runs finished so far
+            swept = pd.concat([runs_trials(args.sweep, label) for label in SWEEP])
+        else:
+            swept = run_sweep(args.sweep, args.seeds, args.jobs)
+        gt = trials[trials["method"] == "gt"]
         for label in SWEEP:
+            done = swept[swept["method"] == label]
+            if done.empty:
+                continue
+            both = pd.concat([gt[gt["seed_index"].isin(done["seed_index"])], done])
             print(f"--- sweep {label}: readout_after_steps={SWEEP[label]!r}")
             episodic_report(both, [label], runs_picks(args.sweep, label))
     if args.continual:

@@ -226,3 +226,26 @@ def test_refused_datum_leaves_the_rule_unchanged():
     with pytest.raises(ValueError):
         rule.update(BayesianLinearRegression(dim_in=2, dim_out=1).zeros())
     assert (len(rule.memory), rule.n_open) == before[:2] and rule.belief is before[2]
+
+
+def test_update_with_evidence_scores_the_readout_on_the_evidence_only():
+    model = BetaBinomial(1.0, 1.0)
+    rule = SegmentBAM(model)
+    run_episodes(rule, model, [0.1, 0.9], 4, np.random.default_rng(7))
+    rule.reset()
+    s, evidence = model.stats(successes=14, trials=TRIALS), model.stats(successes=1, trials=5)
+    belief = rule.update_with_evidence(s, evidence)
+    assert len(rule.memory) == 2  # the update closed the open segment, then read out
+    expected = select(model, _closed_memory(rule), evidence)
+    assert not np.array_equal(expected.weights, select(model, _closed_memory(rule), s).weights)
+    np.testing.assert_array_equal(rule.last_readout.weights, expected.weights)
+    assert belief.allclose(_closed_memory(rule).weighted_sum(expected.weights, model.prior) + s)
+    # later data of the segment update recursively, whatever evidence is passed
+    assert rule.update_with_evidence(s, evidence).allclose(belief + s)
+
+
+def _closed_memory(rule):
+    memory = Memory()
+    for s in rule.memory:
+        memory.add(s)
+    return memory

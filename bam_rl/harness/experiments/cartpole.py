@@ -68,9 +68,10 @@ SETTINGS: dict[str, dict[str, Any]] = {
             "bam_bocd": ("mppi-bam-bocd", {**PLANNING}),
             "bocd": ("mppi-bocd", {**PLANNING}),
             # beyond the paper: BOCD over trials closes segments; readout over whole segments
+            # against the first 10 steps of the trial at which a change is detected
             "bam_segments": (
                 "mppi-bam-segments",
-                {"announced": False, "readout_after_steps": None, **PLANNING},
+                {"announced": False, "readout_after_steps": 10, **PLANNING},
             ),
         },
     },
