@@ -140,3 +140,21 @@ def test_bad_arguments(kwargs, name):
     options = {"memory": "bam-segments", **kwargs}
     with pytest.raises(ValueError, match=name):
         MPPIAgent(env.observation_space, env.action_space, seed=0, **SMALL, **options)
+
+
+def test_unannounced_detected_change_is_read_out_with_the_first_k_steps(monkeypatch):
+    env = short_env(steps=8)
+    agent = segment_agent(env, hazard=0.3, readout_after_steps=3)
+    seen = []
+    original = agent.rule.update_with_evidence
+
+    def spy(s, evidence):
+        seen.append(evidence)
+        return original(s, evidence)
+
+    monkeypatch.setattr(agent.rule, "update_with_evidence", spy)
+    Runner(env, agent).start(seed=0).run(16)
+    assert len(seen) == 2  # every trial passes its first 3 steps as the readout's evidence
+    states, actions = np.asarray(agent._trial.states), np.asarray(agent._trial.actions)
+    assert actions.shape[0] == 0 and states.shape[0] == 1  # a new trial has begun
+    assert not agent.in_trial_readouts  # no in-trial readout without announcements
