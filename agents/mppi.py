@@ -16,6 +16,7 @@ with the simulator itself (:class:`~bam_rl.agents.dynamics.SimulatorDynamics`).
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, cast
 
@@ -27,6 +28,7 @@ from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, BeliefRule, Recursive
 from bam_rl.checks import as_float_array, check_finite_scalar, check_int
 from bam_rl.families.base import NaturalParams
 from bam_rl.readout import ReadoutResult
+from bam_rl.segments import SegmentBAM
 
 from .base import BaseAgent
 from .dynamics import RFFDynamicsModel, SimulatorDynamics
@@ -43,7 +45,7 @@ __all__ = [
 ]
 
 #: Memory rules accepted by :class:`MPPIAgent`.
-MEMORY_RULES = ("bam", "bam+bocd", "bocd", "recursive")
+MEMORY_RULES = ("bam", "bam+bocd", "bocd", "recursive", "bam-segments")
 
 
 class EpisodicBAM(BAM):
@@ -151,6 +153,7 @@ def _rule_class(memory: str, announced: bool) -> type[BeliefRule]:
         "bam+bocd": BAMWithChangepoints,
         "bocd": BOCD,
         "recursive": RecursiveBayes,
+        "bam-segments": SegmentBAM,
     }
     return rules[memory]
 
@@ -174,6 +177,16 @@ class MPPIAgent(BaseAgent):
     * ``"bocd"`` — the posterior of the most probable BOCD segment, so a detected change
       restarts from the base prior (:class:`bam_rl.beliefs.BOCD`, hazard 0.11).
     * ``"recursive"`` — recursive Bayes, reset to the base prior when told of a change.
+    * ``"bam-segments"`` (beyond the paper) — readout weights tied within segments, the trials
+      between two changes (:class:`bam_rl.segments.SegmentBAM`): at a change (announced, or
+      detected by BOCD over trials with ``hazard`` when ``announced=False``) the readout is
+      over whole earlier segments, then updates are recursive. With
+      ``readout_after_steps=k`` the first trial after an announced change plans its first
+      ``k`` steps from the base prior, then reads out over the segments with those ``k``
+      transitions and plans the rest of the trial with that belief (a tuple of step counts
+      reads out again, with every transition so far, at each). Without announcements, a change
+      BOCD detects at the end of a trial is read out with that trial's first ``k`` steps (the
+      first entry), and the whole trial then updates the new segment.
 
     Every rule resets to the base prior at an announced change (the memories of the BAM
     rules are kept).
@@ -197,6 +210,9 @@ class MPPIAgent(BaseAgent):
             slower, not more faithful to the model; see
             :class:`~bam_rl.agents.dynamics.RFFDynamicsModel`).
         feature_states: State components the random features see (``None``: all).
+        readout_after_steps: ``memory="bam-segments"`` only: the step (a positive int, or an
+            increasing tuple of them) after which the first trial of an announced change reads
+            out over the segments; ``None`` (default) reads out only at the trial's end.
         angle_pairs: ``(cos, sin)`` index pairs projected onto the unit circle in planning
             rollouts; the default ``((2, 3),)`` is the cart-pole's pole angle, as the default
             reward assumes (``()``: none, the paper's plain rollout). Without it the learned
@@ -231,11 +247,13 @@ class MPPIAgent(BaseAgent):
         planning_dtype: str = "float32",
         feature_states: Any = None,
         angle_pairs: Any = ((2, 3),),
+        readout_after_steps: Any = None,
         **planner_options: Any,
     ):
         super().__init__(seed)
         if memory not in MEMORY_RULES:
             raise ValueError(f"memory must be one of {MEMORY_RULES}, got {memory!r}")
+        self.readout_after_steps = _check_readout_steps(readout_after_steps, memory)
         if not isinstance(announced, (bool, np.bool_)):
             raise ValueError(f"announced must be a bool, got {announced!r}")
         self.state_dim = _observation_dim(observation_space, "observation_space")
@@ -267,6 +285,10 @@ class MPPIAgent(BaseAgent):
             self.rule = BAMWithChangepoints(family, lam=lam, method=method, hazard=hazard)
         elif memory == "bocd":
             self.rule = BOCD(family, hazard=hazard)
+        elif memory == "bam-segments":
+            self.rule = SegmentBAM(
+                family, lam=lam, method=method, hazard=None if self.announced else hazard
+            )
         else:
             self.rule = RecursiveBayes(family)
         # the planner gets its dynamics at each call, so the model is held (and saved) once
@@ -282,6 +304,10 @@ class MPPIAgent(BaseAgent):
         self._last_info: dict[str, Any] = {}
         self.trial_gravities: list[float] = []
         self.n_trials = 0
+        self._readouts_due: list[int] = []
+        self.in_trial_readouts: list[ReadoutResult] = []
+        self.segment_pick_fractions: list[float] = []
+        self.in_trial_pick_fractions: list[float] = []
 
     def _check_restored(self) -> None:
         """A restored agent is checked as the constructor checks its arguments: a known
@@ -336,6 +362,13 @@ class MPPIAgent(BaseAgent):
         gravities = self.trial_gravities
         if not isinstance(gravities, list) or len(gravities) != self.n_trials:
             raise ValueError(f"trial_gravities must be a list of n_trials = {self.n_trials} floats")
+        self.readout_after_steps = _check_readout_steps(self.readout_after_steps, self.memory)
+        due = self._readouts_due
+        if not isinstance(due, list) or any(k not in (self.readout_after_steps or ()) for k in due):
+            raise ValueError("_readouts_due must be a list of readout_after_steps entries")
+        for name in ("in_trial_readouts", "segment_pick_fractions", "in_trial_pick_fractions"):
+            if not isinstance(getattr(self, name), list):
+                raise ValueError(f"{name} must be a list")
         for gravity in gravities:  # a trial's label: nan where its info had none
             if not isinstance(gravity, float) or not (
                 math.isnan(gravity) or 0 < gravity < math.inf
@@ -353,6 +386,9 @@ class MPPIAgent(BaseAgent):
         if bool((info or {}).get("context_changed", False)):
             self.rule.reset()
             self.model.set_belief(self.rule.belief)
+            self._readouts_due = list(self.readout_after_steps or ())
+        else:
+            self._readouts_due = []
         self._trial = _TrialRecorder()
         self._trial.states.append(state)
         self._last_info = dict(info or {})
@@ -385,10 +421,25 @@ class MPPIAgent(BaseAgent):
         self._trial.actions.append(action)
         self._trial.states.append(state)
         self._last_info = dict(info or {})
+        if self._readouts_due and len(self._trial.actions) == self._readouts_due[0]:
+            self._readouts_due.pop(0)
+            if not (terminated or truncated):
+                self._read_out_in_trial()
         if terminated or truncated:
             self._end_trial()
             self._trial = _TrialRecorder()
             self._trial.states.append(state)
+
+    def _read_out_in_trial(self) -> None:
+        """The in-trial readout: the segments read out with this trial's transitions so far,
+        the rest of the trial planned with the resulting belief."""
+        rule = cast(SegmentBAM, self.rule)  # readout_after_steps needs bam-segments (checked)
+        s = self.model.stats(np.asarray(self._trial.states), np.asarray(self._trial.actions))
+        readout, belief = rule.preview(s)
+        self.model.set_belief(belief)
+        if readout is not None:
+            self.in_trial_readouts.append(readout)
+            self.in_trial_pick_fractions.append(self._same_gravity(readout))
 
     def _end_trial(self) -> None:
         """The finished trial's datum goes through the memory rule into the model.
@@ -399,10 +450,20 @@ class MPPIAgent(BaseAgent):
         with its next trial instead of refusing every later :meth:`reset`.
         """
         trial, self._trial = self._trial, _TrialRecorder()
+        selections = self.n_selections
         try:
             s = self.model.stats(np.asarray(trial.states), np.asarray(trial.actions))
             gravity = _info_gravity(self._last_info)
-            self.rule.update(s)
+            steps = self.readout_after_steps
+            if isinstance(self.rule, SegmentBAM) and not self.announced and steps:
+                # a change BOCD detects at this trial is read out with its first steps only
+                k = min(steps[0], len(trial.actions))
+                first = self.model.stats(
+                    np.asarray(trial.states[: k + 1]), np.asarray(trial.actions[:k])
+                )
+                self.rule.update_with_evidence(s, first)
+            else:
+                self.rule.update(s)
         except ValueError as error:
             raise ValueError(
                 f"the trial's data were refused and the trial dropped: {error}"
@@ -410,6 +471,9 @@ class MPPIAgent(BaseAgent):
         self.model.set_belief(self.rule.belief)
         self.trial_gravities.append(math.nan if gravity is None else gravity)
         self.n_trials += 1
+        if isinstance(self.rule, SegmentBAM) and self.n_selections > selections:
+            assert self.last_readout is not None
+            self.segment_pick_fractions.append(self._same_gravity(self.last_readout))
 
     # ------------------------------------------------------------------ readout
     @property
@@ -419,8 +483,12 @@ class MPPIAgent(BaseAgent):
 
     @property
     def readout_labels(self) -> np.ndarray:
-        """Gravity of every remembered trial, aligned with ``last_readout.weights``."""
+        """Gravity of every remembered trial, aligned with ``last_readout.weights`` (for
+        ``"bam-segments"``, the gravity of each segment's first trial)."""
         size = 0 if self.last_readout is None else len(self.last_readout.weights)
+        if isinstance(self.rule, SegmentBAM):
+            firsts = np.cumsum([0, *self.rule.segment_sizes])[:size]
+            return np.asarray(self.trial_gravities, dtype=np.float64)[firsts]
         return np.asarray(self.trial_gravities[:size], dtype=np.float64)
 
     @property
@@ -431,17 +499,68 @@ class MPPIAgent(BaseAgent):
     def summary(self) -> dict[str, float]:
         readout = self.last_readout
         size = 0.0 if readout is None else float(np.count_nonzero(readout.weights))
-        return {
+        entries = {
             "n_trials": float(self.n_trials),
             "n_selections": float(self.n_selections),
             "readout_size": size,
         }
+        if isinstance(self.rule, SegmentBAM):  # beyond the paper: which segments were picked
+            entries.update(self._segment_picks())
+        return entries
+
+    def _segment_picks(self) -> dict[str, float]:
+        """Of the segments the latest readout (end of a trial) and the latest in-trial
+        readout picked, the fraction of the gravity of the trial that read out (``nan``
+        before any, or when none was picked)."""
+        last = self.segment_pick_fractions[-1] if self.segment_pick_fractions else math.nan
+        in_trial = self.in_trial_pick_fractions[-1] if self.in_trial_pick_fractions else math.nan
+        return {
+            "readout_same_gravity": last,
+            "in_trial_readout_same_gravity": in_trial,
+            "in_trial_readouts": float(len(self.in_trial_readouts)),
+        }
+
+    def _same_gravity(self, readout: ReadoutResult) -> float:
+        """The fraction of the segments ``readout`` picked whose gravity (that of their first
+        trial) is the current trial's; the segments are the closed ones, then the open one
+        (which an in-trial readout treats as closed)."""
+        rule = cast(SegmentBAM, self.rule)
+        gravities = np.asarray(self.trial_gravities, dtype=np.float64)
+        firsts = np.cumsum([0, *rule.segment_sizes])
+        firsts = firsts[firsts < gravities.size][: len(readout.weights)]
+        picked = gravities[firsts][readout.weights[: firsts.size] > 0]
+        current = self._last_info.get("gravity", math.nan)
+        current = math.nan if current is None else float(current)
+        return float(np.mean(picked == current)) if picked.size else math.nan
 
     def __repr__(self) -> str:
         return (
             f"MPPIAgent(memory={self.memory!r}, announced={self.announced}, "
             f"seed={self.seed!r}, model={self.model!r}, planner={self.planner!r})"
         )
+
+
+def _check_readout_steps(value: Any, memory: str) -> tuple[int, ...] | None:
+    """``readout_after_steps`` as an increasing tuple of positive ints (or ``None``), or
+    ``ValueError``; only ``memory="bam-segments"`` reads out inside a trial."""
+    if value is None:
+        return None
+    steps = value if isinstance(value, (tuple, list)) else (value,)
+    if not steps or not all(
+        isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1 for k in steps
+    ):
+        raise ValueError(
+            f"readout_after_steps must be a positive int (or an increasing tuple of them) "
+            f"below the trial length, got {value!r}"
+        )
+    if any(b <= a for a, b in itertools.pairwise(steps)):
+        raise ValueError(f"readout_after_steps must be increasing, got {value!r}")
+    if memory != "bam-segments":
+        raise ValueError(
+            f"readout_after_steps needs memory='bam-segments' (the segment readout), got "
+            f"memory={memory!r}"
+        )
+    return tuple(int(k) for k in steps)
 
 
 class GroundTruthMPPI(BaseAgent):

@@ -1,8 +1,8 @@
 """Any Stable-Baselines3 algorithm behind the agent protocol (ARCHITECTURE.md, "Agents").
 
 Stable-Baselines3 and torch are optional (``pip install bam-rl[sb3]``); this module imports
-them only when an :class:`SB3Agent` is built or loaded, so ``import agents`` works without
-them.
+them only when an :class:`SB3Agent` is built or loaded, so ``import bam_rl.agents`` works
+without them.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from bam_rl.families import (
 )
 from bam_rl.memory import Memory
 from bam_rl.readout import ReadoutResult, select
+from bam_rl.segments import SegmentBAM
 
 __version__ = "0.1.0"
 
@@ -51,6 +52,7 @@ __all__ = [
     "PowerPrior",
     "ReadoutResult",
     "RecursiveBayes",
+    "SegmentBAM",
     "__version__",
     "make_rule",
     "select",

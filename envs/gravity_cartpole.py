@@ -384,9 +384,9 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
         """Renders a frame (``"rgb_array"``) or the window (``"human"``).
 
         Without a display the platform is EGL or OSMesa, chosen when this module was imported
-        (``envs._gl``). If no OpenGL platform works, a ``RuntimeError`` says what was tried and
-        what to install; MuJoCo is not asked again in this process (a second attempt after a
-        failure aborts the interpreter).
+        (``bam_rl.envs._gl``). If no OpenGL platform works, a ``RuntimeError`` says what was
+        tried and what to install; MuJoCo is not asked again in this process (a second attempt
+        after a failure aborts the interpreter).
 
         Raises:
             RuntimeError: If rendering is impossible on this machine.

@@ -267,6 +267,17 @@ METHODS: dict[str, dict[str, Method]] = {
                 ("BAM", "BOCD"),
             ),
             _m("bocd", "mppi-bocd", "BOCD", "BOCD", "orange", _DASH, "^", ("BOCD",)),
+            _m(
+                "bam_segments",
+                "mppi-bam-segments",
+                "Segment BAM (beyond the paper)",
+                "Segment BAM (beyond the paper)",
+                "green",
+                "-",
+                "P",
+                ("BAM",),
+                linewidth=2.0,
+            ),
         )
     },
     "mnist": {

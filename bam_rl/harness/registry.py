@@ -257,6 +257,30 @@ def build_mppi_recursive(env: gym.Env, seed: int | None = None, **kwargs: Any) -
     return _mppi("recursive", "mppi-recursive", env, seed, dict(kwargs))
 
 
+#: ``mppi-bam-segments``' in-trial readout step (the best of the measured sweep, README).
+SEGMENT_READOUT_AFTER_STEPS = 10
+
+
+def build_mppi_bam_segments(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """Beyond the paper: MPPI whose BAM readout is tied within segments (the trials between
+    two changes; BOCD over trials, hazard 0.11, finds them when changes are not announced),
+    reading out after the first ``readout_after_steps`` (10) steps of an announced change's
+    first trial (``None``: only at the trial's end)."""
+    steps = kwargs.setdefault("readout_after_steps", SEGMENT_READOUT_AFTER_STEPS)
+    # the cart-pole's trial length (max_steps), else a TimeLimit's
+    limit = getattr(env.unwrapped, "max_steps", None) or getattr(
+        getattr(env, "spec", None), "max_episode_steps", None
+    )
+    if steps is not None and limit is not None:
+        last = steps[-1] if isinstance(steps, (tuple, list)) and steps else steps
+        if isinstance(last, (int, np.integer)) and not last < limit:
+            raise ValueError(
+                f"readout_after_steps must be a positive int below the trial length {limit}, "
+                f"got {steps!r}"
+            )
+    return _mppi("bam-segments", "mppi-bam-segments", env, seed, dict(kwargs))
+
+
 def build_mppi_gt(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Ground-truth MPPI: plans with the simulator at the current gravity (GT MPC)."""
     from bam_rl.agents.mppi import GroundTruthMPPI
@@ -287,6 +311,7 @@ AGENTS: dict[str, Callable[..., Any]] = {
     "mppi-bocd": build_mppi_bocd,
     "mppi-recursive": build_mppi_recursive,
     "mppi-gt": build_mppi_gt,
+    "mppi-bam-segments": build_mppi_bam_segments,
 }
 
 

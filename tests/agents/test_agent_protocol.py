@@ -51,13 +51,13 @@ def test_agent_runs_through_environment(case):
 
 
 def test_agents_import_without_torch_or_sb3():
-    """``import agents`` (SB3Agent included) works when torch and SB3 are missing."""
+    """``import bam_rl.agents`` (SB3Agent included) works when torch and SB3 are missing."""
     code = (
         "import sys\n"
         "sys.modules['torch'] = None\n"
         "sys.modules['stable_baselines3'] = None\n"
-        "import agents\n"
-        "from agents import SB3Agent\n"
+        "import bam_rl.agents\n"
+        "from bam_rl.agents import SB3Agent\n"
         "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
         "try:\n"
         "    SB3Agent(object())\n"

@@ -53,7 +53,8 @@ def _fake_cartpole(folder: Path, setting: str) -> None:
                     "steps": 200,
                 }
                 if setting == "continual":
-                    row["n_selections"] = {"bam": trial + 1, "bam_bocd": 2, "bocd": 0}[method]
+                    selections = {"bam": trial + 1, "bam_bocd": 2, "bocd": 0}
+                    row["n_selections"] = selections.get(method, 2)
                 rows.append(row)
     trials = pd.DataFrame(rows)
     folder.mkdir(parents=True)

@@ -57,6 +57,11 @@ SETTINGS: dict[str, dict[str, Any]] = {
             "bam": ("mppi-bam", {"announced": True, **PLANNING}),
             "recursive": ("mppi-recursive", {**PLANNING}),
             "gt": ("mppi-gt", {}),
+            # beyond the paper: readout tied within segments, read out in the first trial
+            "bam_segments": (
+                "mppi-bam-segments",
+                {"announced": True, "readout_after_steps": 10, **PLANNING},
+            ),
         },
     },
     "continual": {
@@ -65,6 +70,12 @@ SETTINGS: dict[str, dict[str, Any]] = {
             "bam": ("mppi-bam", {"announced": False, **PLANNING}),
             "bam_bocd": ("mppi-bam-bocd", {**PLANNING}),
             "bocd": ("mppi-bocd", {**PLANNING}),
+            # beyond the paper: BOCD over trials closes segments; readout over whole segments
+            # against the first 10 steps of the trial at which a change is detected
+            "bam_segments": (
+                "mppi-bam-segments",
+                {"announced": False, "readout_after_steps": 10, **PLANNING},
+            ),
         },
     },
 }
