@@ -362,6 +362,15 @@ class MPPIAgent(BaseAgent):
         gravities = self.trial_gravities
         if not isinstance(gravities, list) or len(gravities) != self.n_trials:
             raise ValueError(f"trial_gravities must be a list of n_trials = {self.n_trials} floats")
+        # files written before segment BAM lack its fields: they are the defaults
+        for name in (
+            "_readouts_due",
+            "in_trial_readouts",
+            "segment_pick_fractions",
+            "in_trial_pick_fractions",
+        ):
+            vars(self).setdefault(name, [])
+        vars(self).setdefault("readout_after_steps", None)
         self.readout_after_steps = _check_readout_steps(self.readout_after_steps, self.memory)
         due = self._readouts_due
         if not isinstance(due, list) or any(k not in (self.readout_after_steps or ()) for k in due):

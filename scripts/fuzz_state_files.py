@@ -38,7 +38,7 @@ from bam_rl.serialization import FORMAT, read_archive, write_archive
 
 SMALL = {"horizon": 4, "n_samples": 3}
 STEPS = 6
-MEMORIES = ("bam", "bam+bocd", "bocd", "recursive")
+MEMORIES = ("bam", "bam+bocd", "bocd", "recursive", "bam-segments")
 ODD_VALUES: tuple[Any, ...] = (
     -1,
     0,
