@@ -7,7 +7,9 @@ encoded from their attributes and rebuilt with ``cls.__new__`` — only classes 
 reached without walking through other modules), families must be conjugate families and bit
 generators numpy bit generators, so a foreign or tampered file cannot run code; it raises
 ``ValueError``. Files are written atomically (temporary file, then
-``os.replace``), so an interrupted save never leaves a half-written checkpoint.
+``os.replace``), so an interrupted save never leaves a half-written checkpoint, and carry the
+SHA-256 of their content (:func:`archive_digest`): a file changed after it was written
+(corrupted, or edited without recomputing the digest) is refused.
 
 Limits (every breach is a ``ValueError``): the archive is read by this module's own zip/npy
 walk, which refuses entries that are compressed more than :data:`MAX_EXPANSION` times (a
@@ -36,6 +38,7 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import hashlib
 import importlib
 import inspect
 import io
@@ -556,13 +559,25 @@ def _read_npz(data: bytes, max_bytes: int) -> dict[str, np.ndarray]:
     return arrays
 
 
+def archive_digest(document: Any, arrays: dict[str, np.ndarray]) -> str:
+    """SHA-256 of a document (canonical JSON) and its arrays (name, dtype, shape, bytes)."""
+    digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode())
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"|{name}|{array.dtype.str}|{array.shape}|".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
 def write_archive(
     path: str | os.PathLike[str], document: dict[str, Any], arrays: dict[str, np.ndarray]
 ) -> Path:
-    """Writes ``arrays`` plus ``document`` (as the JSON entry ``__json__``) to an ``.npz``
-    archive atomically; returns the path."""
+    """Writes ``arrays`` plus ``document`` (as the JSON entry ``__json__``) and their
+    :func:`archive_digest` (``__digest__``) to an ``.npz`` archive atomically; returns the
+    path."""
     entries = dict(arrays)
     entries["__json__"] = np.frombuffer(json.dumps(document).encode(), dtype=np.uint8)
+    entries["__digest__"] = np.frombuffer(archive_digest(document, arrays).encode(), np.uint8)
     path = Path(path)
     with atomic_path(path) as temporary, open(temporary, "wb") as stream:
         np.savez(stream, **entries)  # type: ignore[arg-type]  # a stream: np.savez would append ".npz" to a file name
@@ -600,10 +615,17 @@ def read_archive(
             raise ValueError("no JSON document (entry __json__)")
         document = json.loads(arrays.pop("__json__").tobytes().decode())
         _check_depth(document)
+        stored = arrays.pop("__digest__", None)
     except Exception as error:  # untrusted bytes: every failure is a ValueError
         raise ValueError(
             f"{str(path)!r} is not a readable {kind} file: {type(error).__name__}: {error}"
         ) from error
+    # files written before the digest existed have none (they are checked as ever)
+    if stored is not None and stored.tobytes() != archive_digest(document, arrays).encode():
+        raise ValueError(
+            f"{str(path)!r} changed after it was written (its SHA-256 digest does not match): "
+            f"a corrupted or edited {kind} file is not loaded"
+        )
     if not isinstance(document, dict) or document.get("format") != fmt:
         raise ValueError(f"{str(path)!r} is not a {kind} file (format {fmt} expected)")
     return document, arrays

@@ -13,6 +13,10 @@ steps. An outcome is one of:
 * ``error`` — anything else: an exception other than ``ValueError`` at load, or any exception
   while acting. The process must never die (a segfault would end this script).
 
+Files carry a SHA-256 digest of their content, so a random change of a saved file is refused at
+load; by default the fuzz recomputes the digest of each mutated file, as a crafted file would,
+which exercises the checks of every restored field (``--random-changes`` keeps the saved digest).
+
 Usage::
 
     MUJOCO_GL=egl python scripts/fuzz_state_files.py --cases 200 --seed 0
@@ -26,6 +30,7 @@ import copy
 import json
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -175,8 +180,25 @@ def mutate_array(arrays: dict[str, np.ndarray], rng: np.random.Generator) -> str
     return f"poke {name}"
 
 
-def run_case(kind: str, memory: str, source: Path, reference: list[bytes], seed: int) -> tuple:
-    """One mutation of the saved file ``source``; returns ``(outcome, description)``."""
+def keep_digest(path: Path, source: Path) -> None:
+    """Puts ``source``'s digest entry into the archive ``path``, as a random change of the
+    file's bytes (rather than a crafted file, whose digest is recomputed) would leave it."""
+    with zipfile.ZipFile(source) as original:
+        digest = original.read("__digest__.npy")
+    with zipfile.ZipFile(path) as mutated:
+        members = {name: mutated.read(name) for name in mutated.namelist()}
+    members["__digest__.npy"] = digest
+    with zipfile.ZipFile(path, "w") as rewritten:
+        for name, data in members.items():
+            rewritten.writestr(name, data)
+
+
+def run_case(
+    kind: str, memory: str, source: Path, reference: list[bytes], seed: int, crafted: bool = True
+) -> tuple:
+    """One mutation of the saved file ``source``; returns ``(outcome, description)``. With
+    ``crafted`` the file's digest is recomputed (a crafted file), else the original digest is
+    kept (a random change of the saved file)."""
     rng = np.random.default_rng(seed)
     document, arrays = read_archive(source, FORMAT, "bam-rl state")
     if rng.random() < 0.6 or not arrays:
@@ -186,6 +208,8 @@ def run_case(kind: str, memory: str, source: Path, reference: list[bytes], seed:
     cls = GroundTruthMPPI if kind == "gt" else MPPIAgent
     with tempfile.TemporaryDirectory() as folder:
         path = write_archive(Path(folder) / "mutated.npz", document, arrays)
+        if not crafted:
+            keep_digest(path, source)
         try:
             agent = cls.load(path)
         except ValueError:
@@ -199,7 +223,9 @@ def run_case(kind: str, memory: str, source: Path, reference: list[bytes], seed:
     return ("identical" if actions == reference else "valid"), description
 
 
-def fuzz(cases: int, seed: int = 0, verbose: bool = False) -> collections.Counter:
+def fuzz(
+    cases: int, seed: int = 0, verbose: bool = False, crafted: bool = True
+) -> collections.Counter:
     """``cases`` mutations spread over the MPPI agents' memory rules and GT MPC."""
     kinds = [("mppi", memory) for memory in MEMORIES] + [("gt", "-")]
     counts: collections.Counter = collections.Counter()
@@ -213,7 +239,9 @@ def fuzz(cases: int, seed: int = 0, verbose: bool = False) -> collections.Counte
         for case in range(cases):
             kind, memory = kinds[case % len(kinds)]
             path, reference = sources[(kind, memory)]
-            outcome, description = run_case(kind, memory, path, reference, seed * 100_000 + case)
+            outcome, description = run_case(
+                kind, memory, path, reference, seed * 100_000 + case, crafted
+            )
             counts[outcome.split(":")[0]] += 1
             if outcome.startswith("error") or (verbose and outcome == "valid"):
                 print(f"{kind}/{memory}: {description}: {outcome}", file=sys.stderr)
@@ -225,9 +253,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--verbose", action="store_true", help="also list the valid mutations")
+    parser.add_argument(
+        "--random-changes",
+        action="store_true",
+        help="keep the saved digest (random changes of the file) instead of recomputing it "
+        "(crafted files, which exercise the field checks)",
+    )
     args = parser.parse_args(argv)
-    counts = fuzz(args.cases, args.seed, args.verbose)
-    print(f"{args.cases} mutated state files: {dict(counts)}")
+    counts = fuzz(args.cases, args.seed, args.verbose, crafted=not args.random_changes)
+    kind = "randomly changed" if args.random_changes else "crafted (digest recomputed)"
+    print(f"{args.cases} {kind} state files: {dict(counts)}")
     return 1 if any(key.startswith("error") for key in counts) else 0
 
 
