@@ -9,7 +9,14 @@ import numpy as np
 from ._checks import check_memory, finite_float, positive_int
 from .switching_bandit import _BlockBandit, check_block_memory
 
-__all__ = ["DEFAULT_BREAKPOINTS", "DEFAULT_MEANS", "PiecewiseBanditEnv"]
+__all__ = [
+    "BESSON_KAUFMANN_PROBLEMS",
+    "DEFAULT_BREAKPOINTS",
+    "DEFAULT_MEANS",
+    "PiecewiseBanditEnv",
+    "besson_kaufmann_problem",
+    "random_problem",
+]
 
 #: Default means (4 segments × 3 arms); the best arm is 0, 2, 1, 0 in turn.
 DEFAULT_MEANS: tuple[tuple[float, ...], ...] = (
@@ -22,6 +29,170 @@ DEFAULT_MEANS: tuple[tuple[float, ...], ...] = (
 DEFAULT_BREAKPOINTS: tuple[int, ...] = (2500, 5000, 7500)
 
 _REWARDS = ("bernoulli", "gaussian")
+
+# Besson, Kaufmann, Maillard & Seznec (arXiv:1902.01575), thesis numbering, transcribed from
+# SMPyBandits/configuration_nonstationary.py (problems 1, 2, 5, 4, 6 of that file). Breakpoints
+# are given at the reference horizon ``REF`` and scaled to ``max_steps`` as
+# ``int(b * max_steps / REF)``, exactly as that file scales them with HORIZON.
+_P5_MEANS: tuple[tuple[float, ...], ...] = (
+    (0.07, 0.044, 0.043, 0.029, 0.039),
+    (0.063, 0.044, 0.044, 0.029, 0.04),
+    (0.063, 0.045, 0.044, 0.028, 0.04),
+    (0.063, 0.045, 0.046, 0.028, 0.034),
+    (0.055, 0.045, 0.046, 0.028, 0.034),
+    (0.055, 0.049, 0.045, 0.024, 0.035),
+    (0.052, 0.049, 0.041, 0.024, 0.035),
+    (0.052, 0.048, 0.041, 0.02, 0.037),
+    (0.052, 0.048, 0.037, 0.02, 0.037),
+    (0.045, 0.05, 0.037, 0.02, 0.035),
+    (0.045, 0.05, 0.033, 0.018, 0.035),
+    (0.0455, 0.047, 0.033, 0.018, 0.035),
+    (0.0455, 0.047, 0.033, 0.018, 0.034),
+    (0.037, 0.042, 0.03, 0.02, 0.034),
+    (0.029, 0.032, 0.03, 0.02, 0.034),
+    (0.031, 0.026, 0.032, 0.02, 0.033),
+    (0.033, 0.026, 0.025, 0.02, 0.033),
+    (0.033, 0.035, 0.023, 0.02, 0.03),
+    (0.045, 0.038, 0.015, 0.02, 0.023),
+    (0.045, 0.038, 0.02, 0.014, 0.023),
+    (0.045, 0.038, 0.021, 0.014, 0.023),
+    (0.049, 0.042, 0.029, 0.014, 0.016),
+    (0.049, 0.042, 0.029, 0.016, 0.016),
+    (0.049, 0.042, 0.03, 0.014, 0.016),
+    (0.046, 0.04, 0.035, 0.02, 0.019),
+    (0.046, 0.04, 0.035, 0.02, 0.029),
+    (0.046, 0.04, 0.035, 0.023, 0.029),
+    (0.046, 0.037, 0.034, 0.023, 0.033),
+    (0.05, 0.037, 0.034, 0.024, 0.033),
+    (0.05, 0.04, 0.034, 0.024, 0.033),
+    (0.05, 0.04, 0.032, 0.024, 0.035),
+    (0.049, 0.04, 0.029, 0.0235, 0.035),
+    (0.049, 0.0405, 0.029, 0.0235, 0.037),
+    (0.047, 0.038, 0.0295, 0.025, 0.037),
+    (0.047, 0.038, 0.034, 0.025, 0.037),
+    (0.047, 0.041, 0.034, 0.025, 0.038),
+    (0.051, 0.041, 0.035, 0.025, 0.038),
+    (0.051, 0.04, 0.035, 0.025, 0.038),
+    (0.051, 0.038, 0.033, 0.025, 0.039),
+    (0.047, 0.038, 0.033, 0.026, 0.039),
+    (0.047, 0.035, 0.032, 0.026, 0.039),
+    (0.045, 0.033, 0.032, 0.024, 0.038),
+    (0.045, 0.03, 0.031, 0.024, 0.038),
+    (0.045, 0.027, 0.031, 0.024, 0.038),
+    (0.043, 0.027, 0.026, 0.021, 0.0375),
+    (0.043, 0.03, 0.026, 0.021, 0.0375),
+    (0.043, 0.03, 0.026, 0.021, 0.0375),
+    (0.043, 0.034, 0.025, 0.021, 0.0375),
+    (0.045, 0.034, 0.015, 0.02, 0.0375),
+    (0.045, 0.033, 0.016, 0.02, 0.036),
+    (0.043, 0.033, 0.02, 0.018, 0.036),
+    (0.043, 0.035, 0.02, 0.018, 0.032),
+    (0.043, 0.035, 0.027, 0.018, 0.032),
+    (0.04, 0.035, 0.027, 0.018, 0.032),
+    (0.033, 0.036, 0.029, 0.019, 0.033),
+    (0.028, 0.036, 0.029, 0.019, 0.033),
+    (0.028, 0.038, 0.029, 0.017, 0.033),
+    (0.032, 0.038, 0.034, 0.017, 0.03),
+    (0.031, 0.038, 0.034, 0.015, 0.03),
+    (0.031, 0.04, 0.034, 0.015, 0.03),
+    (0.038, 0.04, 0.034, 0.014, 0.029),
+    (0.038, 0.038, 0.034, 0.012, 0.026),
+    (0.042, 0.038, 0.034, 0.018, 0.026),
+    (0.042, 0.037, 0.034, 0.018, 0.019),
+    (0.042, 0.037, 0.034, 0.018, 0.0185),
+    (0.043, 0.037, 0.034, 0.023, 0.017),
+    (0.044, 0.038, 0.036, 0.023, 0.024),
+    (0.044, 0.038, 0.036, 0.023, 0.029),
+    (0.044, 0.038, 0.036, 0.025, 0.029),
+    (0.044, 0.037, 0.034, 0.025, 0.034),
+    (0.044, 0.035, 0.034, 0.028, 0.034),
+    (0.044, 0.035, 0.034, 0.028, 0.037),
+    (0.049, 0.035, 0.034, 0.028, 0.037),
+    (0.048, 0.032, 0.037, 0.028, 0.037),
+    (0.048, 0.032, 0.037, 0.027, 0.037),
+    (0.047, 0.029, 0.037, 0.027, 0.038),
+    (0.047, 0.027, 0.039, 0.027, 0.038),
+    (0.047, 0.023, 0.039, 0.03, 0.039),
+    (0.049, 0.022, 0.035, 0.03, 0.039),
+    (0.049, 0.031, 0.035, 0.03, 0.039),
+    (0.049, 0.031, 0.035, 0.027, 0.039),
+    (0.049, 0.032, 0.033, 0.027, 0.039),
+)
+
+#: Problem k -> (means, breakpoints at the reference horizon, reference horizon).
+BESSON_KAUFMANN_PROBLEMS: dict[int, tuple[tuple[tuple[float, ...], ...], tuple[int, ...], int]] = {
+    1: (
+        ((0.3, 0.5, 0.9), (0.3, 0.2, 0.9), (0.3, 0.2, 0.1), (0.7, 0.2, 0.1), (0.7, 0.5, 0.1)),
+        (400, 800, 1200, 1600),
+        2000,
+    ),
+    2: (
+        ((0.4, 0.5, 0.9), (0.5, 0.4, 0.7), (0.6, 0.3, 0.5), (0.7, 0.2, 0.3), (0.8, 0.1, 0.1)),
+        (400, 800, 1200, 1600),
+        2000,
+    ),
+    3: (
+        (
+            (0.071, 0.041, 0.032, 0.030, 0.020, 0.011),
+            (0.055, 0.053, 0.032, 0.030, 0.008, 0.011),
+            (0.040, 0.063, 0.032, 0.030, 0.008, 0.011),
+            (0.040, 0.042, 0.043, 0.030, 0.008, 0.011),
+            (0.030, 0.032, 0.055, 0.030, 0.008, 0.011),
+            (0.030, 0.032, 0.020, 0.030, 0.008, 0.021),
+            (0.020, 0.022, 0.020, 0.045, 0.008, 0.021),
+            (0.020, 0.022, 0.020, 0.057, 0.008, 0.011),
+            (0.020, 0.022, 0.034, 0.057, 0.022, 0.011),
+        ),
+        tuple(range(1, 9)),  # np.linspace(0, T, num=9, endpoint=False): b = int(k * T / 9)
+        9,
+    ),
+    4: (
+        ((0.1, 0.5, 0.9), (0.3, 0.4, 0.1), (0.5, 0.3, 0.2), (0.7, 0.4, 0.3), (0.1, 0.5, 0.2)),
+        (1000, 1250, 1500, 1750),
+        2000,
+    ),
+    5: (_P5_MEANS, tuple(range(1, 82)), 82),  # np.linspace(0, T, num=82, endpoint=False)
+}
+
+
+def besson_kaufmann_problem(problem: int, max_steps: int) -> tuple[np.ndarray, list[int]]:
+    """Means table and breakpoints of Besson & Kaufmann's problem ``problem`` at ``max_steps``.
+
+    Raises:
+        ValueError: If ``problem`` is not one of 1..5 or ``max_steps`` is not a positive int.
+    """
+    if isinstance(problem, bool) or problem not in BESSON_KAUFMANN_PROBLEMS:
+        raise ValueError(f"problem must be one of 1, 2, 3, 4, 5 (or None), got {problem!r}")
+    max_steps = positive_int("max_steps", max_steps)
+    means, breakpoints, reference = BESSON_KAUFMANN_PROBLEMS[problem]
+    scaled = [int(b * max_steps / reference) for b in breakpoints]
+    return np.array(means, dtype=np.float64), scaled
+
+
+def random_problem(
+    rng: np.random.Generator,
+    n_arms: int = 5,
+    max_steps: int = 20_000,
+    n_breakpoints: int = 6,
+    min_gap: int = 1000,
+) -> tuple[np.ndarray, list[int]]:
+    """Besson & Kaufmann's random instance: first means U[0, 1]; ``n_breakpoints`` breakpoints
+    at least ``min_gap`` apart (and from 0 and ``max_steps``); at each one every arm moves, with
+    probability 0.5, by ±U[0.05, 0.3] (clipped to [0, 1]).
+    """
+    slack = max_steps - (n_breakpoints + 1) * min_gap
+    if slack < 0:
+        raise ValueError(
+            f"max_steps must be >= (n_breakpoints + 1) * min_gap, got max_steps={max_steps}"
+        )
+    extra = np.sort(rng.integers(0, slack + 1, size=n_breakpoints))
+    breakpoints = [int(min_gap * (j + 1) + extra[j]) for j in range(n_breakpoints)]
+    rows = [rng.uniform(0.0, 1.0, size=n_arms)]
+    for _ in range(n_breakpoints):
+        move = rng.random(n_arms) < 0.5
+        step = rng.uniform(0.05, 0.3, size=n_arms) * rng.choice((-1.0, 1.0), size=n_arms)
+        rows.append(np.clip(rows[-1] + move * step, 0.0, 1.0))
+    return np.array(rows), breakpoints
 
 
 class PiecewiseBanditEnv(_BlockBandit):
@@ -69,6 +240,23 @@ class PiecewiseBanditEnv(_BlockBandit):
     | `reward`      | str                | `"bernoulli"`           | `"bernoulli"` or `"gaussian"` |
     | `noise_std`   | float              | 0.25                    | Gaussian noise std (>= 0)     |
     | `max_steps`   | int                | 10_000                  | horizon (>= 1)                |
+    | `problem`     | int or None        | None                    | Besson-Kaufmann problem 1..5  |
+
+    ### Besson & Kaufmann's problems (`problem=k`)
+    From SMPyBandits' `configuration_nonstationary.py` (Besson, Kaufmann, Maillard & Seznec,
+    arXiv:1902.01575; thesis numbering: 1, 2, 3 = config 5, 4 = config 4, 5 = config 6).
+    Breakpoints are fractions of the horizon, scaled to `max_steps` as theirs are with T.
+
+    | k | K | T (paper) | breakpoints (fraction of T)         | means                     |
+    |---|---|-----------|-------------------------------------|---------------------------|
+    | 1 | 3 | 5000      | 0.2, 0.4, 0.6, 0.8                  | changes on one arm a time |
+    | 2 | 3 | 5000      | 0.2, 0.4, 0.6, 0.8                  | all arms change           |
+    | 3 | 6 | 5000      | k/9, k = 1..8 (Yahoo!, M-UCB paper) | 0.008 .. 0.071            |
+    | 4 | 3 | 5000      | 0.5, 0.625, 0.75, 0.875             | all arms change           |
+    | 5 | 5 | 5000      | k/82, k = 1..81 (Yahoo!, SW-UCB#)   | 0.020 .. 0.070            |
+
+    The full tables are :data:`BESSON_KAUFMANN_PROBLEMS`; :func:`random_problem` draws their
+    random instances (K = 5, T = 20 000, 6 breakpoints at least 1000 apart).
 
     `info` after `step`: `means`, `optimal_action`, `regret` (exactly `0.0` for an optimal
     arm) and `t`, as in `SwitchingBandit`; after `reset`: `means`, `optimal_action`, `t`.
@@ -88,6 +276,7 @@ class PiecewiseBanditEnv(_BlockBandit):
         noise_std: float = 0.25,
         max_steps: int = 10_000,
         render_mode: str | None = None,
+        problem: int | None = None,
     ) -> None:
         """Create the bandit.
 
@@ -99,6 +288,9 @@ class PiecewiseBanditEnv(_BlockBandit):
             noise_std: Standard deviation of Gaussian rewards, >= 0 (unused for Bernoulli).
             max_steps: Horizon (pulls per episode), a positive int.
             render_mode: Must be ``None``; the environment has no renderer.
+            problem: ``None`` (use ``means``/``breakpoints``) or 1..5, Besson & Kaufmann's
+                problem (thesis numbering; see :data:`BESSON_KAUFMANN_PROBLEMS`), which
+                replaces ``means`` and ``breakpoints``, breakpoints scaled to ``max_steps``.
 
         Raises:
             ValueError: If an argument is outside its accepted range.
@@ -109,6 +301,9 @@ class PiecewiseBanditEnv(_BlockBandit):
         if noise_std < 0.0:
             raise ValueError(f"noise_std must be >= 0, got {noise_std!r}")
         max_steps = positive_int("max_steps", max_steps)
+        if problem is not None:
+            means, breakpoints = besson_kaufmann_problem(problem, max_steps)
+        self.problem = problem
         table = _means_table(means)
         check_block_memory(
             table.shape[1],

@@ -288,6 +288,35 @@ def build_mppi_gt(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     return GroundTruthMPPI(env, seed=seed, **kwargs)
 
 
+def build_klucb(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """klUCB for Bernoulli arms (beyond the paper; Besson-Kaufmann benchmark)."""
+    from bam_rl.agents.klucb import KLUCB
+
+    _check_no_kwargs("klucb", kwargs)
+    return KLUCB(_n_arms(env, "klucb"), seed=seed)
+
+
+def build_glr_klucb(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """GLR-klUCB, local restarts; needs ``horizon`` and ``n_breakpoints`` (beyond the paper)."""
+    from bam_rl.agents.klucb import GLRKLUCB
+
+    return GLRKLUCB(_n_arms(env, "glr-klucb"), seed=seed, local=True, **kwargs)
+
+
+def build_glr_klucb_global(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """GLR-klUCB, global restarts; needs ``horizon`` and ``n_breakpoints`` (beyond the paper)."""
+    from bam_rl.agents.klucb import GLRKLUCB
+
+    return GLRKLUCB(_n_arms(env, "glr-klucb-global"), seed=seed, local=False, **kwargs)
+
+
+def build_oracle_restart_klucb(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """klUCB told the true ``breakpoints`` (and optionally ``means``) (beyond the paper)."""
+    from bam_rl.agents.klucb import OracleRestartKLUCB
+
+    return OracleRestartKLUCB(_n_arms(env, "oracle-restart-klucb"), seed=seed, **kwargs)
+
+
 #: Named agent builders: ``AGENTS[name](env, seed, **kwargs) -> agent``. Module-level
 #: functions, so they pickle (loky, Ray). Keyword arguments override the paper's defaults:
 #: ``forgetting`` (0.8), ``hazard`` (0.016 bandits, 1/100 stream), ``lam`` (0; 0.1 for
@@ -312,6 +341,10 @@ AGENTS: dict[str, Callable[..., Any]] = {
     "mppi-recursive": build_mppi_recursive,
     "mppi-gt": build_mppi_gt,
     "mppi-bam-segments": build_mppi_bam_segments,
+    "klucb": build_klucb,
+    "glr-klucb": build_glr_klucb,
+    "glr-klucb-global": build_glr_klucb_global,
+    "oracle-restart-klucb": build_oracle_restart_klucb,
 }
 
 
