@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -130,6 +131,13 @@ class UCB(BaseAgent):
 
 
 # -------------------------------------------------------------------- Thompson sampling
+#: Per Thompson agent with Gaussian per-arm rules: the beliefs its draw parameters were
+#: computed from, and those means and standard deviations (see ``_gaussian_draw_params``).
+_GAUSSIAN_DRAWS: weakref.WeakKeyDictionary[Any, tuple[list[Any], np.ndarray, np.ndarray]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 class ThompsonSampling(BaseAgent):
     """Thompson sampling with one belief rule per arm.
 
@@ -274,8 +282,34 @@ class ThompsonSampling(BaseAgent):
             if isinstance(self.model, NormalKnownVariance):
                 return self.rng.normal(self._loc, self._scale)
             return self.rng.beta(self._fields["alpha"], self._fields["beta"])
+        if type(self.model) is NormalKnownVariance and all(
+            type(rule).sample is BeliefRule.sample for rule in self.rules
+        ):
+            return self.rng.normal(*self._gaussian_draw_params())
         rng = self.rng
         return np.array([expected_reward(rule.sample(rng)) for rule in self.rules])
+
+    def _gaussian_draw_params(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every arm's ``(mean, std)`` of θ under ``rule.prior_for_next()``, for one vectorised
+        draw that consumes the generator exactly like the per-arm ``rule.sample`` calls (the
+        same mean and square root of the variance, so the same draws).
+
+        Kept between steps per belief object (beliefs are replaced, never changed in place, on
+        update), so only the pulled arm's parameters are recomputed; the cache lives outside
+        the agent and is never saved.
+        """
+        cached = _GAUSSIAN_DRAWS.get(self)
+        if cached is None or len(cached[0]) != self.n_arms:
+            cached = ([None] * self.n_arms, np.zeros(self.n_arms), np.zeros(self.n_arms))
+            _GAUSSIAN_DRAWS[self] = cached
+        beliefs, loc, scale = cached
+        for arm, rule in enumerate(self.rules):
+            belief = rule.prior_for_next()
+            if belief is not beliefs[arm]:
+                loc[arm] = self.model.mean(belief)
+                scale[arm] = np.sqrt(self.model.variance(belief))
+                beliefs[arm] = belief
+        return loc, scale
 
     def act(self, observation: Any) -> int:
         """The arm with the largest Thompson draw."""

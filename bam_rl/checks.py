@@ -190,7 +190,7 @@ def as_float_array(name: str, value: Any) -> np.ndarray:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{name} must be numeric, got {value!r}") from error
-    if not np.all(np.isfinite(array)):
+    if not all_finite(array):
         raise ValueError(f"{name} must be finite (no NaN or inf), got {value!r}")
     return array
 
@@ -237,9 +237,9 @@ def check_finite_params(name: str, params: Any) -> None:
     base measure of ``params`` (a ``NaturalParams``) are finite: one NaN datum would
     otherwise poison every later belief built from it."""
     for field, value in params.fields.items():
-        if not np.all(np.isfinite(value)):
+        if not all_finite(np.asarray(value)):
             raise ValueError(f"{name} must hold finite statistics, got non-finite {field!r}")
-    if not np.all(np.isfinite(params.log_h)):
+    if not all_finite(np.asarray(params.log_h)):
         raise ValueError(f"{name} must hold finite statistics, got a non-finite log_h")
 
 

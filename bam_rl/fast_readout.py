@@ -110,7 +110,7 @@ def fast_greedy(
     fields = memory.stats.fields
     if isinstance(model, NormalKnownVariance):
         precision = fields["precision"]
-        if np.all(precision == precision[0]) and s_t.fields["precision"] == precision[0]:
+        if (precision == precision[0]).all() and s_t.fields["precision"] == precision[0]:
             try:
                 with np.errstate(divide="raise", over="raise", invalid="raise"):
                     return _gaussian_greedy(model, memory, s_t, lam, score)
@@ -131,11 +131,18 @@ class LazyRounds(Sequence):
     """The greedy audit trail (one array of candidate objectives per round), computed from
     the recorded picks by the generic objective when first read."""
 
-    def __init__(self, score: Score, prior: Fields, stats: Fields, picks: list[int], n_rounds: int):
+    def __init__(
+        self,
+        score: Score,
+        prior: Fields,
+        stats: Fields,
+        picks: Sequence[int] | np.ndarray,
+        n_rounds: int,
+    ):
         self._score = score
         self._prior = prior
         self._stats = stats
-        self._picks = list(picks)
+        self._picks = np.array(picks, dtype=np.intp)
         self._n_rounds = n_rounds
         self._rounds: list[np.ndarray] | None = None
 
@@ -152,7 +159,7 @@ class LazyRounds(Sequence):
                 values[index] = self._score(candidates)
                 rounds.append(values)
                 if round_index < len(self._picks):
-                    pick = self._picks[round_index]
+                    pick = int(self._picks[round_index])
                     unselected[pick] = False
                     current = {k: current[k] + self._stats[k][pick] for k in current}
             self._rounds = rounds
@@ -172,7 +179,13 @@ class LazyRounds(Sequence):
 
 
 def _snapshot(memory: Memory) -> Fields:
-    return {k: v.copy() for k, v in memory.stats.fields.items()}
+    """The records' statistics as they are now, for an audit trail read later.
+
+    An unbounded memory never rewrites a stored row (it appends, and :meth:`Memory.clear`
+    allocates new arrays), so views are a snapshot; a bounded one merges rows in place.
+    """
+    fields = memory.stats.fields
+    return dict(fields) if memory.capacity is None else {k: v.copy() for k, v in fields.items()}
 
 
 def _n_rounds(size: int, n_picks: int) -> int:
@@ -180,29 +193,46 @@ def _n_rounds(size: int, n_picks: int) -> int:
     return n_picks if n_picks == size else n_picks + 1
 
 
+def _running_sum(prior: Fields, stats: Fields, index: np.ndarray) -> Fields:
+    """``prior + stats[index[0]] + stats[index[1]] + …`` added in that order, the order of the
+    generic greedy loop's running sum (compiled: :func:`bam_rl.kernels.readout.sequential_sum`,
+    bit for bit the literal ``cumsum`` it replaces)."""
+    from bam_rl.kernels.readout import sequential_sum
+
+    size = next(iter(stats.values())).shape[0]
+    return {
+        k: sequential_sum(
+            np.ascontiguousarray(prior[k], dtype=np.float64).reshape(-1),
+            np.ascontiguousarray(stats[k], dtype=np.float64).reshape(size, -1),
+            index,
+        ).reshape(np.shape(prior[k]))
+        for k in prior
+    }
+
+
 def _finish(
-    model: ConjugateFamily, memory: Memory, score: Score, picks: list[int], path: str
+    model: ConjugateFamily,
+    memory: Memory,
+    score: Score,
+    picks: Sequence[int] | np.ndarray,
+    path: str,
 ) -> FastGreedy:
-    """Weights, base and final objectives (generic arithmetic) and the lazy audit trail."""
+    """Weights, base and final objectives (generic arithmetic) and the lazy audit trail;
+    ``picks`` are memory indices in the order the greedy added them."""
     size = len(memory)
     prior = {k: np.array(v) for k, v in model.prior.fields.items()}
     base = float(score(prior))
+    index = np.asarray(picks, dtype=np.intp)
     weights = np.zeros(size)
-    weights[picks] = 1.0
-    if picks:
-        stats = memory.stats.fields
-        index = np.fromiter(picks, dtype=np.intp, count=len(picks))
-        # a sequential running sum: the same order of additions as the generic loop
-        current = {
-            k: np.cumsum(np.concatenate([prior[k][None], stats[k][index]]), axis=0)[-1]
-            for k in prior
-        }
+    weights[index] = 1.0
+    if index.size:
+        current = _running_sum(prior, memory.stats.fields, index)
         best = float(score(current))
     else:
         best = base
-    n_rounds = _n_rounds(size, len(picks))
+    n_rounds = _n_rounds(size, index.size)
     evaluations = 1 + n_rounds * size - n_rounds * (n_rounds - 1) // 2
-    rounds = LazyRounds(score, prior, _snapshot(memory), picks, n_rounds)
+    rounds = LazyRounds(score, prior, _snapshot(memory), index, n_rounds)
     return FastGreedy(weights, best, base, rounds, evaluations, path)
 
 

@@ -30,8 +30,8 @@ __all__ = ["gaussian_greedy_readout"]
 class _SortedRecords(NamedTuple):
     n_merges: int
     values: np.ndarray  # record values in memory order
-    sorted_values: list[float]  # ascending, ties in memory order
-    order: list[int]  # memory index of each sorted value
+    sorted_values: np.ndarray  # ascending, ties in memory order
+    order: np.ndarray  # memory index (int64) of each sorted value
 
 
 #: Per memory: its record values kept sorted between calls (memories only append between
@@ -39,8 +39,11 @@ class _SortedRecords(NamedTuple):
 _SORTED: weakref.WeakKeyDictionary[Memory, _SortedRecords] = weakref.WeakKeyDictionary()
 
 
-def _sorted_records(memory: Memory, values: np.ndarray) -> tuple[list[float], list[int]]:
-    """``values`` sorted ascending (ties in memory order) and their memory indices."""
+def _sorted_records(memory: Memory, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` sorted ascending (ties in memory order) and their memory indices (int64).
+
+    The arrays returned are the cache's own: callers read them and never write to them.
+    """
     cached = _SORTED.get(memory)
     old = 0 if cached is None else cached.values.size
     if (
@@ -50,14 +53,24 @@ def _sorted_records(memory: Memory, values: np.ndarray) -> tuple[list[float], li
         and np.array_equal(values[:old], cached.values)
     ):
         sorted_values, order = cached.sorted_values, cached.order
-        for index in range(old, values.size):
-            y = float(values[index])
-            position = bisect.bisect_right(sorted_values, y)
-            sorted_values.insert(position, y)
-            order.insert(position, index)
+        if values.size == old + 1:  # the common case: one datum stored since the last call
+            y = values[old]
+            # after equal old values (bisect_right): ties stay in memory order
+            p = int(sorted_values.searchsorted(y, side="right"))
+            sorted_values = np.concatenate((sorted_values[:p], values[old:], sorted_values[p:]))
+            order = np.concatenate((order[:p], np.array([old], dtype=np.int64), order[p:]))
+        elif values.size > old:
+            new = values[old:]
+            # a stable sort of the new values, each placed after equal old ones (bisect_right),
+            # keeps ties in memory order
+            new_order = np.argsort(new, kind="stable")
+            positions = np.searchsorted(sorted_values, new[new_order], side="right")
+            sorted_values = np.insert(sorted_values, positions, new[new_order])
+            order = np.insert(order, positions, old + new_order.astype(np.int64))
     else:
         indices = np.argsort(values, kind="stable")
-        sorted_values, order = values[indices].tolist(), indices.tolist()
+        sorted_values = np.ascontiguousarray(values[indices], dtype=np.float64)
+        order = indices.astype(np.int64)
     _SORTED[memory] = _SortedRecords(memory.n_merges, values.copy(), sorted_values, order)
     return sorted_values, order
 
@@ -80,9 +93,26 @@ def _parabola_constants(m: int, h0: float, s2: float) -> tuple[np.ndarray, np.nd
     return -0.5 * np.log(2.0 * np.pi * a), 1.0 / (2.0 * s2 * s2 * x * x * a)
 
 
+#: The last tables of :func:`_parabola_constants`, keyed by ``(h0, s2)`` and grown by doubling
+#: (each entry is computed element-wise, so a longer table has the same leading entries).
+_CONSTANTS: dict[tuple[float, float], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _cached_parabola_constants(m: int, h0: float, s2: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_parabola_constants` for ``k = 0..m``, from a table kept between calls."""
+    key = (h0, s2)
+    table = _CONSTANTS.get(key)
+    if table is None or table[0].size <= m:
+        size = max(m, 2 * (table[0].size if table is not None else 64))
+        if len(_CONSTANTS) >= 16:  # a few models at a time in practice
+            _CONSTANTS.clear()
+        table = _CONSTANTS[key] = _parabola_constants(size, h0, s2)
+    return table[0][: m + 1], table[1][: m + 1]
+
+
 def _compiled_parabola(
-    values: list[float], order: list[int], v: float, r: float, h0: float, s2: float
-) -> list[int]:
+    values: np.ndarray, order: np.ndarray, v: float, r: float, h0: float, s2: float
+) -> np.ndarray:
     """The λ = 0 loop of :func:`gaussian_greedy_readout`, compiled
     (:func:`bam_rl.kernels.readout.greedy_parabola`; its literal Python reference is in
     ``tests/core/test_readout_kernel.py``).
@@ -93,23 +123,28 @@ def _compiled_parabola(
     """
     from bam_rl.kernels.readout import greedy_parabola
 
-    c, g = _parabola_constants(len(values), h0, s2)
-    picks = greedy_parabola(
+    c, g = _cached_parabola_constants(len(values), h0, s2)
+    return greedy_parabola(
         np.asarray(values, dtype=np.float64), np.asarray(order, dtype=np.int64), v, r, c, g
     )
-    return picks.tolist()
 
 
 def _greedy_sorted(
-    values: list[float], order: list[int], v: float, s2: float, h0: float, m0: float, lam: float
-) -> tuple[np.ndarray, list[int]]:
+    values: np.ndarray | list[float],
+    order: np.ndarray | list[int],
+    v: float,
+    s2: float,
+    h0: float,
+    m0: float,
+    lam: float,
+) -> tuple[np.ndarray, np.ndarray]:
     """The closed-form greedy over sorted one-point records (see :func:`gaussian_greedy_readout`)
     with record noise ``s2``, prior precision ``h0`` and prior mean ``m0``; returns the weights
-    and the memory indices in the order the greedy added them."""
+    and the memory indices (int64) in the order the greedy added them."""
     m = len(values)
     weights = np.zeros(m)
     if m == 0:
-        return weights, []
+        return weights, np.zeros(0, dtype=np.int64)
     inv_s2 = 1.0 / s2
     dv = v - m0
     two_pi = 2.0 * math.pi
@@ -129,12 +164,15 @@ def _greedy_sorted(
 
     r = s2 * h0 * dv
     if lam == 0.0:
-        picks = _compiled_parabola(values, order, v, r, h0, s2)
-        weights[picks] = 1.0
-        return weights, picks
+        chosen = _compiled_parabola(
+            np.asarray(values, dtype=np.float64), np.asarray(order, dtype=np.int64), v, r, h0, s2
+        )
+        weights[chosen] = 1.0
+        return weights, chosen
+    values, order = list(np.asarray(values).tolist()), list(np.asarray(order).tolist())
     right = list(range(m + 1))  # right[p]: next unselected position >= p (m: none)
     left = list(range(m + 1))  # left[p + 1]: previous unselected position <= p, shifted by 1
-    picks = []
+    picks: list[int] = []
     best = objective(0, r)
     k = 0
     while k < m:
@@ -180,7 +218,7 @@ def _greedy_sorted(
         picks.append(order[pick])
         right[pick] = pick + 1
         left[pick + 1] = pick
-    return weights, picks
+    return weights, np.asarray(picks, dtype=np.int64)
 
 
 def gaussian_greedy_readout(

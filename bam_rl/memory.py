@@ -86,8 +86,14 @@ class Memory:
             raise ValueError(f"restored memory: fields must be {sorted(family.field_shapes)}")
         expected = {name: (rows, *event) for name, event in family.field_shapes.items()}
         for name, array in self._fields.items():
-            if not isinstance(array, np.ndarray) or array.shape != expected[name]:
-                raise ValueError(f"restored memory: field {name} must have shape {expected[name]}")
+            if (
+                not isinstance(array, np.ndarray)
+                or array.shape != expected[name]
+                or array.dtype != np.float64
+            ):
+                raise ValueError(
+                    f"restored memory: field {name} must be float64 of shape {expected[name]}"
+                )
         for name, array, dtype in (
             ("_log_h", self._log_h, np.float64),
             ("_times", self._times, np.int64),
@@ -146,7 +152,8 @@ class Memory:
         if self.family is None:
             raise ValueError("memory is empty: add statistics first")
         fields = {name: array[: self._size] for name, array in self._fields.items()}
-        return NaturalParams(self.family, fields, self._log_h[: self._size])
+        # every record was checked when stored (add, merge, restore): no second check per read
+        return NaturalParams._trusted(self.family, fields, self._log_h[: self._size], (self._size,))
 
     @property
     def times(self) -> np.ndarray:

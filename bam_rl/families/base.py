@@ -25,6 +25,7 @@ Every evaluation is batched over the leading axes of a :class:`NaturalParams`; a
 from __future__ import annotations
 
 import inspect
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -60,6 +61,19 @@ def _as_field(name: str, value: Any) -> np.ndarray:
             f"overflowed float64)"
         )
     return array
+
+
+def contract(weights: np.ndarray, array: np.ndarray) -> np.ndarray:
+    """``np.tensordot(weights, array, axes=([-1], [0]))``, computed exactly as numpy does it
+    (the same reshapes and the same ``np.dot``, so bit for bit the same result) without its
+    generic axis handling, which costs more than the product for the memories of a bandit
+    arm's readout on every step."""
+    lead, event = weights.shape[:-1], array.shape[1:]
+    product = np.dot(
+        weights.reshape(math.prod(lead), weights.shape[-1]),
+        array.reshape(array.shape[0], math.prod(event)),
+    )
+    return product.reshape(lead + event)
 
 
 class NaturalParams:
@@ -108,6 +122,20 @@ class NaturalParams:
                     f"the batch shape {self._batch_shape}"
                 ) from error
         self.log_h = log_h
+
+    @classmethod
+    def _trusted(
+        cls, family: ConjugateFamily, fields: Fields, log_h: np.ndarray, batch_shape: tuple
+    ) -> NaturalParams:
+        """An instance over arrays already checked (float64, finite, shapes agreeing), built
+        without checking them again: for containers that validated every entry when it was
+        stored (:class:`~bam_rl.memory.Memory` reads its records this way on every step)."""
+        params = object.__new__(cls)
+        params.family = family
+        params.fields = fields
+        params._batch_shape = batch_shape
+        params.log_h = log_h
+        return params
 
     # ------------------------------------------------------------------ shape
     def _infer_batch_shape(self) -> tuple[int, ...]:
@@ -208,11 +236,9 @@ class NaturalParams:
         weights = as_float_array("weights", weights)
         if weights.ndim == 0 or weights.shape[-1] != batch[0]:
             raise ValueError(f"weights must have shape (..., {batch[0]}), got {weights.shape}")
-        if np.any((weights < 0) | (weights > 1)):
+        if weights.size and (weights.min() < 0 or weights.max() > 1):  # finite (checked above)
             raise ValueError("weights must lie in [0, 1]")
-        fields = {
-            name: np.tensordot(weights, self._full(name), axes=([-1], [0])) for name in self.fields
-        }
+        fields = {name: contract(weights, self._full(name)) for name in self.fields}
         return NaturalParams(self.family, fields, weights @ self.log_h)
 
     def inner(self, gradient: Mapping[str, np.ndarray]) -> np.ndarray:

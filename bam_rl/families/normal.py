@@ -107,7 +107,7 @@ class NormalKnownVariance(ConjugateFamily):
         return make_stats(self, "observations", fields, log_h)
 
     def _check_belief(self, fields: Fields) -> None:
-        if np.any(~(fields["precision"] > 0)):
+        if not (np.asarray(fields["precision"]) > 0).all():  # NaN fails too
             raise ValueError("belief precision must be > 0")
 
     def log_partition_fields(self, fields: Fields) -> np.ndarray:

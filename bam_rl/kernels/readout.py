@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["greedy_parabola"]
+__all__ = ["greedy_parabola", "sequential_sum"]
 
 
 @njit(cache=True)
@@ -96,3 +96,21 @@ def greedy_parabola(  # pragma: no cover - compiled
                 lo = _find(left, lo)
             lo -= 1
     return order[chosen[:n_chosen]]
+
+
+@njit(cache=True)
+def sequential_sum(
+    base: np.ndarray, rows: np.ndarray, index: np.ndarray
+) -> np.ndarray:  # pragma: no cover - compiled
+    """``base + rows[index[0]] + rows[index[1]] + …`` added one row at a time, left to right.
+
+    The order of the additions is the generic greedy loop's (a running sum), so the result is
+    bit for bit ``np.cumsum(np.concatenate([base[None], rows[index]]), axis=0)[-1]``, its literal
+    reference in the tests; ``base`` has shape ``(p,)`` and ``rows`` ``(m, p)``.
+    """
+    total = base.copy()
+    for i in range(index.shape[0]):
+        row = index[i]
+        for j in range(total.shape[0]):
+            total[j] += rows[row, j]
+    return total

@@ -117,7 +117,7 @@ def _both(values, v, r, h0, s2):
     reference = _greedy_parabola(
         sorted_values, order, v, r, h0, s2, list(range(m + 1)), list(range(m + 1))
     )
-    return _compiled_parabola(sorted_values, order, v, r, h0, s2), reference
+    return _compiled_parabola(sorted_values, order, v, r, h0, s2).tolist(), reference
 
 
 @settings(max_examples=150, deadline=None)
@@ -141,3 +141,68 @@ def test_on_bandit_like_memories(seed):
     values = np.where(rng.random(800) < 0.5, 0.2, 0.8) + rng.normal(0, 0.25, 800)
     compiled, reference = _both(values.tolist(), 0.75, 0.0, 1.0, 0.0625)
     assert compiled == reference and len(compiled) > 10
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    rows=st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=40),
+    picks=st.lists(st.integers(0, 1_000), max_size=60),
+    base=st.floats(-1e6, 1e6),
+    width=st.integers(1, 3),
+)
+def test_the_compiled_running_sum_is_the_literal_cumsum(rows, picks, base, width):
+    """``sequential_sum`` adds the picked rows in order, bit for bit ``np.cumsum``'s total."""
+    from bam_rl.kernels.readout import sequential_sum
+
+    table = np.array([[value * (column + 1) for column in range(width)] for value in rows])
+    index = np.array([pick % len(rows) for pick in picks], dtype=np.intp)
+    start = np.full(width, base)
+    literal = np.cumsum(np.concatenate([start[None], table[index]]), axis=0)[-1]
+    assert sequential_sum(start, table, index).tobytes() == literal.tobytes()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    size=st.integers(1, 50),
+    lead=st.sampled_from([(), (1,), (3,), (2, 2)]),
+    event=st.sampled_from([(), (1,), (2,), (2, 3)]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_contract_is_numpy_tensordot_bit_for_bit(size, lead, event, seed):
+    """The readout's ``Σ_j w_j s_j`` skips ``np.tensordot``'s axis handling, not its product."""
+    from bam_rl.families.base import contract
+
+    rng = np.random.default_rng(seed)
+    weights = rng.random((*lead, size))
+    array = rng.normal(size=(size, *event)) * 1e3
+    expected = np.tensordot(weights, array, axes=([-1], [0]))
+    got = contract(weights, array)
+    assert got.shape == expected.shape and got.tobytes() == expected.tobytes()
+
+
+def test_sorted_records_follow_appends_and_refresh_after_changes():
+    """The readout's sorted view of a memory is the stable argsort of its values after one or
+    many appends, and is rebuilt when the stored values change (merges, a cleared memory)."""
+    from bam_rl.families import NormalKnownVariance
+    from bam_rl.gaussian_readout import _sorted_records
+    from bam_rl.memory import Memory
+
+    model = NormalKnownVariance(0.0, 1.0, 1.0)
+    memory = Memory()
+    rng = np.random.default_rng(0)
+
+    def check() -> None:
+        values = memory.stats.fields["precision_mean"].copy()
+        sorted_values, order = _sorted_records(memory, values)
+        expected = np.argsort(values, kind="stable")
+        assert order.tolist() == expected.tolist()
+        assert sorted_values.tolist() == values[expected].tolist()
+
+    for batch in (1, 1, 5, 1, 3, 1):  # ties from a few repeated values
+        for y in rng.choice([0.0, 0.5, 1.0, rng.normal()], size=batch):
+            memory.add(model.stats(np.array([y])))
+        check()
+    memory.clear()
+    for y in (2.0, 1.0, 2.0):
+        memory.add(model.stats(np.array([y])))
+    check()
