@@ -25,6 +25,7 @@ import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.agents.dynamics import RFFDynamicsModel
 from bam_rl.agents.mppi import GroundTruthMPPI, MPPIAgent
 from bam_rl.features import mean_pairwise_distance
+from bam_rl.harness.bench.mppi import random_trial
 
 CARTPOLE = "bam_rl/GravityCartPole-v0"
 
@@ -45,19 +46,6 @@ def run_trial(
             break
     score = float(np.mean(rewards[len(rewards) // 2 :]))
     return score, np.array(states), np.array(actions), np.array(rewards), info
-
-
-def random_trial(
-    env: gym.Env, rng: np.random.Generator, **reset: Any
-) -> tuple[np.ndarray, np.ndarray]:
-    observation, _ = env.reset(**reset)
-    states, actions = [observation], []
-    for _ in range(200):
-        action = rng.uniform(-1, 1, size=1)
-        observation, *_ = env.step(action)
-        states.append(observation)
-        actions.append(action)
-    return np.array(states), np.array(actions)
 
 
 def bandwidth(args: argparse.Namespace) -> None:

@@ -9,6 +9,7 @@ written at commit 3104668, when the classes were ``agents.…``) still load.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -50,6 +51,35 @@ def test_a_wheel_writes_only_bam_rl(tmp_path):
     assert tops == {"bam_rl", record.split("/")[0]}
     assert "bam_rl/envs/assets/gravity_cartpole.xml" in listed
     assert "bam_rl/agents/mppi.py" in listed and "bam_rl/envs/__init__.py" in listed
+    assert "bam_rl/harness/bench/bocd.py" in listed  # the benchmarks ship with the package
+
+    # `bam-rl bench` works from the installed wheel, outside the repository (issue 25)
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), wheel],
+        check=True,
+        capture_output=True,
+    )
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    environment = {**os.environ, "PYTHONPATH": str(site), "MUJOCO_GL": "egl"}
+    code = (
+        "import sys, bam_rl.harness.bench as b; print(b.__file__); "
+        "from bam_rl.harness.cli import main; "
+        "sys.exit(main(['bench', '--quick', '--only', 'envs', '--json', 'rows.json']))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=outside,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[0].startswith(str(site))  # the wheel's copy ran
+    rows = json.loads((outside / "rows.json").read_text())["rows"]
+    assert rows and all("FAILED" not in row["workload"] for row in rows)
 
 
 def test_files_saved_before_the_change_load_and_act_as_they_did():

@@ -69,3 +69,33 @@ def test_mppi_table_is_parsed_into_rows():
     assert "best of 300" in rows[2]["workload"]
     assert rows[0]["peer"] == pytest.approx(0.066855) and math.isnan(rows[1]["peer"])
     assert "pytorch_mppi" in rows[0]["workload"] and "4.592" in rows[0]["workload"]
+
+
+def test_markdown_table_replaces_only_the_block_between_the_markers(tmp_path):
+    rows = [
+        bench.make_row("fast | thing", 0.5, 2.0, 1.0, True, "g"),
+        bench.make_row("missed bar", 2.0, 1.0, "≥ 1.7×", False, "g"),
+    ]
+    info = {**bench.machine(), "load_at_end": 0.5, "quick": True}
+    table = bench.markdown_table(rows, info)
+    lines = table.splitlines()
+    assert "bam-rl bench --quick" in lines[0]
+    assert lines[2].startswith("| group | workload |") and len(lines) == 6
+    assert "fast \\| thing" in lines[4] and "4.00×" in lines[4] and "| yes |" in lines[4]
+    assert "**no**" in lines[5]
+    page = tmp_path / "performance.md"
+    page.write_text(
+        f"# Performance\n\nintro\n\n{bench.MARKDOWN_START}\nold table\n{bench.MARKDOWN_END}\n"
+        "\nanalysis\n",
+        encoding="utf-8",
+    )
+    bench.write_markdown(page, table)
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("# Performance\n\nintro\n\n") and text.endswith("\nanalysis\n")
+    assert "old table" not in text and table in text
+    bench.write_markdown(page, table)  # idempotent
+    assert page.read_text(encoding="utf-8") == text
+    fresh = tmp_path / "table.md"  # no markers: the whole file
+    bench.write_markdown(fresh, table)
+    assert fresh.read_text(encoding="utf-8") == table
+    assert not list(tmp_path.glob(".*.tmp"))

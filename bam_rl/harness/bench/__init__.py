@@ -1,12 +1,15 @@
 """``bam-rl bench``: one table of performance rows (workload, ours, peer, ratio, bar, met).
 
-The workloads live in the repository's ``scripts/benchmark_*.py`` (each also runs alone);
-this module loads them from the checkout, runs the chosen groups, prints one table with the
-machine and the load average, and writes the rows as JSON with ``--json PATH``. Times are
+The workloads are the modules of this package, one per group (each also runs alone as
+``python -m bam_rl.harness.bench.<module>``, and ``scripts/benchmark_*.py`` are thin entry
+points to them); this module runs the chosen groups, prints one table with the machine and
+the load average, writes the rows as JSON with ``--json PATH`` and as the Markdown table of
+``docs/performance.md`` with ``--markdown PATH``. Times are
 seconds unless a row says otherwise; ``ratio = peer / ours`` (> 1: we are faster); ``bar`` is
 the issue's acceptance bar and ``met`` whether the row meets it (empty: reported only).
 Peers are the optional ``bench`` extra (``pip install 'bam-rl[bench]'``); a missing peer is
-a row saying so, not a failure. ``python scripts/benchmark.py`` runs the same table.
+a row saying so, not a failure. ``python scripts/benchmark.py`` runs the same table, and
+it works from an installed wheel.
 
 Groups (``--only``; default all but ``mnist`` when its data are missing):
 
@@ -14,8 +17,9 @@ Groups (``--only``; default all but ``mnist`` when its data are missing):
 * ``memory``: BAM with ``capacity=256`` on a long ``BinomialStream`` run (``--memory-steps``);
 * ``bocd``: BOCD against ``bayesian-changepoint`` and ``fast-bocpd``;
 * ``sweeps``: ``bam-rl reproduce bandits --quick`` with ``--jobs 1`` vs ``2``, Ray;
-* ``envs``: environment steps; ``mppi``: ``scripts/benchmark_mppi.py``;
-* ``mnist``: ``scripts/mnist_full.py`` (rotated MNIST at full scale) when the data are found;
+* ``envs``: environment steps; ``mppi``: :mod:`bam_rl.harness.bench.mppi` (in a subprocess);
+* ``mnist``: :mod:`bam_rl.harness.bench.mnist` (rotated MNIST at full scale) when the data
+  are found;
 * not by default: ``readout`` (Beta-Binomial and BLR greedy against Algorithm 1 loop by loop)
   and ``bocd-pkg`` (against the ``bocd`` package, unpruned).
 
@@ -25,7 +29,7 @@ Groups (``--only``; default all but ``mnist`` when its data are missing):
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import json
 import math
 import os
@@ -40,30 +44,21 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from bam_rl._io import atomic_path
+
 __all__ = ["GROUPS", "add_arguments", "format_table", "main", "run", "run_from_args"]
 
-#: The checkout's scripts directory (absent from an installed wheel).
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+#: Where a source checkout keeps the shared MNIST files (``../shared/data/mnist``), one of the
+#: places the ``mnist`` group looks; from a wheel the path simply does not exist.
+_CHECKOUT_MNIST = Path(__file__).resolve().parents[4] / "shared" / "data" / "mnist"
 
 Row = dict[str, Any]
 
 
-def load_script(name: str) -> ModuleType:
-    """Imports ``scripts/<name>.py`` of the checkout (the scripts import their siblings)."""
-    path = SCRIPTS / f"{name}.py"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: `bam-rl bench` runs from a source checkout")
-    if str(SCRIPTS) not in sys.path:
-        sys.path.insert(0, str(SCRIPTS))
-    module_name = f"_bam_rl_bench_{name}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+def workload(name: str) -> ModuleType:
+    """The workload module ``bam_rl.harness.bench.<name>``, imported on first use (the
+    peers and the larger imports load only for the groups that run)."""
+    return importlib.import_module(f"{__name__}.{name}")
 
 
 def make_row(
@@ -102,19 +97,19 @@ def _rows(group: str, raw: Sequence[tuple]) -> list[Row]:
 
 # ----------------------------------------------------------------------------- groups
 def _fast(args: argparse.Namespace) -> list[Row]:
-    return _rows("fast", load_script("benchmark").fast_readout_rows(args.quick))
+    return _rows("fast", workload("readout").fast_readout_rows(args.quick))
 
 
 def _readout(args: argparse.Namespace) -> list[Row]:
-    return _rows("readout", load_script("benchmark").readout_rows(args.quick))
+    return _rows("readout", workload("readout").readout_rows(args.quick))
 
 
 def _bocd_package(args: argparse.Namespace) -> list[Row]:
-    return _rows("bocd-pkg", load_script("benchmark").bocd_rows(args.quick))
+    return _rows("bocd-pkg", workload("readout").bocd_rows(args.quick))
 
 
 def _memory(args: argparse.Namespace) -> list[Row]:
-    module = load_script("benchmark_memory")
+    module = workload("memory")
     steps = args.memory_steps if args.memory_steps else (600 if args.quick else 1_000_000)
     out = None
     if args.out:
@@ -132,19 +127,19 @@ def _memory(args: argparse.Namespace) -> list[Row]:
 
 
 def _bocd(args: argparse.Namespace) -> list[Row]:
-    module = load_script("benchmark_bocd")
+    module = workload("bocd")
     if args.quick:
         return _rows("bocd", module.bocd_rows(300, 30))
     return _rows("bocd", module.bocd_rows(100_000, 150))
 
 
 def _sweeps(args: argparse.Namespace) -> list[Row]:
-    module = load_script("benchmark_sweeps")
+    module = workload("sweeps")
     return _rows("sweeps", module.sweep_rows(quick=True, ray=True, smoke=args.quick))
 
 
 def _envs(args: argparse.Namespace) -> list[Row]:
-    return _rows("envs", load_script("benchmark_envs").env_rows(args.quick))
+    return _rows("envs", workload("envs").env_rows(args.quick))
 
 
 _MS = re.compile(r"([\d.]+)ms(?:\s*\(\s*([\d.]+)\))?")
@@ -153,7 +148,7 @@ _FLOOR_LINE = re.compile(r"^(NumPy floor of one control step) \((best of \d+)\):
 
 
 def parse_mppi(stdout: str) -> list[Row]:
-    """Rows from the table of ``scripts/benchmark_mppi.py``: control-step lines (``<label>
+    """Rows from the table of :mod:`bam_rl.harness.bench.mppi`: control-step lines (``<label>
     <ours>ms [(<cpu>)] [<peer>ms [(<cpu>)] <ratio>]``), the NumPy floor line and the readout
     line. The script's format is its own; lines that do not parse are skipped."""
     rows = []
@@ -184,10 +179,12 @@ def parse_mppi(stdout: str) -> list[Row]:
 
 
 def _mppi(args: argparse.Namespace) -> list[Row]:
-    """Runs ``scripts/benchmark_mppi.py`` as is and turns its table into rows."""
+    """Runs :mod:`bam_rl.harness.bench.mppi` in a subprocess (its thread settings are its
+    own) and turns its table into rows."""
     command = [
         sys.executable,
-        str(SCRIPTS / "benchmark_mppi.py"),
+        "-m",
+        f"{__name__}.mppi",
         "--steps",
         "5" if args.quick else "200",
         "--readout-repeats",
@@ -209,7 +206,7 @@ def _mnist_directory(args: argparse.Namespace) -> Path | None:
     candidates = [
         args.mnist,
         os.environ.get("BAM_RL_MNIST"),
-        SCRIPTS.parent.parent / "shared" / "data" / "mnist",
+        _CHECKOUT_MNIST,
     ]
     for candidate in candidates:
         if candidate and (Path(candidate) / "t10k-labels-idx1-ubyte.gz").exists():
@@ -231,7 +228,8 @@ def _mnist(args: argparse.Namespace) -> list[Row]:
     out = Path(args.out or "results/bench") / "mnist"
     command = [
         sys.executable,
-        str(SCRIPTS / "mnist_full.py"),
+        "-m",
+        f"{__name__}.mnist",
         "--data",
         str(directory),
         "--seeds",
@@ -313,6 +311,63 @@ def format_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+#: Markers of the generated table in a Markdown file (``docs/performance.md``).
+MARKDOWN_START = "<!-- bam-rl bench: start -->"
+MARKDOWN_END = "<!-- bam-rl bench: end -->"
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(rows: Sequence[Row], info: dict[str, Any]) -> str:
+    """The rows as one Markdown table, headed by the machine, the date and the load."""
+    lines = [
+        f"Measured by `bam-rl bench{' --quick' if info.get('quick') else ''}` in one run on "
+        f"{info['date']}: {info['machine']} {info['processor']}, {info['cores']} cores, "
+        f"Python {info['python']}, load average {info['load_at_start']} at the start and "
+        f"{info.get('load_at_end', '?')} at the end. Times in seconds; ratio = peer / ours.",
+        "",
+        "| group | workload | ours | peer | ratio | bar | met | load |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        ratio = row["ratio"]
+        lines.append(
+            "| "
+            + " | ".join(
+                _cell(cell)
+                for cell in (
+                    row["group"],
+                    row["workload"],
+                    _seconds(row["ours"]),
+                    _seconds(row["peer"]),
+                    "—" if not math.isfinite(ratio) else f"{ratio:.2f}×",
+                    row["bar"] or "—",
+                    "—" if row["met"] is None else ("yes" if row["met"] else "**no**"),
+                    f"{row['load']:.1f}",
+                )
+            )
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(path: str | Path, table: str) -> None:
+    """Writes ``table`` between the markers of ``path`` (the rest of the file untouched), or
+    as the whole file when it has no markers; atomically either way."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if MARKDOWN_START in text and MARKDOWN_END in text.split(MARKDOWN_START, 1)[1]:
+        head, rest = text.split(MARKDOWN_START, 1)
+        tail = rest.split(MARKDOWN_END, 1)[1]
+        text = f"{head}{MARKDOWN_START}\n{table}{MARKDOWN_END}{tail}"
+    else:
+        text = table
+    with atomic_path(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+
+
 def machine() -> dict[str, Any]:
     return {
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -353,6 +408,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", default=None, metavar="PATH", help="write the rows as JSON")
     parser.add_argument(
+        "--markdown",
+        default=None,
+        metavar="PATH",
+        help=(
+            "write the rows as a Markdown table: between the markers "
+            f"{MARKDOWN_START!r} and {MARKDOWN_END!r} when PATH has them (docs/performance.md), "
+            "else as the whole file"
+        ),
+    )
+    parser.add_argument(
         "--out",
         default=None,
         metavar="DIR",
@@ -384,7 +449,6 @@ def run_from_args(args: argparse.Namespace) -> int:
     print(format_table(rows))
     if args.json:
         path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
         clean = [
             {
                 k: (None if isinstance(v, float) and not math.isfinite(v) else v)
@@ -392,14 +456,20 @@ def run_from_args(args: argparse.Namespace) -> int:
             }
             for row in rows
         ]
-        path.write_text(
-            json.dumps(
-                {**info, "quick": bool(args.quick), "rows": clean}, indent=2, ensure_ascii=False
+        with atomic_path(path) as temporary:
+            temporary.write_text(
+                json.dumps(
+                    {**info, "quick": bool(args.quick), "rows": clean},
+                    indent=2,
+                    ensure_ascii=False,
+                )
+                + "\n",
+                encoding="utf-8",
             )
-            + "\n",
-            encoding="utf-8",
-        )
         print(f"rows written to {path}")
+    if args.markdown:
+        write_markdown(args.markdown, markdown_table(rows, {**info, "quick": bool(args.quick)}))
+        print(f"table written to {args.markdown}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Timing helpers shared by the benchmark scripts (run as ``python scripts/<name>.py``)."""
+"""Timing helpers shared by the benchmark workloads of :mod:`bam_rl.harness.bench`."""
 
 from __future__ import annotations
 
