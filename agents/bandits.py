@@ -16,7 +16,7 @@ and ``known`` to ``False`` while its per-arm memories are kept.
 
 :class:`UCBAM` lives in :mod:`bam_rl.agents.ucbam`; the helpers both modules use (rewards as
 statistics, UCB's counts) live in :mod:`bam_rl.agents.arms`, and the closed-form Gaussian readout in
-the core, :mod:`bam_rl.fast_readout`. This module holds UCB and Thompson sampling.
+the core, :mod:`bam_rl.readout.greedy`. This module holds UCB and Thompson sampling.
 """
 
 from __future__ import annotations

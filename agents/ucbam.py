@@ -3,7 +3,7 @@
 :class:`UCBAM` acts like :class:`~bam_rl.agents.bandits.UCB` until a reward is better explained by
 an arm's BAM belief than by the base prior, then samples like Thompson sampling over the
 arm beliefs. Its greedy readout is :func:`bam_rl.readout.select`, which uses the closed-form
-path of :mod:`bam_rl.gaussian_readout` for Gaussian arms.
+path of :mod:`bam_rl.readout.gaussian` for Gaussian arms.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ class UCBAM(BaseAgent):
     so the number of greedy rounds grows with the arm's memory; the generic loop (O(memory)
     per round) makes a 10,000-step run take minutes. :func:`~bam_rl.readout.select` therefore
     computes the same readout with a fast path unless ``fast_readout=False``: a closed form
-    for :class:`NormalKnownVariance` arms (:mod:`bam_rl.gaussian_readout`, O(log memory) per
-    round), one score per distinct reward for discrete ones (:mod:`bam_rl.fast_readout`).
+    for :class:`NormalKnownVariance` arms (:mod:`bam_rl.readout.gaussian`, O(log memory) per
+    round), one score per distinct reward for discrete ones (:mod:`bam_rl.readout.greedy`).
     Each round is still one Python iteration per record kept, so without a ``capacity`` a
     step costs O(pulls of the arm): about 1 ms of CPU per readout at 10³ pulls, 5 ms at 10⁴
     and 45 ms at 10⁵ (rewards of a two-valued arm with noise 0.25). The agent warns once per

@@ -62,7 +62,13 @@ ALLOWED_PREFIXES = ("bam_rl.",)
 #: ``bam_rl.agents`` name their classes ``agents.…`` or ``envs.…``: such a name is read as the
 #: ``bam_rl`` one, so old files load and no top-level ``agents`` or ``envs`` module (another
 #: project's, on PyPI) is ever imported.
-LEGACY_PREFIXES = {"agents.": "bam_rl.agents.", "envs.": "bam_rl.envs."}
+LEGACY_PREFIXES = {
+    "agents.": "bam_rl.agents.",
+    "envs.": "bam_rl.envs.",
+    # the readout's modules before they became the package bam_rl.readout
+    "bam_rl.fast_readout.": "bam_rl.readout.",
+    "bam_rl.gaussian_readout.": "bam_rl.readout.",
+}
 #: Modules whose classes are never state (the run layer: sweeps, specs, the CLI).
 REFUSED_PREFIXES = ("bam_rl.harness.",)
 #: Default bound on the bytes of all entries of an archive once read (1 GiB).

@@ -233,3 +233,20 @@ def test_the_checker_sees_a_violation(tmp_path, monkeypatch):
     assert {"pandas", "bam_rl.harness"} <= imports_of("bam_rl.leaky")
     with pytest.raises(AssertionError, match="pandas"):
         test_core_modules_need_only_numpy_scipy_and_each_other("bam_rl.leaky")
+
+
+def test_the_readout_package_imports_no_private_names_across_its_files():
+    """Issue 25: the readout is one package with one copy of Algorithm 1's rule
+    (``bam_rl.readout.rule.accept``); its modules use each other's public names only."""
+    offending = []
+    for path in sorted((ROOT / "bam_rl" / "readout").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                if private and (node.level or (node.module or "").startswith("bam_rl")):
+                    offending.append(f"{path.name}: {node.module} {private}")
+    assert not offending, offending
+    # the stop-and-tie rule is written once: the generic and fast loops call `accept`
+    for name in ("select.py", "greedy.py", "regression.py"):
+        text = (ROOT / "bam_rl" / "readout" / name).read_text(encoding="utf-8")
+        assert "accept(" in text and "if not round_scores[pick] > best" not in text

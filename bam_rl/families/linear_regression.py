@@ -149,7 +149,7 @@ def _prepare_datum(s: NaturalParams) -> Datum:
     return Datum(s, u, coef, rank, float(np.sum(coef * coef)))
 
 
-def _low_rank_route(dim_in: int, rank: int) -> bool:
+def low_rank_route(dim_in: int, rank: int) -> bool:
     """True when ``K = I + UᵀΛ⁻¹U`` (one factorisation of ``Λ`` per belief) is cheaper than
     factoring ``Λ + UUᵀ`` as well (``d²r + dr² + r³/3 < d³/3``)."""
     d, r = dim_in, rank
@@ -183,7 +183,7 @@ def evidence_terms(precision: np.ndarray, B: np.ndarray, datum: Datum) -> Eviden
             zeros, zeros.copy(), np.broadcast_to(_frobenius_sq(whitened), batch).copy()
         )
     d = precision.shape[-1]
-    if _low_rank_route(d, rank):
+    if low_rank_route(d, rank):
         rhs = np.concatenate(
             [np.broadcast_to(u, (*batch, d, rank)), np.broadcast_to(B, (*batch, *B.shape[-2:]))],
             axis=-1,

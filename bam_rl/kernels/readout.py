@@ -1,7 +1,7 @@
 """Algorithm 1's λ = 0 loop over sorted one-point Gaussian records, compiled (Numba).
 
-:func:`greedy_parabola` is :func:`bam_rl.gaussian_readout._greedy_parabola` (the literal
-reference, kept there and compared in the tests) with arrays instead of lists: the same
+:func:`greedy_parabola` is the λ = 0 loop of :func:`bam_rl.readout.gaussian.greedy_sorted`
+(its literal reference is in the tests) with arrays instead of lists: the same
 rounds, the same comparisons and the same arithmetic in the same order, so it picks exactly
 the same records. It is the hot loop of ``thompson-bam``, ``ucbam`` and ``tracker-bam`` on
 Gaussian arms. Compiled on first use and cached on disk.

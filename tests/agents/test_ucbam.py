@@ -15,9 +15,8 @@ import bam_rl  # noqa: F401
 from bam_rl.agents import UCBAM
 from bam_rl.beliefs import PerformanceWarning
 from bam_rl.families import BetaBinomial, NormalKnownVariance
-from bam_rl.fast_readout import gaussian_greedy_readout
 from bam_rl.memory import Memory
-from bam_rl.readout import select
+from bam_rl.readout import gaussian_greedy_readout, select
 
 
 def algorithm_3(

@@ -204,7 +204,7 @@ def test_continuous_gradient_matches_finite_differences():
 
         # Re-use the selector's gradient through a one-iteration run is indirect; instead the
         # analytic formula is checked here against finite differences of J.
-        from bam_rl.readout import _kl_gradient
+        from bam_rl.readout.select import _kl_gradient
 
         def grad(w, lam=lam):
             stats = memory.stats

@@ -313,12 +313,12 @@ def test_regression_low_rank_and_full_rank_routes_agree():
     beliefs = model.prior + memory.stats
     datum = model.prepare_datum(s_t)
     low = lr.evidence_terms(beliefs.fields["precision"], beliefs.fields["B"], datum)
-    original = lr._low_rank_route
+    original = lr.low_rank_route
     try:
-        lr._low_rank_route = lambda d, r: False
+        lr.low_rank_route = lambda d, r: False
         full = lr.evidence_terms(beliefs.fields["precision"], beliefs.fields["B"], datum)
     finally:
-        lr._low_rank_route = original
+        lr.low_rank_route = original
     for a, b in zip(low, full, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
 
@@ -342,7 +342,7 @@ def test_fast_flag_is_validated():
     [("known", 2, 0.0), ("known", 40, 0.0), ("nig", 3, 0.0), ("known", 3, 0.4)],
 )
 def test_factor_cache_reuses_factors_and_changes_no_readout(family, new_rows, lam):
-    from bam_rl.fast_readout import FactorCache
+    from bam_rl.readout import FactorCache
 
     rng = np.random.default_rng(11)
     d, p = 10, 2
@@ -369,7 +369,7 @@ def test_factor_cache_reuses_factors_and_changes_no_readout(family, new_rows, la
 
 
 def test_factor_cache_budget_evicts():
-    from bam_rl.fast_readout import FactorCache
+    from bam_rl.readout import FactorCache
 
     cache = FactorCache(max_bytes=3 * 8 * 16)
     for i in range(5):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bam_rl.gaussian_readout import _compiled_parabola, _parabola_constants
+from bam_rl.readout.gaussian import _compiled_parabola, _parabola_constants
 
 
 def _find(parent: list[int], x: int) -> int:
@@ -184,8 +184,8 @@ def test_sorted_records_follow_appends_and_refresh_after_changes():
     """The readout's sorted view of a memory is the stable argsort of its values after one or
     many appends, and is rebuilt when the stored values change (merges, a cleared memory)."""
     from bam_rl.families import NormalKnownVariance
-    from bam_rl.gaussian_readout import _sorted_records
     from bam_rl.memory import Memory
+    from bam_rl.readout.gaussian import sorted_records
 
     model = NormalKnownVariance(0.0, 1.0, 1.0)
     memory = Memory()
@@ -193,7 +193,7 @@ def test_sorted_records_follow_appends_and_refresh_after_changes():
 
     def check() -> None:
         values = memory.stats.fields["precision_mean"].copy()
-        sorted_values, order = _sorted_records(memory, values)
+        sorted_values, order = sorted_records(memory, values)
         expected = np.argsort(values, kind="stable")
         assert order.tolist() == expected.tolist()
         assert sorted_values.tolist() == values[expected].tolist()

@@ -45,10 +45,9 @@ from bam_rl.families import (
     NormalKnownVariance,
 )
 from bam_rl.families.base import ConjugateFamily
-from bam_rl.fast_readout import FactorCache
 from bam_rl.harness.bench.timing import best_time
 from bam_rl.memory import Memory
-from bam_rl.readout import select
+from bam_rl.readout import FactorCache, select
 
 
 def literal_greedy(model, memory, s_t):

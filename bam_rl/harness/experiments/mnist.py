@@ -25,7 +25,7 @@ labels (W = 1).
 
 Shared work: each training domain's ``XᵀX``, ``XᵀY`` and ``tr(YᵀY)`` are computed once per seed
 (:class:`DomainMoments`) and scaled into every model's statistics; one
-:class:`~bam_rl.fast_readout.FactorCache` per model lets the 8 selections of a seed reuse the
+:class:`~bam_rl.readout.FactorCache` per model lets the 8 selections of a seed reuse the
 Cholesky factors of candidate sets (every first round factors the same 32 sets); the parallel
 readout takes its single-record scores from the greedy's first round (:func:`parallel_readout`).
 
@@ -62,7 +62,6 @@ from bam_rl.families import (
     ConjugateFamily,
     NaturalParams,
 )
-from bam_rl.fast_readout import FactorCache
 from bam_rl.harness import naming
 from bam_rl.harness.files import write_frame
 from bam_rl.harness.plotting import (
@@ -76,7 +75,7 @@ from bam_rl.harness.plotting import (
 )
 from bam_rl.hyperparams import MNIST_NOISE_VAR, MNIST_PRIOR_PRECISION
 from bam_rl.memory import Memory
-from bam_rl.readout import ReadoutResult, select
+from bam_rl.readout import FactorCache, ReadoutResult, select
 from bam_rl.readout import objective as readout_objective
 
 #: method -> label in the figure and the summary (the naming table, :mod:`bam_rl.harness.naming`)

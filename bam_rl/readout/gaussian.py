@@ -1,6 +1,6 @@
-"""Algorithm 1 in closed form for one-point Gaussian records: the fast path of
-:func:`bam_rl.readout.select` for :class:`~bam_rl.families.NormalKnownVariance` memories whose
-records, and the new datum, all hold the same number of observations.
+"""Algorithm 1 in closed form for one-point Gaussian records: the fast path of the greedy of
+:func:`bam_rl.readout.select` for :class:`~bam_rl.families.NormalKnownVariance` memories
+whose records, and the new datum, all hold the same number of observations.
 
 With ``k`` records selected the candidate prior is Gaussian with precision ``h0 + k/σ²``, so
 every candidate of a round shares it and ``J`` is concave in the candidate's observation: the
@@ -24,7 +24,7 @@ import numpy as np
 from bam_rl.families.normal import NormalKnownVariance
 from bam_rl.memory import Memory
 
-__all__ = ["gaussian_greedy_readout"]
+__all__ = ["gaussian_greedy_readout", "greedy_sorted", "sorted_records"]
 
 
 class _SortedRecords(NamedTuple):
@@ -39,7 +39,7 @@ class _SortedRecords(NamedTuple):
 _SORTED: weakref.WeakKeyDictionary[Memory, _SortedRecords] = weakref.WeakKeyDictionary()
 
 
-def _sorted_records(memory: Memory, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def sorted_records(memory: Memory, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``values`` sorted ascending (ties in memory order) and their memory indices (int64).
 
     The arrays returned are the cache's own: callers read them and never write to them.
@@ -129,7 +129,7 @@ def _compiled_parabola(
     )
 
 
-def _greedy_sorted(
+def greedy_sorted(
     values: np.ndarray | list[float],
     order: np.ndarray | list[int],
     v: float,
@@ -260,7 +260,7 @@ def gaussian_greedy_readout(
         ValueError: When the closed form overflows (observations too large in magnitude).
     """
     try:
-        return _greedy_sorted(
+        return greedy_sorted(
             list(values),
             list(order),
             float(v),

@@ -1,29 +1,5 @@
-"""Readout-weight selection: which past data BAM remembers for the new datum (paper §2.1).
-
-For readout weights ``W`` the BAM prior is ``η(W) = η0 + Σ_j w_j s_j`` and the selection
-objective (the log posterior of ``W`` under the penalised-complexity prior, eq. 16) is::
-
-    J(W) = log p(D_t | η(W)) − λ · sqrt(2 · KL(p(θ | η(W)) ‖ p(θ)))
-
-with the KL clamped at 0 before the square root. Methods:
-
-* ``"greedy"`` — Algorithm 1 (bottom-up): from ``W = 0`` each round scores every *unselected*
-  item added to the current set (the paper's pseudo-code tests the condition the wrong way
-  round), adds the best while ``J`` strictly improves; ties go to the lowest index.
-* ``"parallel"`` — Algorithm 2: scores every item alone, keeps those scoring above the base
-  prior, and selects the kept items scoring at or above the ``q`` quantile of the kept
-  scores. (The pseudo-code's strict ``>`` selects nothing when, as is common with discrete
-  data, the kept scores tie at the quantile; with ``>=``, ``q = 0`` selects every item that
-  beats the base prior and ``q = 1`` the best ones.)
-* ``"exhaustive"`` — all ``2^m`` binary readouts (``m <= 16``), for verification.
-* ``"continuous"`` — weights in ``[0, 1]`` by L-BFGS-B from an initial readout (the greedy
-  answer by default); the result is never worse than its start.
-
-Every candidate scored in a round is evaluated in one batched family call. Greedy selection
-first tries the structure-exploiting paths of :mod:`bam_rl.fast_readout` (one-point Gaussian
-records, repeated records, Bayesian linear regression), which return the same readout;
-``fast=False`` forces the generic loop.
-"""
+"""``select`` and ``objective``: readout-weight selection by the four methods (generic
+loops; the greedy first tries the exact fast paths of :mod:`bam_rl.readout.greedy`)."""
 
 from __future__ import annotations
 
@@ -36,8 +12,10 @@ from scipy.optimize import minimize
 
 from bam_rl.checks import all_finite, as_float_array, check_int, check_real
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
-from bam_rl.fast_readout import FactorCache, fast_greedy, overrides_log_partition
 from bam_rl.memory import Memory
+from bam_rl.readout.greedy import fast_greedy, overrides_log_partition
+from bam_rl.readout.regression import FactorCache
+from bam_rl.readout.rule import accept
 
 METHODS = ("greedy", "parallel", "exhaustive", "continuous")
 MAX_EXHAUSTIVE_ITEMS = 16
@@ -157,7 +135,7 @@ def select(
         max_iter: Iteration cap for ``continuous``.
         fast: Let ``greedy`` use a structure-exploiting path of :mod:`bam_rl.fast_readout`
             when one applies (same readout); ``False`` always runs the generic loop.
-        cache: A :class:`~bam_rl.fast_readout.FactorCache` that keeps the Cholesky factors of
+        cache: A :class:`~bam_rl.readout.FactorCache` that keeps the Cholesky factors of
             candidate precisions between calls (Bayesian linear regression greedy only):
             repeated selections over one memory then skip most factorisations.
 
@@ -217,7 +195,7 @@ def check_select_options(method: str, options: Mapping[str, Any]) -> dict[str, A
         options: Any of :data:`OPTIONS`: ``q`` (a number in [0, 1]), ``initial`` (``None`` or
             numeric weights in [0, 1]; their length is checked against the memory by
             ``select``), ``max_iter`` (an integer >= 1), ``fast`` (a bool), ``cache``
-            (``None`` or a :class:`~bam_rl.fast_readout.FactorCache`).
+            (``None`` or a :class:`~bam_rl.readout.FactorCache`).
 
     Returns:
         The options, normalised (``q`` a float, ``max_iter`` an int, ``fast`` a bool).
@@ -291,8 +269,8 @@ def _greedy(model: ConjugateFamily, memory: Memory, score: _Objective) -> Readou
         round_scores = np.full(size, -np.inf)
         round_scores[index] = values
         rounds.append(round_scores)
-        pick = int(np.argmax(round_scores))  # first maximum: ties go to the lowest index
-        if not round_scores[pick] > best:
+        pick = accept(round_scores, best)
+        if pick is None:
             break
         best = float(round_scores[pick])
         weights[pick] = 1.0

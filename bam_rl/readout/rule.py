@@ -1,0 +1,147 @@
+"""Algorithm 1's rule, in one place: a round accepts its best candidate only if ``J`` strictly
+improves, ties going to the lowest memory index (:func:`accept`); and what every fast path
+returns (:class:`FastGreedy`, with its audit trail computed lazily by the generic objective,
+:class:`LazyRounds`, and the weights and objectives of the picks, :func:`finish`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from bam_rl.families.base import ConjugateFamily, Fields
+from bam_rl.memory import Memory
+
+__all__ = ["FastGreedy", "LazyRounds", "Score", "accept", "finish"]
+
+#: The readout objective ``J`` over raw candidate fields (a batch of candidates at once).
+Score = Callable[[Fields], np.ndarray]
+
+
+def accept(values: np.ndarray, best: float) -> int | None:
+    """The round's pick: the first index of the largest value (ties go to the lowest index),
+    or ``None`` when it does not strictly improve on ``best`` (the greedy stops)."""
+    pick = int(np.argmax(values))
+    return pick if values[pick] > best else None
+
+
+class FastGreedy(NamedTuple):
+    """What a fast path found: the greedy readout and its audit trail."""
+
+    weights: np.ndarray
+    objective: float
+    base_objective: float
+    scores: Sequence[np.ndarray]
+    n_evaluations: int
+    path: str
+
+
+class LazyRounds(Sequence):
+    """The greedy audit trail (one array of candidate objectives per round), computed from
+    the recorded picks by the generic objective when first read."""
+
+    def __init__(
+        self,
+        score: Score,
+        prior: Fields,
+        stats: Fields,
+        picks: Sequence[int] | np.ndarray,
+        n_rounds: int,
+    ):
+        self._score = score
+        self._prior = prior
+        self._stats = stats
+        self._picks = np.array(picks, dtype=np.intp)
+        self._n_rounds = n_rounds
+        self._rounds: list[np.ndarray] | None = None
+
+    def _materialise(self) -> list[np.ndarray]:
+        if self._rounds is None:
+            size = next(iter(self._stats.values())).shape[0]
+            unselected = np.ones(size, dtype=bool)
+            current = {k: np.array(v, dtype=np.float64) for k, v in self._prior.items()}
+            rounds = []
+            for round_index in range(self._n_rounds):
+                index = np.flatnonzero(unselected)
+                candidates = {k: current[k] + self._stats[k][index] for k in current}
+                values = np.full(size, -np.inf)
+                values[index] = self._score(candidates)
+                rounds.append(values)
+                if round_index < len(self._picks):
+                    pick = int(self._picks[round_index])
+                    unselected[pick] = False
+                    current = {k: current[k] + self._stats[k][pick] for k in current}
+            self._rounds = rounds
+        return self._rounds
+
+    def __len__(self) -> int:
+        return self._n_rounds
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._materialise()[index]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter(self._materialise())
+
+    def __repr__(self) -> str:
+        return f"LazyRounds(n_rounds={self._n_rounds})"
+
+
+def _snapshot(memory: Memory) -> Fields:
+    """The records' statistics as they are now, for an audit trail read later.
+
+    An unbounded memory never rewrites a stored row (it appends, and :meth:`Memory.clear`
+    allocates new arrays), so views are a snapshot; a bounded one merges rows in place.
+    """
+    fields = memory.stats.fields
+    return dict(fields) if memory.capacity is None else {k: v.copy() for k, v in fields.items()}
+
+
+def _n_rounds(size: int, n_picks: int) -> int:
+    """Rounds the generic greedy runs: one per pick, plus the rejected one unless all picked."""
+    return n_picks if n_picks == size else n_picks + 1
+
+
+def _running_sum(prior: Fields, stats: Fields, index: np.ndarray) -> Fields:
+    """``prior + stats[index[0]] + stats[index[1]] + …`` added in that order, the order of the
+    generic greedy loop's running sum (compiled: :func:`bam_rl.kernels.readout.sequential_sum`,
+    bit for bit the literal ``cumsum`` it replaces)."""
+    from bam_rl.kernels.readout import sequential_sum
+
+    size = next(iter(stats.values())).shape[0]
+    return {
+        k: sequential_sum(
+            np.ascontiguousarray(prior[k], dtype=np.float64).reshape(-1),
+            np.ascontiguousarray(stats[k], dtype=np.float64).reshape(size, -1),
+            index,
+        ).reshape(np.shape(prior[k]))
+        for k in prior
+    }
+
+
+def finish(
+    model: ConjugateFamily,
+    memory: Memory,
+    score: Score,
+    picks: Sequence[int] | np.ndarray,
+    path: str,
+) -> FastGreedy:
+    """Weights, base and final objectives (generic arithmetic) and the lazy audit trail;
+    ``picks`` are memory indices in the order the greedy added them."""
+    size = len(memory)
+    prior = {k: np.array(v) for k, v in model.prior.fields.items()}
+    base = float(score(prior))
+    index = np.asarray(picks, dtype=np.intp)
+    weights = np.zeros(size)
+    weights[index] = 1.0
+    if index.size:
+        current = _running_sum(prior, memory.stats.fields, index)
+        best = float(score(current))
+    else:
+        best = base
+    n_rounds = _n_rounds(size, index.size)
+    evaluations = 1 + n_rounds * size - n_rounds * (n_rounds - 1) // 2
+    rounds = LazyRounds(score, prior, _snapshot(memory), index, n_rounds)
+    return FastGreedy(weights, best, base, rounds, evaluations, path)
