@@ -7,7 +7,7 @@ imports them only when an :class:`SB3Agent` is built or loaded.
 """
 
 from .bandits import UCB, ThompsonSampling
-from .base import Agent, BaseAgent
+from .base import Agent, BanditAgent, BaseAgent
 from .mppi import GroundTruthMPPI, MPPIAgent
 from .random_agent import RandomAgent
 from .sb3 import SB3Agent
@@ -18,6 +18,7 @@ __all__ = [
     "UCB",
     "UCBAM",
     "Agent",
+    "BanditAgent",
     "BaseAgent",
     "BeliefTracker",
     "GroundTruthMPPI",

@@ -35,7 +35,7 @@ from bam_rl.beliefs import (
     RecursiveBayes,
     make_rule,
 )
-from bam_rl.checks import check_finite_scalar, check_int, check_memory, check_size
+from bam_rl.checks import check_int, check_memory, check_size
 from bam_rl.families import (
     BetaBinomial,
     NaturalParams,
@@ -49,7 +49,7 @@ from .arms import (
     gaussian_model,
     reward_statistics,
 )
-from .base import BaseAgent, check_arm, check_observation
+from .base import BanditAgent, Transition, check_arm, check_observation
 
 __all__ = [
     "RULES",
@@ -59,7 +59,7 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------- UCB
-class UCB(BaseAgent):
+class UCB(BanditAgent):
     """Upper confidence bound with confidence level ``f(t) = 1 + t log² t`` (App. D.3).
 
     ``index_i = μ̂_i + sqrt(2 log f(t) / N_i)`` with ``μ̂_i`` the empirical mean and ``N_i``
@@ -103,25 +103,9 @@ class UCB(BaseAgent):
         check_observation(observation)
         return self.stats.choose()
 
-    def observe(
-        self,
-        action: Any,
-        reward: float,
-        next_observation: Any,
-        terminated: bool,
-        truncated: bool,
-        info: dict[str, Any],
-    ) -> None:
-        """Adds the reward to the pulled arm's statistics.
-
-        Raises:
-            ValueError: For an action outside ``[0, n_arms)``, a non-finite reward or
-                observation.
-        """
-        arm = check_arm("action", action, self.n_arms)
-        value = check_finite_scalar("reward", reward)
-        check_observation(next_observation)
-        self.stats.update(arm, value)
+    def _observe(self, step: Transition) -> None:
+        """Adds the reward to the pulled arm's statistics."""
+        self.stats.update(step.action, step.reward)
 
     def summary(self) -> dict[str, float]:
         return {"t": float(self.stats.t)}
@@ -138,7 +122,7 @@ _GAUSSIAN_DRAWS: weakref.WeakKeyDictionary[Any, tuple[list[Any], np.ndarray, np.
 )
 
 
-class ThompsonSampling(BaseAgent):
+class ThompsonSampling(BanditAgent):
     """Thompson sampling with one belief rule per arm.
 
     Each step draws θ_i for every arm from its rule (``rule.sample(rng)``, the belief the rule
@@ -316,27 +300,17 @@ class ThompsonSampling(BaseAgent):
         check_observation(observation)
         return int(np.argmax(self.sample_arms()))
 
-    def observe(
-        self,
-        action: Any,
-        reward: float,
-        next_observation: Any,
-        terminated: bool,
-        truncated: bool,
-        info: dict[str, Any],
-    ) -> None:
+    def _observe(self, step: Transition) -> None:
         """Updates the pulled arm's rule with the reward's statistics.
 
         Raises:
-            ValueError: For an action outside ``[0, n_arms)``, a non-finite reward or
-                observation, or a reward the model cannot take.
+            ValueError: For a reward the model cannot take (e.g. not 0/1 for Bernoulli arms).
         """
-        arm = check_arm("action", action, self.n_arms)
-        check_observation(next_observation)
+        arm, reward = step.action, step.reward
         if not self.fast:
             self.rules[arm].update(reward_statistics(self.model, reward))
             return
-        value = check_finite_scalar("reward", reward)
+        value = reward
         fields = self._fields
         if isinstance(self.model, NormalKnownVariance):
             noise = self.model.noise_var

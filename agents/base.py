@@ -24,16 +24,18 @@ continues exactly as the saved one would have.
 from __future__ import annotations
 
 import os
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from bam_rl.checks import as_float_array, check_seed
+from bam_rl.checks import as_float_array, check_finite_scalar, check_seed
 from bam_rl.serialization import load_object, save_object
 
 __all__ = [
     "Agent",
+    "BanditAgent",
     "BaseAgent",
+    "Transition",
     "check_arm",
     "check_observation",
 ]
@@ -98,6 +100,18 @@ def check_observation(observation: Any) -> None:
     as_float_array("observation", observation)
 
 
+class Transition(NamedTuple):
+    """One transition as :meth:`BaseAgent._observe` receives it, after the checks: the action
+    as the agent's :meth:`~BaseAgent._check_action` returns it, the reward as a float."""
+
+    action: Any
+    reward: float
+    next_observation: Any
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+
+
 class BaseAgent:
     """Base class: a seeded generator, pickle-free save/load and an empty summary.
 
@@ -140,7 +154,39 @@ class BaseAgent:
         terminated: bool,
         truncated: bool,
         info: dict[str, Any],
-    ) -> None:  # pragma: no cover - abstract
+    ) -> None:
+        """Learns from one transition (the arguments of ``env.step`` and its results).
+
+        The transition is checked once, here — :meth:`_check_action`, a finite ``reward``,
+        :meth:`_check_next_observation` — before :meth:`_observe` (the subclass's learning)
+        sees it, so a refused transition changes nothing.
+
+        Raises:
+            ValueError: For an action or next observation the agent's checks refuse, or a
+                reward that is not one finite number; the message names the argument.
+        """
+        step = Transition(
+            self._check_action(action),
+            check_finite_scalar("reward", reward),
+            self._check_next_observation(next_observation),
+            terminated,
+            truncated,
+            info,
+        )
+        self._observe(step)
+
+    def _check_action(self, action: Any) -> Any:
+        """The action as :meth:`_observe` takes it, or ``ValueError`` naming ``action``."""
+        return action
+
+    def _check_next_observation(self, observation: Any) -> Any:
+        """The next observation as :meth:`_observe` takes it, or ``ValueError``; by default
+        any numeric, finite value."""
+        check_observation(observation)
+        return observation
+
+    def _observe(self, step: Transition) -> None:  # pragma: no cover - abstract
+        """Learns from a checked transition."""
         raise NotImplementedError
 
     def summary(self) -> dict[str, float]:
@@ -167,3 +213,14 @@ class BaseAgent:
                 another kind of object than ``cls``. Nothing in the file is ever unpickled.
         """
         return load_object(path, expected=cls)
+
+
+class BanditAgent(BaseAgent):
+    """Base class of agents for ``Discrete(n_arms)`` bandits: an action is an arm index in
+    ``[0, n_arms)`` (checked by :func:`check_arm` before :meth:`_observe` sees it, as an int)
+    and observations are the bandit's constant dummy. Subclasses set :attr:`n_arms`."""
+
+    n_arms: int
+
+    def _check_action(self, action: Any) -> int:
+        return check_arm("action", action, self.n_arms)

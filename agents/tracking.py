@@ -11,7 +11,7 @@ from bam_rl.beliefs import BAM, BeliefRule
 from bam_rl.checks import as_float_array, check_finite_scalar, check_int
 from bam_rl.families.beta_binomial import BetaBinomial
 
-from .base import BaseAgent
+from .base import BaseAgent, Transition
 
 __all__ = ["DEFAULT_N_TRIALS", "BeliefTracker"]
 
@@ -104,31 +104,25 @@ class BeliefTracker(BaseAgent):
         as_float_array("observation", observation)
         return np.clip(np.asarray([self.mean], dtype=np.float32), 0.0, 1.0)
 
-    def observe(
-        self,
-        action: Any,
-        reward: float,
-        next_observation: Any,
-        terminated: bool,
-        truncated: bool,
-        info: dict[str, Any],
-    ) -> None:
-        """Absorbs the revealed count ``next_observation`` (``k_t`` of ``n_trials``).
-
-        Raises:
-            ValueError: If the action is not a single number in [0, 1], the reward is not
-                finite, or the count is not a whole number in ``[0, n_trials]``.
-        """
+    def _check_action(self, action: Any) -> float:
         estimate = check_finite_scalar("action", action)
         if not 0.0 <= estimate <= 1.0:
             raise ValueError(f"action must lie in [0, 1], got {action!r}")
-        check_finite_scalar("reward", reward)
-        count = check_finite_scalar("next_observation", next_observation)
+        return estimate
+
+    def _check_next_observation(self, observation: Any) -> float:
+        count = check_finite_scalar("next_observation", observation)
         if count != round(count) or not 0 <= count <= self.n_trials:
             raise ValueError(
-                f"next_observation must be a count in [0, {self.n_trials}], "
-                f"got {next_observation!r}"
+                f"next_observation must be a count in [0, {self.n_trials}], got {observation!r}"
             )
+        return count
+
+    def _observe(self, step: Transition) -> None:
+        """Absorbs the revealed count ``next_observation`` (``k_t`` of ``n_trials``); the
+        action must be an estimate in [0, 1] and the count a whole number in
+        ``[0, n_trials]`` (``ValueError`` naming the argument otherwise)."""
+        count = step.next_observation
         self.rule.update(self.rule.model.stats(successes=count, trials=self.n_trials))
         self.last_count = count
 

@@ -26,13 +26,13 @@ from .arms import (
     gaussian_model,
     reward_statistics,
 )
-from .base import BaseAgent, check_arm, check_observation
+from .base import BanditAgent, Transition, check_observation
 
 __all__ = ["UCBAM"]
 
 
 # ------------------------------------------------------------------------------ UCBAM
-class UCBAM(BaseAgent):
+class UCBAM(BanditAgent):
     """UCB combined with BAM (App. D.4, Algorithm 3).
 
     State: a belief ``b_i`` (initially the base prior ``p``) and a memory ``D^i`` per arm and
@@ -151,28 +151,18 @@ class UCBAM(BaseAgent):
             return int(np.argmax(draws))
         return self.stats.choose()
 
-    def observe(
-        self,
-        action: Any,
-        reward: float,
-        next_observation: Any,
-        terminated: bool,
-        truncated: bool,
-        info: dict[str, Any],
-    ) -> None:
+    def _observe(self, step: Transition) -> None:
         """The ``known`` test, the BAM update of the pulled arm and its memory (Alg. 3).
 
         Raises:
-            ValueError: For an action outside ``[0, n_arms)``, a non-finite reward or
-                observation, or a reward the model cannot take.
+            ValueError: For a reward the model cannot take.
         """
-        arm = check_arm("action", action, self.n_arms)
-        check_observation(next_observation)
+        arm, reward = step.action, step.reward
+        value = reward
         s_v = reward_statistics(self.model, reward)
         model = self.model
         belief = self.beliefs[arm]
         self.known = not (model.log_marginal(model.prior, s_v) >= model.log_marginal(belief, s_v))
-        value = check_finite_scalar("reward", reward)
         memory = self.memories[arm]
         if len(memory):
             weights = select(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+import weakref
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -142,6 +143,28 @@ class RecursiveBayes(BeliefRule):
         return self.belief + s
 
 
+#: Per forgetting or power-prior rule: the statistics its last ``prior_for_next`` was built
+#: from, the rule's alpha, and that prior. Statistics objects are replaced, never changed in
+#: place, so the same object gives the same prior: a Thompson agent asks every arm for it on
+#: every step, and only the pulled arm's changed. Kept outside the rule, so never saved.
+_NEXT_PRIORS: weakref.WeakKeyDictionary[BeliefRule, tuple[NaturalParams, float, NaturalParams]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _next_prior(
+    rule: BeliefRule, past: NaturalParams, alpha: float, scale: bool = False
+) -> NaturalParams:
+    """``prior + past`` (``prior + alpha · past`` with ``scale``), reused while ``past`` is the
+    same object and ``alpha`` the same number."""
+    cached = _NEXT_PRIORS.get(rule)
+    if cached is not None and cached[0] is past and cached[1] == alpha:
+        return cached[2]
+    prior = rule.model.prior + (alpha * past if scale else past)
+    _NEXT_PRIORS[rule] = (past, alpha, prior)
+    return prior
+
+
 class ExponentialForgetting(BeliefRule):
     """Bayesian exponential forgetting with the paper's readout ``w_{t,j} = alpha^(t−1−j)``.
 
@@ -166,7 +189,7 @@ class ExponentialForgetting(BeliefRule):
         return belief
 
     def prior_for_next(self) -> NaturalParams:
-        return self.model.prior + self._decayed
+        return _next_prior(self, self._decayed, self.alpha)
 
     def reset(self) -> None:
         super().reset()
@@ -197,7 +220,7 @@ class PowerPrior(BeliefRule):
         return belief
 
     def prior_for_next(self) -> NaturalParams:
-        return self.model.prior + self.alpha * self._past
+        return _next_prior(self, self._past, self.alpha, scale=True)
 
     def reset(self) -> None:
         super().reset()
@@ -251,9 +274,8 @@ class BOCD(BeliefRule):
     def sample(self, rng: np.random.Generator) -> Theta:
         """Draws a run length from the predictive run-length posterior (a fresh segment with
         the hazard's probability), then θ from that segment's belief (Mellor & Shapiro)."""
-        weights = self.detector.run_length_probabilities
-        index = int(rng.choice(weights.size, p=weights))
-        return self.model.sample(self.detector.beliefs[index], rng)
+        index = self.detector.sample_index(rng)  # as rng.choice(n, p=...) draws it
+        return self.model.sample(self.detector.belief_at(index), rng)
 
     def reset(self) -> None:
         super().reset()

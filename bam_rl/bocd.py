@@ -622,11 +622,30 @@ class ChangepointDetector:
     def _params(self, rows: int | slice | np.ndarray | None = None) -> NaturalParams:
         if rows is None:
             rows = slice(None)
-        return NaturalParams(
+        log_h = np.array(self._belief_log_h[rows])
+        # rows of the detector's own beliefs: checked as they were formed (and on restore)
+        return NaturalParams._trusted(
             self.model,
             {name: np.array(value[rows]) for name, value in self._fields.items()},
-            np.array(self._belief_log_h[rows]),
+            log_h,
+            log_h.shape,
         )
+
+    def belief_at(self, index: int) -> NaturalParams:
+        """The belief of the live run length ``run_lengths[index]`` (one row of
+        :attr:`beliefs`, without stacking the others)."""
+        return self._params(int(index))
+
+    def sample_index(self, rng: np.random.Generator) -> int:
+        """An index of :attr:`run_lengths` drawn from the run-length posterior.
+
+        Consumes ``rng`` exactly as ``rng.choice(n, p=run_length_probabilities)`` does — one
+        uniform, placed in the normalised cumulative sum — and returns the same index, without
+        ``choice``'s argument checks (the posterior is a distribution by construction).
+        """
+        cumulative = np.cumsum(np.exp(self._log_post))
+        cumulative /= cumulative[-1]
+        return int(cumulative.searchsorted(rng.random(), side="right"))
 
     @property
     def beliefs(self) -> NaturalParams:

@@ -68,6 +68,10 @@ LEGACY_PREFIXES = {
     # the readout's modules before they became the package bam_rl.readout
     "bam_rl.fast_readout.": "bam_rl.readout.",
     "bam_rl.gaussian_readout.": "bam_rl.readout.",
+    # the unknown-noise regression family before it moved to a module of its own
+    "bam_rl.families.linear_regression.BayesianLinearRegressionNIG": (
+        "bam_rl.families.linear_regression_nig.BayesianLinearRegressionNIG"
+    ),
 }
 #: Modules whose classes are never state (the run layer: sweeps, specs, the CLI).
 REFUSED_PREFIXES = ("bam_rl.harness.",)

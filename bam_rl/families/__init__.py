@@ -3,10 +3,8 @@
 from bam_rl.families.base import ConjugateFamily, NaturalParams, concatenate, stack
 from bam_rl.families.beta_binomial import BetaBinomial
 from bam_rl.families.dirichlet import DirichletCategorical
-from bam_rl.families.linear_regression import (
-    BayesianLinearRegression,
-    BayesianLinearRegressionNIG,
-)
+from bam_rl.families.linear_regression import BayesianLinearRegression
+from bam_rl.families.linear_regression_nig import BayesianLinearRegressionNIG
 from bam_rl.families.normal import NormalGamma, NormalKnownVariance
 from bam_rl.families.poisson import GammaPoisson
 

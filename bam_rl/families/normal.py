@@ -352,7 +352,12 @@ class NormalGamma(ConjugateFamily):
         rng: np.random.Generator,
         size: int | tuple[int, ...] | None = None,
     ) -> np.ndarray:
-        """Draws ``(μ, τ)`` pairs, shape ``size + (2,)`` (``size`` as in numpy)."""
+        """Draws ``(μ, τ)`` pairs, shape ``size + (2,)`` (``size`` as in numpy).
+
+        Raises:
+            ValueError: For a belief with ``kappa <= 0`` or ``alpha <= 0`` (no distribution).
+        """
+        self._check_belief(belief.fields)
         m, kappa, alpha, beta = self.standard_params(belief.fields)
         beta = self._precise_beta(belief.fields, beta)
         tau = rng.gamma(alpha, 1.0 / beta, size=size)

@@ -33,11 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bam_rl.families import BayesianLinearRegression, BayesianLinearRegressionNIG
 from bam_rl.families.base import ConjugateFamily, NaturalParams
-from bam_rl.families.linear_regression import (
-    BayesianLinearRegression,
-    BayesianLinearRegressionNIG,
-)
 from bam_rl.families.normal import NormalKnownVariance
 from bam_rl.memory import Memory
 from bam_rl.readout.gaussian import greedy_sorted, sorted_records

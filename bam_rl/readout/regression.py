@@ -14,13 +14,9 @@ import numpy as np
 from scipy.linalg import lapack
 
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
-from bam_rl.families.linear_regression import (
-    BayesianLinearRegression,
-    BayesianLinearRegressionNIG,
-    Datum,
-    EvidenceTerms,
-    low_rank_route,
-)
+from bam_rl.families.linalg import Datum, EvidenceTerms, low_rank_route
+from bam_rl.families.linear_regression import BayesianLinearRegression
+from bam_rl.families.linear_regression_nig import BayesianLinearRegressionNIG
 from bam_rl.memory import Memory
 from bam_rl.readout.rule import FastGreedy, accept
 

@@ -26,16 +26,14 @@ from scipy.special import logsumexp
 
 from bam_rl.bocd import ChangepointDetector
 from bam_rl.families import (
+    BayesianLinearRegression,
+    BayesianLinearRegressionNIG,
     BetaBinomial,
     DirichletCategorical,
     GammaPoisson,
     NaturalParams,
     NormalGamma,
     NormalKnownVariance,
-)
-from bam_rl.families.linear_regression import (
-    BayesianLinearRegression,
-    BayesianLinearRegressionNIG,
 )
 
 # ----------------------------------------------------------------------------- the oracle
@@ -764,3 +762,26 @@ def test_bad_statistics():
     bocd.update(same.stats(1, 1))
     assert bocd.t == 1
     assert bocd.t == 1 and len(bocd.run_lengths) == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_data=st.integers(0, 40))
+def test_sample_index_draws_what_rng_choice_draws(seed, n_data):
+    """BOCD Thompson sampling draws a run length by ``sample_index``: the same index and the
+    same generator state afterwards as ``rng.choice(n, p=probabilities)``."""
+    model = NormalKnownVariance(0.0, 1.0, 0.25)
+    detector = ChangepointDetector(model, 0.05)
+    data = np.random.default_rng(seed).normal(size=n_data)
+    for y in data:
+        detector.update(model.stats(np.array([y])))
+    probabilities = detector.run_length_probabilities
+    ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
+    for _ in range(5):
+        assert detector.sample_index(ours) == int(
+            theirs.choice(probabilities.size, p=probabilities)
+        )
+    assert ours.random() == theirs.random()
+    row = detector.sample_index(ours)
+    one, stacked = detector.belief_at(row), detector.beliefs[row]
+    for name in one.fields:
+        assert np.array_equal(one.fields[name], stacked.fields[name])

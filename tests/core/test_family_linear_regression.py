@@ -8,12 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, optimize, stats
 
+from bam_rl.families import BayesianLinearRegression, BayesianLinearRegressionNIG
 from bam_rl.families.base import ConjugateFamily, NaturalParams, stack
 from bam_rl.families.beta_binomial import BetaBinomial
-from bam_rl.families.linear_regression import (
-    BayesianLinearRegression,
-    BayesianLinearRegressionNIG,
-)
 
 SETTINGS = settings(max_examples=30, deadline=None)
 dims_in = st.integers(min_value=1, max_value=4)

@@ -409,3 +409,14 @@ def test_normal_gamma_improper_belief_raises():
                 model, {"kappa_mean": 0.0, "kappa": 1.0, "beta_shifted": 1.0, "alpha": 0.0}
             )
         )
+
+
+def test_normal_gamma_sample_refuses_a_belief_that_is_no_distribution():
+    """Hypothesis found it: a hand-built datum with kappa = -2 left a forgetting rule with
+    kappa = -1, and a Thompson draw from it was NaN instead of a ValueError."""
+    model = NormalGamma()
+    belief = NaturalParams(
+        model, {"kappa_mean": 0.0, "kappa": -1.0, "beta_shifted": 1.0, "alpha": 1.0}
+    )
+    with pytest.raises(ValueError, match="kappa"):
+        model.sample(belief, np.random.default_rng(0))

@@ -305,7 +305,7 @@ def test_nig_evidence_matches_multivariate_t(rows):
 
 def test_regression_low_rank_and_full_rank_routes_agree():
     """The same evidence by ``K = I + WᵀW`` and by two factorisations (forced)."""
-    from bam_rl.families import linear_regression as lr
+    from bam_rl.families import linalg as lr
 
     rng = np.random.default_rng(5)
     model = BayesianLinearRegression(10, 2, prior_precision=0.3, noise_var=0.05)

@@ -18,18 +18,20 @@ from bam_rl.harness.cli import main
 from bam_rl.harness.experiments import REPRODUCTIONS
 from bam_rl.harness.experiments.mnist import (
     METHODS,
-    DomainMoments,
     _posterior,
+    parallel_readout,
+    reproduce,
+    run_seed,
+)
+from bam_rl.harness.experiments.mnist_domains import (
+    DomainMoments,
     domain_features,
     domain_spectra,
     evidence_noise_var,
     log_evidence,
     ols_weights,
-    parallel_readout,
     pooling_operator,
-    reproduce,
     rotation_operator,
-    run_seed,
 )
 from bam_rl.memory import Memory
 from bam_rl.readout import select

@@ -48,10 +48,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import scipy.linalg
-import scipy.sparse
 from joblib import Parallel, delayed
-from scipy.optimize import minimize_scalar
 from tqdm.auto import tqdm
 
 from bam_rl.checks import check_int, check_positive, check_seed, check_unit_interval
@@ -62,15 +59,22 @@ from bam_rl.families import (
     ConjugateFamily,
     NaturalParams,
 )
-from bam_rl.harness import naming
+from bam_rl.harness.experiments.mnist_domains import (
+    N_CLASSES,
+    SIDE,
+    DomainMoments,
+    domain_features,
+    evidence_noise_var,
+    log_evidence,
+    ols_weights,
+    one_hot,
+    pooling_operator,
+    rotation_operator,
+)
+from bam_rl.harness.experiments.mnist_plots import METHODS, PAPER, plot_mnist
 from bam_rl.harness.files import write_frame
 from bam_rl.harness.plotting import (
-    add_caption,
-    count_text,
     mark_smoke_test,
-    new_figure,
-    plot_points,
-    save_figure,
     smoke_test,
 )
 from bam_rl.hyperparams import MNIST_NOISE_VAR, MNIST_PRIOR_PRECISION
@@ -78,265 +82,18 @@ from bam_rl.memory import Memory
 from bam_rl.readout import FactorCache, ReadoutResult, select
 from bam_rl.readout import objective as readout_objective
 
-#: method -> label in the figure and the summary (the naming table, :mod:`bam_rl.harness.naming`)
-METHODS = {key: entry.label for key, entry in naming.methods("mnist").items()}
 #: Methods whose readout is the greedy (Alg. 1)
 GREEDY = ("bam_paper", "bam", "bam_nig")
-#: The paper's results (§4.4): mean and standard deviation of the accuracy over 10 seeds, in %.
-PAPER = {"ols": (55.0, 3.7), "bam_paper": (71.8, 5.2)}
-#: method -> short tick label of the figure
-SHORT = {
-    "ols": "OLS",
-    "bam_paper": "BAM\n$\\sigma^2=10^{-4}$\n(paper)",
-    "bam": "BAM\n$\\sigma^2$ by\nevidence",
-    "bam_nig": "BAM\nNIG",
-    "bam_parallel": "parallel\n(Alg. 2)",
-    "all_domains": "all domains\n+ 10 labels",
-}
 
-#: Image side of MNIST.
-SIDE = 28
-N_CLASSES = 10
 #: Inverse-gamma prior of the NIG model: a vague ``IG(1, 1)``; its ``Λ0`` is the paper's 0.1
 #: (in units of σ², as the NIG family defines it).
 NIG_A = 1.0
 NIG_B = 1.0
-#: Search interval of the evidence-maximising noise variance.
-EVIDENCE_BOUNDS = (1e-6, 10.0)
 #: Memory budget of the Cholesky-factor cache shared by one model's selections in a seed.
 FACTOR_CACHE_BYTES = 2**30
-#: Relative eigenvalue cut-off of the OLS pseudo-solve (pixels never lit give exact zeros).
-OLS_RCOND = 1e-12
-
-_LOG_2PI = float(np.log(2.0 * np.pi))
-
-
-# ------------------------------------------------------------------------------ features
-def rotation_operator(angle: float, side: int = SIDE) -> scipy.sparse.csr_matrix:
-    """Bilinear rotation of a ``side × side`` image about its centre, as a sparse matrix.
-
-    ``(operator @ image.ravel()).reshape(side, side)`` equals
-    ``scipy.ndimage.rotate(image, np.degrees(angle), order=1, reshape=False)`` (mode
-    ``"constant"``: samples falling outside the image are 0), so a batch of images rotates in
-    one sparse product.
-
-    Args:
-        angle: Rotation angle in radians (counter-clockwise as displayed).
-        side: Image side.
-    """
-    side = check_int("side", side)
-    cos, sin = np.cos(angle), np.sin(angle)
-    centre = (side - 1) / 2.0
-    out = np.indices((side, side)).reshape(2, -1).astype(np.float64) - centre
-    # scipy.ndimage.rotate samples the input at R (o − c) + c with R = [[cos, sin], [−sin, cos]]
-    row = cos * out[0] + sin * out[1] + centre
-    col = -sin * out[0] + cos * out[1] + centre
-    inside = (row >= 0) & (row <= side - 1) & (col >= 0) & (col <= side - 1)
-    row0, col0 = np.floor(row), np.floor(col)
-    frac_r, frac_c = row - row0, col - col0
-    targets = np.arange(side * side)
-    rows, cols, values = [], [], []
-    for dr, weight_r in ((0, 1.0 - frac_r), (1, frac_r)):
-        for dc, weight_c in ((0, 1.0 - frac_c), (1, frac_c)):
-            r = (row0 + dr).astype(np.int64)
-            c = (col0 + dc).astype(np.int64)
-            weight = weight_r * weight_c
-            keep = inside & (weight != 0) & (r >= 0) & (r < side) & (c >= 0) & (c < side)
-            rows.append(targets[keep])
-            cols.append((r * side + c)[keep])
-            values.append(weight[keep])
-    return scipy.sparse.csr_matrix(
-        (np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))),
-        shape=(side * side, side * side),
-    )
-
-
-def pooling_operator(side: int = SIDE, out_side: int = SIDE) -> scipy.sparse.csr_matrix:
-    """Average pooling of ``side × side`` images to ``out_side × out_side`` (blocks of
-    ``side // out_side``), as a sparse ``(out_side², side²)`` matrix."""
-    side = check_int("side", side)
-    out_side = check_int("out_side", out_side)
-    if side % out_side:
-        raise ValueError(f"out_side must divide {side}, got {out_side!r}")
-    factor = side // out_side
-    r, c = np.indices((side, side)).reshape(2, -1)
-    target = (r // factor) * out_side + c // factor
-    return scipy.sparse.csr_matrix(
-        (np.full(side * side, 1.0 / factor**2), (target, np.arange(side * side))),
-        shape=(out_side * out_side, side * side),
-    )
-
-
-def domain_features(images: np.ndarray, angle: float, side: int = SIDE) -> np.ndarray:
-    """Features of one domain: rotated (and pooled) pixels in [0, 1] followed by a bias 1.
-
-    Args:
-        images: ``uint8`` images, shape ``(n, 28, 28)``.
-        angle: The domain's rotation in radians.
-        side: Output image side (a divisor of 28; 14 averages 2 × 2 blocks).
-
-    Returns:
-        ``float64`` array of shape ``(n, side² + 1)``.
-    """
-    images = np.asarray(images)
-    if images.ndim != 3 or images.shape[1] != images.shape[2]:
-        raise ValueError(f"images must have shape (n, side, side), got {images.shape}")
-    full = images.shape[1]
-    operator = rotation_operator(angle, full)
-    if side != full:
-        operator = pooling_operator(full, side) @ operator
-    # pixels as columns, contiguous: the sparse product then runs over rows of both
-    columns = np.ascontiguousarray(images.reshape(len(images), -1).T, dtype=np.float64)
-    features = np.empty((len(images), side * side + 1))
-    features[:, :-1] = (operator @ columns).T
-    features[:, :-1] /= 255.0
-    features[:, -1] = 1.0
-    return features
-
-
-def one_hot(labels: np.ndarray, n_classes: int = N_CLASSES) -> np.ndarray:
-    """``(n, n_classes)`` one-hot float64 targets."""
-    labels = np.asarray(labels, dtype=np.int64)
-    targets = np.zeros((labels.size, n_classes))
-    targets[np.arange(labels.size), labels] = 1.0
-    return targets
-
-
-# -------------------------------------------------------------------- shared statistics
-class DomainMoments:
-    """Raw moments of a set of domains, computed once and shared by every model and σ².
-
-    Attributes:
-        gram: ``XᵀX`` per domain, shape ``(m, d, d)`` (exactly symmetric).
-        cross: ``XᵀY``, shape ``(m, d, p)``.
-        yy: ``tr(YᵀY)``, shape ``(m,)``.
-        n: Rows per domain, shape ``(m,)``.
-    """
-
-    def __init__(self, features: Sequence[np.ndarray], targets: Sequence[np.ndarray]):
-        self.gram = np.stack([_gram(x) for x in features])
-        self.cross = np.stack([x.T @ y for x, y in zip(features, targets, strict=True)])
-        self.yy = np.array([float(np.vdot(y, y)) for y in targets])
-        self.n = np.array([len(x) for x in features], dtype=np.float64)
-
-    def __len__(self) -> int:
-        return len(self.n)
-
-    def stats(self, model: ConjugateFamily, index: int) -> NaturalParams:
-        """Sufficient statistics of domain ``index`` for ``model`` (what ``model.stats(X, Y)``
-        returns, from the shared moments)."""
-        if not isinstance(model, (BayesianLinearRegression, BayesianLinearRegressionNIG)):
-            raise ValueError(
-                f"model must be a BayesianLinearRegression(NIG), got {type(model).__name__}"
-            )
-        return model.stats_from_moments(
-            self.gram[index], self.cross[index], self.yy[index], self.n[index]
-        )
-
-    def memory(self, model: ConjugateFamily, labels: Sequence[Any] | None = None) -> Memory:
-        """A :class:`Memory` with one record per domain."""
-        memory = Memory()
-        for index in range(len(self)):
-            memory.add(self.stats(model, index), label=None if labels is None else labels[index])
-        return memory
-
-
-def _gram(x: np.ndarray) -> np.ndarray:
-    """``XᵀX``, exactly symmetric, computed over the columns that are not all zero (rotation
-    leaves the corners of every image empty, so about a fifth of the pixels are)."""
-    active = np.flatnonzero(np.any(x != 0, axis=0))
-    sub = x[:, active]
-    block = sub.T @ sub
-    gram = np.zeros((x.shape[1], x.shape[1]))
-    gram[np.ix_(active, active)] = 0.5 * (block + block.T)
-    return gram
-
-
-# --------------------------------------------------------------------- noise variance
-def domain_spectra(moments: DomainMoments) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues ``e`` of each ``XᵀX`` and the squared projections ``Σ_i (Vᵀ XᵀY)²_ki``,
-    both ``(m, d)``: all the evidence needs for any σ² (one ``eigh`` per domain)."""
-    eigenvalues = np.zeros(moments.gram.shape[:2])
-    projections = np.zeros_like(eigenvalues)
-    for index in range(len(moments)):
-        gram = moments.gram[index]
-        # a feature that is zero in every row adds an eigenvalue 0 with no projection
-        active = np.flatnonzero(np.diagonal(gram) > 0)
-        values, vectors = scipy.linalg.eigh(gram[np.ix_(active, active)], check_finite=False)
-        eigenvalues[index, : active.size] = np.maximum(values, 0.0)
-        projections[index, : active.size] = np.sum(
-            (vectors.T @ moments.cross[index][active]) ** 2, axis=1
-        )
-    return eigenvalues, projections
-
-
-def log_evidence(
-    noise_var: float,
-    spectra: tuple[np.ndarray, np.ndarray],
-    yy: np.ndarray,
-    n: np.ndarray,
-    prior_precision: float,
-    dim_out: int,
-) -> float:
-    """``Σ_j log p(D_j | base prior, σ²)`` over the domains, from :func:`domain_spectra`.
-
-    Each output's ``y ~ N(0, σ² I + X Xᵀ/α)``; by the determinant lemma and Woodbury, per
-    domain ``−(np/2) log 2πσ² − (p/2) Σ_k log(1 + e_k/(ασ²))
-    − (tr YᵀY − Σ_k z_k/(e_k + ασ²))/(2σ²)``, with ``e_k`` the eigenvalues of ``XᵀX`` and
-    ``z_k`` the squared projections of ``XᵀY`` on its eigenvectors.
-    """
-    eigenvalues, projections = spectra
-    alpha, noise = float(prior_precision), float(noise_var)
-    ridge = alpha * noise
-    logdet = np.log1p(eigenvalues / ridge).sum(axis=1)
-    fit = yy - (projections / (eigenvalues + ridge)).sum(axis=1)
-    per_domain = (
-        -0.5 * n * dim_out * (_LOG_2PI + np.log(noise)) - 0.5 * dim_out * logdet - 0.5 * fit / noise
-    )
-    return float(per_domain.sum())
-
-
-def evidence_noise_var(
-    moments: DomainMoments,
-    prior_precision: float = MNIST_PRIOR_PRECISION,
-    bounds: tuple[float, float] = EVIDENCE_BOUNDS,
-) -> float:
-    """The noise variance maximising the training domains' evidence (type-II ML).
-
-    ``argmax_σ² Σ_j log p(D_j | σ², prior)``, each training domain scored on its own under the
-    base prior ``N(0, prior_precision⁻¹ I)``: a grid over ``log σ²`` in ``bounds``, refined by
-    a bounded scalar search around the best grid point. Uses training data only.
-    """
-    spectra = domain_spectra(moments)
-    p = moments.cross.shape[-1]
-
-    def negative(log_noise: float) -> float:
-        return -log_evidence(np.exp(log_noise), spectra, moments.yy, moments.n, prior_precision, p)
-
-    grid = np.linspace(np.log(bounds[0]), np.log(bounds[1]), 41)
-    values = np.array([negative(g) for g in grid])
-    best = int(np.argmin(values))
-    low, high = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
-    result = minimize_scalar(
-        negative, bounds=(low, high), method="bounded", options={"xatol": 1e-6}
-    )
-    return float(np.exp(result.x if result.fun <= values[best] else grid[best]))
 
 
 # -------------------------------------------------------------------------- estimators
-def ols_weights(gram: np.ndarray, cross: np.ndarray, rcond: float = OLS_RCOND) -> np.ndarray:
-    """Minimum-norm least squares from the pooled ``XᵀX`` and ``XᵀY``: shape ``(p, d)``.
-
-    Solves the normal equations in the eigenbasis of ``XᵀX``, dropping eigenvalues below
-    ``rcond · max`` (pixels that are never lit make ``XᵀX`` singular); equal to
-    ``numpy.linalg.lstsq`` on the stacked data where the latter is well conditioned.
-    """
-    values, vectors = scipy.linalg.eigh(gram, check_finite=False)
-    keep = values > rcond * values.max()
-    projected = vectors[:, keep].T @ cross
-    return (vectors[:, keep] @ (projected / values[keep, None])).T
-
-
 def parallel_readout(singles: np.ndarray, base: float, q: float) -> np.ndarray:
     """Algorithm 2 from the single-record scores ``J({j})``, as ``select(method="parallel")``
     makes it: keep the records scoring above the base prior ``J(∅)`` and select those at or
@@ -679,153 +436,6 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
-
-
-def plot_mnist(
-    frame: pd.DataFrame, path: str | Path | None = None, method: str = "bam", examples: int = 4
-):
-    """Accuracy per method (seeds as dots, mean ± sd, the paper's values as diamonds) and
-    the training-domain angles the BAM readout ``method`` selected: for a few test domains
-    of the first seed, and against the test angle over every seed."""
-    figure, (left, middle, right) = new_figure(
-        1, 3, figsize=(18, 5.0), gridspec_kw={"width_ratios": [1.4, 1.0, 1.0]}
-    )
-    methods = [m for m in METHODS if m in set(frame["method"])]
-    per_seed = frame.groupby(["method", "seed"])["accuracy"].mean() * 100
-    for position, name in enumerate(methods):
-        entry = naming.method("mnist", name)
-        plot_points(
-            left,
-            position,
-            per_seed.loc[name].to_numpy(),
-            entry.color,
-            entry.marker,
-            summary_label="mean ± sd over seeds" if position == 0 else None,
-        )
-        if name in PAPER:
-            mean, paper_sd = PAPER[name]
-            left.errorbar(
-                position + 0.42,
-                mean,
-                yerr=paper_sd,
-                fmt="D",
-                color="#D55E00",
-                mfc="white",
-                capsize=4,
-                label="paper (785 features)" if name == "ols" or "ols" not in methods else None,
-            )
-    left.set_xticks(range(len(methods)))
-    left.set_xticklabels([SHORT[m] for m in methods], fontsize=8)
-    sides = sorted(frame["side"].unique()) if "side" in frame else []
-    features = ", ".join(f"{s * s + 1} features" for s in sides)
-    left.set(
-        ylabel="test accuracy (%)",
-        xlim=(-0.5, len(methods) - 0.3),
-        title=f"Accuracy per method ({features}; dots: seeds)",
-    )
-    left.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.2), ncol=2)
-    left.grid(axis="y", alpha=0.3)
-
-    chosen = frame[frame["method"] == method]
-    if chosen.empty:
-        middle.set_axis_off()
-        right.set_axis_off()
-    else:
-        first = chosen[chosen["seed"] == chosen["seed"].min()].head(examples)
-        all_angles = _training_angles(frame, chosen["seed"].min())
-        for row_index, (_, row) in enumerate(first.iterrows()):
-            y = np.full(all_angles.size, row_index)
-            middle.scatter(
-                all_angles,
-                y,
-                marker="|",
-                s=150,
-                color="0.75",
-                label="training domains" if row_index == 0 else None,
-            )
-            picked = _parse_angles(row["selected_angles_deg"])
-            middle.scatter(
-                picked,
-                np.full(picked.size, row_index),
-                marker="o",
-                s=40,
-                color=naming.method("mnist", method).color,
-                label="selected by BAM" if row_index == 0 else None,
-            )
-            middle.scatter(
-                [row["angle_deg"]],
-                [row_index],
-                marker="*",
-                s=180,
-                color="black",
-                label="test domain" if row_index == 0 else None,
-                zorder=3,
-            )
-        middle.set_yticks(range(len(first)))
-        middle.set_yticklabels([f"test domain {int(d)}" for d in first["domain"]], fontsize=8)
-        middle.set(
-            xlabel="rotation angle (degrees)",
-            xlim=(-5, 185),
-            ylim=(-0.6, len(first)),
-            title=f"{naming.legend_label('mnist', method)}: seed {int(chosen['seed'].min())}",
-        )
-        middle.legend(fontsize=7, loc="upper center", ncol=3, bbox_to_anchor=(0.5, -0.13))
-
-        xs: list[float] = []
-        ys: list[float] = []
-        for _, row in chosen.iterrows():
-            picked = _parse_angles(row["selected_angles_deg"])
-            xs.extend([row["angle_deg"]] * picked.size)
-            ys.extend(picked)
-        right.scatter(
-            xs,
-            ys,
-            s=10,
-            alpha=0.5,
-            color=naming.method("mnist", method).color,
-            label="selected domain",
-        )
-        right.plot([0, 180], [0, 180], color="black", lw=1, ls="--", label="same angle")
-        right.set(
-            xlabel="test-domain angle (degrees)",
-            ylabel="selected training angle (degrees)",
-            xlim=(0, 180),
-            ylim=(0, 180),
-            title="selected angles, every seed",
-        )
-        right.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.13), ncol=2)
-    seeds = frame["seed"].nunique()
-    figure.suptitle(
-        "Experiment 4: rotated MNIST, 10 labelled examples per test domain "
-        f"({count_text(seeds, 'seed')})",
-        fontsize=12,
-    )
-    add_caption(
-        figure,
-        "Left: test accuracy, one dot per seed (mean over its 8 test domains), "
-        "black: mean ± sd over seeds, open diamonds: the paper's numbers. Middle and "
-        "right: rotation angles of the training domains the BAM readout selected. "
-        f"{naming.abbreviation_note('mnist', methods)}; Alg. 2: the parallel readout; "
-        "$W=1$: every training domain remembered.",
-        width=190,
-    )
-    return save_figure(figure, path)
-
-
-def _parse_angles(text: Any) -> np.ndarray:
-    if not isinstance(text, str) or not text:
-        return np.zeros(0)
-    return np.array([float(v) for v in text.split(";")])
-
-
-def _training_angles(frame: pd.DataFrame, seed: int) -> np.ndarray:
-    """Every training angle of ``seed`` (the OLS rows list all domains; else the union of the
-    selections)."""
-    rows = frame[(frame["seed"] == seed) & (frame["method"].isin(["ols", "all_domains"]))]
-    if not rows.empty:
-        return _parse_angles(rows["selected_angles_deg"].iloc[0])
-    texts = frame.loc[frame["seed"] == seed, "selected_angles_deg"]
-    return np.unique(np.concatenate([_parse_angles(t) for t in texts] or [np.zeros(0)]))
 
 
 def reproduce(
