@@ -15,6 +15,10 @@ datum ``D_t`` has been absorbed, with the change (if any) happening after ``D_t`
 Everything is carried in log space. Pruning drops run lengths whose posterior mass falls
 below a threshold (never the run length 0 nor the most probable ones) and, optionally,
 every run length beyond a maximum, so a step costs O(live run lengths).
+
+One module over the house's ~600 lines on purpose: the detector's NumPy recursion is the
+literal reference of the compiled one (:mod:`bam_rl.kernels.bocd`) and sits beside the code
+that chooses between them, the cap's tail row and the restore checks that both paths share.
 """
 
 from __future__ import annotations

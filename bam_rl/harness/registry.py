@@ -9,7 +9,8 @@
     env = gymnasium.make("bam_rl/SwitchingBandit-v0")
     agent = make_agent("thompson-bam", env, seed=1)
 
-Every builder is a module-level function, ``AGENTS[name](env, seed, **kwargs) -> agent``, so
+Every builder is a module-level function or a :class:`Builder` (a shared family builder with one
+agent's defaults), ``AGENTS[name](env, seed, **kwargs) -> agent``, so
 the builders (and the :class:`~bam_rl.harness.sweeps.RunSpec` objects naming them) pickle for loky
 and Ray workers.
 """
@@ -17,6 +18,7 @@ and Ray workers.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -120,45 +122,16 @@ def build_ucb(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
 
 
 def _thompson(rule: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
+    """Thompson sampling with the belief rule ``rule`` per arm: Gaussian arms with known noise
+    (the environment's ``noise_std``; ``prior_mean``, ``prior_var`` as
+    :meth:`bam_rl.agents.bandits.ThompsonSampling.gaussian`), or Beta-Bernoulli arms on a
+    Bernoulli bandit."""
     from bam_rl.agents.bandits import ThompsonSampling
 
     n_arms = _n_arms(env, name)
     if _bernoulli_arms(env):
         return ThompsonSampling.bernoulli(n_arms, rule, seed=seed, **kwargs)
     return ThompsonSampling.gaussian(n_arms, rule, seed=seed, **_gaussian_kwargs(env, kwargs))
-
-
-def build_thompson(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """Thompson sampling with recursive Bayes per arm.
-
-    Gaussian arms with known noise (the environment's ``noise_std``, 0.25 in the paper;
-    ``prior_mean``, ``prior_var`` as :meth:`bam_rl.agents.bandits.ThompsonSampling.gaussian`), or
-    Beta-Bernoulli arms on a Bernoulli bandit.
-    """
-    return _thompson("recursive", "thompson", env, seed, kwargs)
-
-
-def build_thompson_forgetting(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """Thompson sampling with exponential forgetting per arm (``forgetting`` 0.8)."""
-    return _thompson(
-        "forgetting",
-        "thompson-forgetting",
-        env,
-        seed,
-        {"forgetting": hyperparams.FORGETTING, **kwargs},
-    )
-
-
-def build_thompson_bocd(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """Thompson sampling with BOCD per arm (Mellor & Shapiro; ``hazard`` 0.016)."""
-    return _thompson(
-        "bocd", "thompson-bocd", env, seed, {"hazard": hyperparams.BANDIT_HAZARD, **kwargs}
-    )
-
-
-def build_thompson_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """Thompson sampling with BAM per arm (``lam`` 0, greedy readout)."""
-    return _thompson("bam", "thompson-bam", env, seed, {"lam": 0.0, **kwargs})
 
 
 def build_ucbam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
@@ -179,45 +152,14 @@ def build_ucbam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
 
 
 def _tracker(rule: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
+    """A Beta-Binomial(1, 1) tracker of the stream (``n`` trials from the env) with the belief
+    rule ``rule``."""
     from bam_rl.agents.tracking import BeliefTracker
     from bam_rl.beliefs import make_rule
 
     n_trials = _n_trials(env, name)
     model = _beta_model(kwargs)
     return BeliefTracker(make_rule(model, rule, **kwargs), n_trials=n_trials, seed=seed)
-
-
-def build_tracker_recursive(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """Beta-Binomial(1, 1) tracker of the stream (``n`` trials from the env), recursive Bayes."""
-    return _tracker("recursive", "tracker-recursive", env, seed, dict(kwargs))
-
-
-def build_tracker_forgetting(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """Beta-Binomial(1, 1) tracker with exponential forgetting (``forgetting`` 0.8)."""
-    return _tracker(
-        "forgetting",
-        "tracker-forgetting",
-        env,
-        seed,
-        {"forgetting": hyperparams.FORGETTING, **kwargs},
-    )
-
-
-def build_tracker_bocd(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """Beta-Binomial(1, 1) tracker with BOCD (``hazard`` 1/100)."""
-    return _tracker(
-        "bocd", "tracker-bocd", env, seed, {"hazard": hyperparams.TRACKING_HAZARD, **kwargs}
-    )
-
-
-def build_tracker_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """Beta-Binomial(1, 1) tracker with BAM (``lam`` 0, greedy readout)."""
-    return _tracker("bam", "tracker-bam", env, seed, {"lam": 0.0, **kwargs})
-
-
-def build_tracker_bam_reg(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """Beta-Binomial(1, 1) tracker with regularised BAM (``lam`` 0.1)."""
-    return _tracker("bam", "tracker-bam-reg", env, seed, {"lam": 0.1, **kwargs})
 
 
 def _mppi(memory: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
@@ -234,27 +176,6 @@ def _mppi(memory: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[s
         announced=announced,
         **kwargs,
     )
-
-
-def build_mppi_bam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """MPPI on the BAM RFF dynamics model (App. D.1): readout after an episode's first trial
-    (announced changes) or after every trial."""
-    return _mppi("bam", "mppi-bam", env, seed, dict(kwargs))
-
-
-def build_mppi_bam_bocd(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """MPPI with BAM readouts triggered by BOCD over trials (``hazard`` 0.11)."""
-    return _mppi("bam+bocd", "mppi-bam-bocd", env, seed, dict(kwargs))
-
-
-def build_mppi_bocd(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """MPPI with a BOCD belief over trials (``hazard`` 0.11)."""
-    return _mppi("bocd", "mppi-bocd", env, seed, dict(kwargs))
-
-
-def build_mppi_recursive(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """MPPI with recursive Bayes, reset to the prior at announced changes."""
-    return _mppi("recursive", "mppi-recursive", env, seed, dict(kwargs))
 
 
 #: ``mppi-bam-segments``' in-trial readout step (the best of the measured sweep, README).
@@ -278,7 +199,7 @@ def build_mppi_bam_segments(env: gym.Env, seed: int | None = None, **kwargs: Any
                 f"readout_after_steps must be a positive int below the trial length {limit}, "
                 f"got {steps!r}"
             )
-    return _mppi("bam-segments", "mppi-bam-segments", env, seed, dict(kwargs))
+    return _mppi("bam-segments", "mppi-bam-segments", env, seed, kwargs)
 
 
 def build_mppi_gt(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
@@ -317,28 +238,124 @@ def build_oracle_restart_klucb(env: gym.Env, seed: int | None = None, **kwargs: 
     return OracleRestartKLUCB(_n_arms(env, "oracle-restart-klucb"), seed=seed, **kwargs)
 
 
+@dataclass(frozen=True)
+class Builder:
+    """A registered agent built by a shared family builder: ``family(rule, name, env, seed,
+    kwargs)`` with this agent's ``defaults`` under the caller's keyword arguments. A
+    module-level class of module-level functions, so it pickles (loky, Ray)."""
+
+    family: Callable[[str, str, gym.Env, int | None, dict[str, Any]], Any]
+    rule: str
+    name: str
+    summary: str
+    defaults: tuple[tuple[str, Any], ...] = ()
+
+    def __call__(self, env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+        return self.family(self.rule, self.name, env, seed, {**dict(self.defaults), **kwargs})
+
+    @property
+    def __doc__(self) -> str:  # type: ignore[override]  # `bam-rl list` shows it
+        return self.summary
+
+
+def _entries(*builders: Builder) -> dict[str, Callable[..., Any]]:
+    return {builder.name: builder for builder in builders}
+
+
 #: Named agent builders: ``AGENTS[name](env, seed, **kwargs) -> agent``. Module-level
-#: functions, so they pickle (loky, Ray). Keyword arguments override the paper's defaults:
-#: ``forgetting`` (0.8), ``hazard`` (0.016 bandits, 1/100 stream), ``lam`` (0; 0.1 for
-#: ``tracker-bam-reg``), ``method`` (``"greedy"``), ``noise_std`` (the env's, 0.25),
-#: ``prior_mean``/``prior_var`` (Gaussian arms), ``prior_alpha``/``prior_beta`` (Beta priors).
+#: functions or :class:`Builder` entries, so they pickle (loky, Ray). Keyword arguments
+#: override the paper's defaults: ``forgetting`` (0.8), ``hazard`` (0.016 bandits, 1/100
+#: stream), ``lam`` (0; 0.1 for ``tracker-bam-reg``), ``method`` (``"greedy"``),
+#: ``noise_std`` (the env's, 0.25), ``prior_mean``/``prior_var`` (Gaussian arms),
+#: ``prior_alpha``/``prior_beta`` (Beta priors).
 AGENTS: dict[str, Callable[..., Any]] = {
     "ucb": build_ucb,
-    "thompson": build_thompson,
-    "thompson-forgetting": build_thompson_forgetting,
-    "thompson-bocd": build_thompson_bocd,
-    "thompson-bam": build_thompson_bam,
+    **_entries(
+        Builder(
+            _thompson, "recursive", "thompson", "Thompson sampling with recursive Bayes per arm."
+        ),
+        Builder(
+            _thompson,
+            "forgetting",
+            "thompson-forgetting",
+            "Thompson sampling with exponential forgetting per arm (forgetting 0.8).",
+            (("forgetting", hyperparams.FORGETTING),),
+        ),
+        Builder(
+            _thompson,
+            "bocd",
+            "thompson-bocd",
+            "Thompson sampling with BOCD per arm (Mellor & Shapiro; hazard 0.016).",
+            (("hazard", hyperparams.BANDIT_HAZARD),),
+        ),
+        Builder(
+            _thompson,
+            "bam",
+            "thompson-bam",
+            "Thompson sampling with BAM per arm (lam 0, greedy readout).",
+            (("lam", 0.0),),
+        ),
+    ),
     "ucbam": build_ucbam,
-    "tracker-recursive": build_tracker_recursive,
-    "tracker-forgetting": build_tracker_forgetting,
-    "tracker-bocd": build_tracker_bocd,
-    "tracker-bam": build_tracker_bam,
-    "tracker-bam-reg": build_tracker_bam_reg,
+    **_entries(
+        Builder(
+            _tracker,
+            "recursive",
+            "tracker-recursive",
+            "Beta-Binomial(1, 1) tracker of the stream (n trials from the env), recursive Bayes.",
+        ),
+        Builder(
+            _tracker,
+            "forgetting",
+            "tracker-forgetting",
+            "Beta-Binomial(1, 1) tracker with exponential forgetting (forgetting 0.8).",
+            (("forgetting", hyperparams.FORGETTING),),
+        ),
+        Builder(
+            _tracker,
+            "bocd",
+            "tracker-bocd",
+            "Beta-Binomial(1, 1) tracker with BOCD (hazard 1/100).",
+            (("hazard", hyperparams.TRACKING_HAZARD),),
+        ),
+        Builder(
+            _tracker,
+            "bam",
+            "tracker-bam",
+            "Beta-Binomial(1, 1) tracker with BAM (lam 0, greedy readout).",
+            (("lam", 0.0),),
+        ),
+        Builder(
+            _tracker,
+            "bam",
+            "tracker-bam-reg",
+            "Beta-Binomial(1, 1) tracker with regularised BAM (lam 0.1).",
+            (("lam", 0.1),),
+        ),
+    ),
     "random": build_random,
-    "mppi-bam": build_mppi_bam,
-    "mppi-bam-bocd": build_mppi_bam_bocd,
-    "mppi-bocd": build_mppi_bocd,
-    "mppi-recursive": build_mppi_recursive,
+    **_entries(
+        Builder(
+            _mppi,
+            "bam",
+            "mppi-bam",
+            "MPPI on the BAM RFF dynamics model (App. D.1): readout after an episode's first "
+            "trial (announced changes) or after every trial.",
+        ),
+        Builder(
+            _mppi,
+            "bam+bocd",
+            "mppi-bam-bocd",
+            "MPPI with BAM readouts triggered by BOCD over trials (hazard 0.11).",
+        ),
+        Builder(_mppi, "bocd", "mppi-bocd", "MPPI with a BOCD belief over trials (hazard 0.11)."),
+        Builder(
+            _mppi,
+            "recursive",
+            "mppi-recursive",
+            "MPPI with recursive Bayes, reset to the prior at announced changes.",
+        ),
+    ),
     "mppi-gt": build_mppi_gt,
     "mppi-bam-segments": build_mppi_bam_segments,
     "klucb": build_klucb,

@@ -33,6 +33,9 @@ before computing it (:mod:`bam_rl.harness.claims`), skips runs that others finis
 and at the end waits for the held ones, taking over the claims of holders that died; every
 run is computed once, and every process returns the whole grid. :func:`shard` splits a grid
 between processes that should not wait for each other (``bam-rl run --shard i/n``).
+
+One module over the house's ~600 lines on purpose: the grid, its resumable files and the three
+backends share the claim-compute-write protocol of a run, which is checked as a whole.
 """
 
 from __future__ import annotations
