@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import weakref
 from typing import Any
 
@@ -26,11 +25,9 @@ from bam_rl.checks import as_float_array, check_int, check_memory, check_positiv
 from bam_rl.families import BayesianLinearRegression, NaturalParams
 from bam_rl.features import CosineTable, RandomFourierFeatures
 
-__all__ = ["RFFDynamicsModel", "SimulatorDynamics", "check_rollout_inputs"]
+__all__ = ["RFFDynamicsModel", "check_rollout_inputs"]
 
 _HOT_DTYPES = ("float32", "float64")
-#: Largest MJCF file a restored :class:`SimulatorDynamics` may name (the cart-pole's is ~2 kB).
-MAX_MODEL_BYTES = 2**20
 _TINY = 5e-324  # the smallest subnormal: max(norm, _TINY) is norm unless norm is 0
 
 
@@ -533,173 +530,4 @@ class RFFDynamicsModel:
             f"RFFDynamicsModel(state_dim={self.state_dim}, action_dim={self.action_dim}, "
             f"n_features={self.n_features}, bandwidth={self.features.bandwidth:g}, "
             f"noise_var={self.noise_var:g})"
-        )
-
-
-# ------------------------------------------------------------------------------ simulator
-_SIMULATORS: dict[tuple[str, int], tuple[Any, list[Any]]] = {}
-_THREAD_STACK_BYTES = 8 * 2**20  # the usual default stack of a thread (ulimit -s)
-
-
-def _simulator(model_path: str, n_threads: int) -> tuple[Any, list[Any]]:
-    """One MjModel and ``n_threads`` MjData per asset, built once per process.
-
-    When the model can have no constraint at all (contacts disabled, no joint limits, no
-    friction loss, no equality constraints or tendons), the constraint pipeline, its warm
-    start, the collision midphase and sensors are switched off in this private copy: they
-    would compute nothing, and the rollouts are bit-identical, about 10 % faster.
-    """
-    import mujoco  # deferred: importing the agents (or this module) does not load MuJoCo
-
-    key = (model_path, n_threads)
-    if key not in _SIMULATORS:
-        model = mujoco.MjModel.from_xml_path(model_path)
-        # every thread gets an MjData (its arena and buffer) and a thread stack
-        check_memory(
-            f"n_threads = {n_threads}",
-            n_threads * (model.narena + 2 * model.nbuffer + _THREAD_STACK_BYTES),
-        )
-        bits = mujoco.mjtDisableBit
-        unconstrained = (
-            model.opt.disableflags & bits.mjDSBL_CONTACT
-            and not model.jnt_limited.any()
-            and not model.dof_frictionloss.any()
-            and model.neq == 0
-            and model.ntendon == 0
-        )
-        if unconstrained:
-            for bit in (
-                bits.mjDSBL_CONSTRAINT,
-                bits.mjDSBL_WARMSTART,
-                bits.mjDSBL_MIDPHASE,
-                bits.mjDSBL_SENSOR,
-            ):
-                model.opt.disableflags |= bit
-        _SIMULATORS[key] = (model, [mujoco.MjData(model) for _ in range(n_threads)])
-    return _SIMULATORS[key]
-
-
-class SimulatorDynamics:
-    """The cart-pole simulator as a dynamics callable, batched with ``mujoco.rollout``.
-
-    States use the observation layout of ``bam_rl/GravityCartPole-v0``
-    ``[x, ẋ, cos θ, sin θ, θ̇]``; a start state sets ``qpos = (x, atan2(sin, cos))`` and
-    ``qvel = (ẋ, θ̇)``. Each action is held for ``frame_skip`` physics steps (clamped to the
-    actuator's range by MuJoCo, as in the environment), with gravity :attr:`gravity`.
-
-    Only the asset path, frame skip and gravity are stored: the MuJoCo model is built once
-    per process and shared (gravity is written into it before every rollout), so the object
-    saves without pickle.
-
-    Args:
-        model_path: Path of the MJCF file (the environment's ``fullpath``).
-        frame_skip: Physics steps per action (the environment's ``frame_skip``).
-        gravity: Gravity magnitude (m/s², > 0).
-        n_threads: ``MjData`` instances, hence threads, used by ``mujoco.rollout``.
-    """
-
-    def __init__(
-        self, model_path: str, frame_skip: int = 2, gravity: float = 9.81, n_threads: int = 1
-    ):
-        if not isinstance(model_path, str):
-            raise ValueError(f"model_path must be a str, got {model_path!r}")
-        self.model_path = model_path
-        self.frame_skip = check_int("frame_skip", frame_skip)
-        self.gravity = float(check_positive("gravity", gravity))
-        self.n_threads = check_int("n_threads", n_threads)
-        try:
-            model, _ = _simulator(model_path, self.n_threads)
-        except ValueError as error:  # MuJoCo's own (a missing or malformed file)
-            if "n_threads" in str(error):
-                raise
-            raise ValueError(f"model_path {model_path!r} is not a MuJoCo model: {error}") from None
-        import mujoco
-
-        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-        if model.nq != 2 or model.nv != 2 or model.nu != 1 or mujoco.mj_stateSize(model, spec) != 5:
-            raise ValueError(
-                "model_path must describe the cart-pole (nq = nv = 2, nu = 1, no activations)"
-            )
-        self.state_dim, self.action_dim = 5, 1
-
-    def _check_restored(self) -> None:
-        """A restored simulator is checked by building it again: ``model_path`` a cart-pole
-        MJCF file, ``frame_skip``, ``gravity`` and ``n_threads`` as the constructor takes
-        them (``n_threads`` within the memory budget), so no state file reaches
-        ``mujoco.rollout`` with sizes it did not check."""
-        path = self.model_path
-        if not isinstance(path, str) or not os.path.isfile(path):
-            raise ValueError(f"model_path must name an existing MJCF file, got {path!r}")
-        if os.path.getsize(path) > MAX_MODEL_BYTES:
-            raise ValueError(
-                f"model_path must be an MJCF file of at most {MAX_MODEL_BYTES} bytes, got "
-                f"{os.path.getsize(path)} bytes"
-            )
-        fresh = SimulatorDynamics(path, self.frame_skip, self.gravity, self.n_threads)
-        if (self.state_dim, self.action_dim) != (fresh.state_dim, fresh.action_dim):
-            raise ValueError("state_dim and action_dim of the simulator must be 5 and 1")
-        self.frame_skip, self.gravity = fresh.frame_skip, fresh.gravity
-        self.n_threads = fresh.n_threads
-
-    def rollout_bytes(self, n_samples: int, horizon: int) -> int:
-        """Bytes a rollout of ``n_samples`` sequences of ``horizon`` steps allocates (an upper
-        estimate: the physics states and controls of every substep; measured 152 bytes per
-        sample and step with ``frame_skip`` 2)."""
-        return n_samples * horizon * (16 * self.frame_skip * (5 + self.action_dim) + 96)
-
-    def set_gravity(self, gravity: float) -> None:
-        """Sets the gravity of future rollouts."""
-        self.gravity = float(check_positive("gravity", gravity))
-
-    def __call__(
-        self, state: Any, actions: Any, rng: np.random.Generator | None = None
-    ) -> np.ndarray:
-        """Rolls the simulator out from ``state`` under ``actions (K, H, 1)``.
-
-        Returns:
-            Observations ``(K, H, 5)`` after each action (``rng`` is unused: the simulator
-            is deterministic).
-        """
-        state, actions = check_rollout_inputs(state, actions, 5, 1)
-        return self.rollout_unchecked(state, actions, rng)
-
-    def rollout_unchecked(
-        self, state: np.ndarray, actions: np.ndarray, rng: np.random.Generator | None = None
-    ) -> np.ndarray:
-        """:meth:`__call__` without its input checks (the planner checks once per step)."""
-        model, datas = _simulator(self.model_path, self.n_threads)
-        model.opt.gravity[2] = -self.gravity
-        k, h, _ = actions.shape
-        skip = self.frame_skip
-        # the full physics state is (time, qpos, qvel): no activations, mocap or plugins
-        initial = np.empty((k, 5))
-        initial[:, 0] = 0.0
-        initial[:, 1:] = (state[0], math.atan2(state[3], state[2]), state[1], state[4])
-        controls = np.ascontiguousarray(np.repeat(actions, skip, axis=1), dtype=np.float64)
-        states = np.empty((k, h * skip, 5))
-        from mujoco import rollout as mj_rollout
-
-        mj_rollout.rollout(
-            [model] * k,
-            datas,
-            initial,
-            controls,
-            skip_checks=True,
-            nstep=h * skip,
-            state=states,
-            sensordata=np.empty((k, h * skip, 0)),
-        )
-        every = states[:, skip - 1 :: skip]  # (K, H, 5): time, x, θ, ẋ, θ̇
-        out = np.empty((k, h, 5))
-        out[..., 0] = every[..., 1]
-        out[..., 1] = every[..., 3]
-        np.cos(every[..., 2], out=out[..., 2])
-        np.sin(every[..., 2], out=out[..., 3])
-        out[..., 4] = every[..., 4]
-        return out
-
-    def __repr__(self) -> str:
-        return (
-            f"SimulatorDynamics({self.model_path!r}, frame_skip={self.frame_skip}, "
-            f"gravity={self.gravity:g})"
         )

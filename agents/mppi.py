@@ -11,7 +11,7 @@ zero (warm start). Paper values: horizon 50, 32 samples, sampling variance 0.4, 
 
 :class:`MPPIAgent` plans with an :class:`~bam_rl.agents.dynamics.RFFDynamicsModel` whose belief
 over ``M`` comes from a memory rule fed one datum per trial; :class:`GroundTruthMPPI` plans
-with the simulator itself (:class:`~bam_rl.agents.dynamics.SimulatorDynamics`).
+with the simulator itself (:class:`~bam_rl.agents.simulator.SimulatorDynamics`).
 """
 
 from __future__ import annotations
@@ -24,21 +24,28 @@ import gymnasium as gym
 import numpy as np
 
 from bam_rl import hyperparams
-from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, BeliefRule, RecursiveBayes
+from bam_rl.beliefs import (
+    BAM,
+    BOCD,
+    BAMWithChangepoints,
+    BeliefRule,
+    EpisodicBAM,
+    RecursiveBayes,
+    SegmentBAM,
+    make_rule,
+)
 from bam_rl.checks import as_float_array, check_finite_scalar, check_int
-from bam_rl.families.base import NaturalParams
 from bam_rl.readout import ReadoutResult
-from bam_rl.segments import SegmentBAM
 
 from .base import BaseAgent
-from .dynamics import RFFDynamicsModel, SimulatorDynamics
+from .dynamics import RFFDynamicsModel
 from .planner import MPPI, AngleCosineReward, StateReward, mppi_options
+from .simulator import SimulatorDynamics
 
 __all__ = [
     "MEMORY_RULES",
     "MPPI",
     "AngleCosineReward",
-    "EpisodicBAM",
     "GroundTruthMPPI",
     "MPPIAgent",
     "StateReward",
@@ -46,26 +53,6 @@ __all__ = [
 
 #: Memory rules accepted by :class:`MPPIAgent`.
 MEMORY_RULES = ("bam", "bam+bocd", "bocd", "recursive", "bam-segments")
-
-
-class EpisodicBAM(BAM):
-    """BAM for announced changes (the paper's episodic setting, §4.2).
-
-    The first datum after :meth:`reset` (an announced change) selects readout weights over
-    the memory (when it holds data); later data of the episode update recursively. Every
-    datum is stored in memory.
-    """
-
-    def _update(self, s: NaturalParams) -> NaturalParams:
-        readout = None
-        if self.t == 0 and len(self.memory) > 0:
-            readout, prior = self.choose_readout(s)
-        else:
-            prior = self.belief
-        belief = prior + s
-        self.memory.add(s, time=self.t)  # the last step that can refuse the datum
-        self._record(readout)
-        return belief
 
 
 #: The cart-pole observation: x, ẋ, cos θ, sin θ, θ̇ (the ground-truth planner's state).
@@ -145,17 +132,27 @@ class _TrialRecorder:
         self.actions: list[np.ndarray] = []
 
 
+#: The :func:`~bam_rl.beliefs.make_rule` name of each ``memory`` (with announced changes or not).
+_RULE_NAMES = {
+    "bam": lambda announced: "episodic_bam" if announced else "bam",
+    "bam+bocd": lambda announced: "bam_bocd",
+    "bocd": lambda announced: "bocd",
+    "recursive": lambda announced: "recursive",
+    "bam-segments": lambda announced: "bam_segments",
+}
+
+
 def _rule_class(memory: str, announced: bool) -> type[BeliefRule]:
-    """The belief rule :class:`MPPIAgent` builds for ``memory``."""
-    if memory == "bam":
-        return EpisodicBAM if announced else BAM
-    rules: dict[str, type[BeliefRule]] = {
-        "bam+bocd": BAMWithChangepoints,
+    """The belief rule :class:`MPPIAgent` builds for ``memory`` (through ``make_rule``)."""
+    classes: dict[str, type[BeliefRule]] = {
+        "episodic_bam": EpisodicBAM,
+        "bam": BAM,
+        "bam_bocd": BAMWithChangepoints,
         "bocd": BOCD,
         "recursive": RecursiveBayes,
-        "bam-segments": SegmentBAM,
+        "bam_segments": SegmentBAM,
     }
-    return rules[memory]
+    return classes[_RULE_NAMES[memory](announced)]
 
 
 class MPPIAgent(BaseAgent):
@@ -178,7 +175,7 @@ class MPPIAgent(BaseAgent):
       restarts from the base prior (:class:`bam_rl.beliefs.BOCD`, hazard 0.11).
     * ``"recursive"`` — recursive Bayes, reset to the base prior when told of a change.
     * ``"bam-segments"`` (beyond the paper) — readout weights tied within segments, the trials
-      between two changes (:class:`bam_rl.segments.SegmentBAM`): at a change (announced, or
+      between two changes (:class:`bam_rl.beliefs.SegmentBAM`): at a change (announced, or
       detected by BOCD over trials with ``hazard`` when ``announced=False``) the readout is
       over whole earlier segments, then updates are recursive. With
       ``readout_after_steps=k`` the first trial after an announced change plans its first
@@ -278,19 +275,13 @@ class MPPIAgent(BaseAgent):
             hazard = check_finite_scalar("hazard", hazard)
             if not 0.0 < hazard < 1.0:
                 raise ValueError(f"hazard must lie in (0, 1), got {hazard!r}")
-        if memory == "bam":
-            rule_cls = EpisodicBAM if self.announced else BAM
-            self.rule: BeliefRule = rule_cls(family, lam=lam, method=method)
-        elif memory == "bam+bocd":
-            self.rule = BAMWithChangepoints(family, lam=lam, method=method, hazard=hazard)
-        elif memory == "bocd":
-            self.rule = BOCD(family, hazard=hazard)
-        elif memory == "bam-segments":
-            self.rule = SegmentBAM(
-                family, lam=lam, method=method, hazard=None if self.announced else hazard
-            )
-        else:
-            self.rule = RecursiveBayes(family)
+        self.rule: BeliefRule = make_rule(
+            family,
+            _RULE_NAMES[memory](self.announced),
+            lam=lam,
+            method=method,
+            hazard=None if memory == "bam-segments" and self.announced else hazard,
+        )
         # the planner gets its dynamics at each call, so the model is held (and saved) once
         self.planner = MPPI(
             None,

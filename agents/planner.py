@@ -121,7 +121,7 @@ class MPPI:
     Args:
         dynamics: ``dynamics(state (dx,), actions (K, H, du), rng) -> states (K, H, dx)``
             (an :class:`~bam_rl.agents.dynamics.RFFDynamicsModel`, a
-            :class:`~bam_rl.agents.dynamics.SimulatorDynamics`, or any callable). When it has
+            :class:`~bam_rl.agents.simulator.SimulatorDynamics`, or any callable). When it has
             ``state_dim``, ``action_dim`` matching the query and a ``rollout_unchecked``
             method of the same signature, :meth:`plan` calls that instead (the state is
             checked once in :meth:`plan`, the samples are the planner's own).

@@ -12,6 +12,7 @@ from bam_rl.beliefs import (
     ExponentialForgetting,
     PowerPrior,
     RecursiveBayes,
+    SegmentBAM,
     make_rule,
 )
 from bam_rl.bocd import ChangepointDetector
@@ -28,7 +29,6 @@ from bam_rl.families import (
 )
 from bam_rl.memory import Memory
 from bam_rl.readout import ReadoutResult, select
-from bam_rl.segments import SegmentBAM
 
 __version__ = "0.1.0"
 

@@ -76,6 +76,11 @@ LEGACY_PREFIXES = {
     "bam_rl.families.linear_regression.BayesianLinearRegressionNIG": (
         "bam_rl.families.linear_regression_nig.BayesianLinearRegressionNIG"
     ),
+    # the simulator before it moved out of the dynamics module
+    "bam_rl.agents.dynamics.SimulatorDynamics": "bam_rl.agents.simulator.SimulatorDynamics",
+    # belief rules that lived beside their first user before bam_rl.beliefs was a package
+    "bam_rl.agents.mppi.EpisodicBAM": "bam_rl.beliefs.EpisodicBAM",
+    "bam_rl.segments.": "bam_rl.beliefs.",
 }
 #: Modules whose classes are never state (the run layer: sweeps, specs, the CLI).
 REFUSED_PREFIXES = ("bam_rl.harness.",)
@@ -190,9 +195,10 @@ def current_name(name: Any) -> Any:
     """A class name as this version spells it (:data:`LEGACY_PREFIXES`); other values as they
     are."""
     if isinstance(name, str):
+        # in order: an old top-level name first becomes a bam_rl one, which may have moved
         for legacy, current in LEGACY_PREFIXES.items():
             if name.startswith(legacy):
-                return current + name[len(legacy) :]
+                name = current + name[len(legacy) :]
     return name
 
 

@@ -92,7 +92,7 @@ CASES: dict[str, str] = {
     "RFFDynamicsModel(N, 1)",
     "RFFDynamicsModel(action_dim=N)": "from bam_rl.agents.dynamics import RFFDynamicsModel; "
     "RFFDynamicsModel(5, N)",
-    "SimulatorDynamics(n_threads=N)": "from bam_rl.agents.dynamics import SimulatorDynamics; "
+    "SimulatorDynamics(n_threads=N)": "from bam_rl.agents.simulator import SimulatorDynamics; "
     "from bam_rl.envs.gravity_cartpole import ASSET_PATH; "
     "SimulatorDynamics(ASSET_PATH, n_threads=N)",
     "MPPIAgent(horizon=N) + act": "from bam_rl.harness import make_agent; "

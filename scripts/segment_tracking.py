@@ -2,7 +2,7 @@
 
 Runs the tracking experiment's own loop (:func:`bam_rl.harness.runner.rollout` on
 ``bam_rl/BinomialStream-v0``, 500 steps, seeds 0..19, a Beta(1, 1) prior) for
-:class:`~bam_rl.segments.SegmentBAM` with BOCD over the data (hazard 1/100, the experiment's
+:class:`~bam_rl.beliefs.SegmentBAM` with BOCD over the data (hazard 1/100, the experiment's
 BOCD hazard) and for the paper's BAM (``tracker-bam``), and prints the experiment's summary
 (MSE after a burn-in of 100 steps, lag, mean log variance).
 
@@ -21,10 +21,10 @@ import pandas as pd
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl import hyperparams
 from bam_rl.agents.tracking import BeliefTracker
+from bam_rl.beliefs import SegmentBAM
 from bam_rl.families import BetaBinomial
 from bam_rl.harness.experiments import tracking
 from bam_rl.harness.runner import rollout
-from bam_rl.segments import SegmentBAM
 
 
 def run_segments(seed: int, n_steps: int = 500, n_trials: int = 15) -> pd.DataFrame:

@@ -125,7 +125,7 @@ HUGE_CASES = {
         "state_dim",
     ),
     "SimulatorDynamics n_threads": (
-        lambda: importlib.import_module("bam_rl.agents.dynamics").SimulatorDynamics(
+        lambda: importlib.import_module("bam_rl.agents.simulator").SimulatorDynamics(
             cartpole().unwrapped.fullpath, n_threads=10**4
         ),
         "n_threads",
@@ -326,8 +326,9 @@ def test_each_estimate_bounds_what_is_allocated(case, monkeypatch):
     module_name, build = CALIBRATION[case]
     module = __import__(module_name, fromlist=["check_memory"])
     if case.startswith("MPPI"):
-        from bam_rl.agents.dynamics import RFFDynamicsModel, SimulatorDynamics
+        from bam_rl.agents.dynamics import RFFDynamicsModel
         from bam_rl.agents.planner import MPPI
+        from bam_rl.agents.simulator import SimulatorDynamics
 
         observation, _ = cartpole().reset(seed=0)
         if case == "MPPI-GT plan":

@@ -15,16 +15,16 @@ import pytest
 from agents_testutils import Runner
 
 import bam_rl  # noqa: F401  (registers the environments)
-from bam_rl.agents.dynamics import RFFDynamicsModel, SimulatorDynamics
+from bam_rl.agents.dynamics import RFFDynamicsModel
 from bam_rl.agents.mppi import (
     MPPI,
     AngleCosineReward,
-    EpisodicBAM,
     GroundTruthMPPI,
     MPPIAgent,
     StateReward,
 )
-from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, RecursiveBayes
+from bam_rl.agents.simulator import SimulatorDynamics
+from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, EpisodicBAM, RecursiveBayes
 
 CARTPOLE = "bam_rl/GravityCartPole-v0"
 

@@ -11,8 +11,8 @@ from agents_testutils import Runner
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.agents import GroundTruthMPPI, MPPIAgent
+from bam_rl.beliefs import SegmentBAM
 from bam_rl.harness.registry import AGENTS, make_agent
-from bam_rl.segments import SegmentBAM
 
 CARTPOLE = "bam_rl/GravityCartPole-v0"
 SMALL = {"horizon": 5, "n_samples": 4}

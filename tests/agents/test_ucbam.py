@@ -159,9 +159,9 @@ def test_ucbam_with_a_capacity_matches_algorithm_3_with_bounded_memories():
 
 
 def test_ucbam_warns_once_when_an_unbounded_memory_grows_long(monkeypatch):
-    import bam_rl.beliefs
+    import bam_rl.beliefs.rules
 
-    monkeypatch.setattr(bam_rl.beliefs, "UNBOUNDED_MEMORY_WARNING", 4)
+    monkeypatch.setattr(bam_rl.beliefs.rules, "UNBOUNDED_MEMORY_WARNING", 4)
     env = gym.make("bam_rl/SwitchingBandit-v0", n_arms=2, max_steps=10_000)
     with pytest.warns(PerformanceWarning, match="capacity=") as caught:
         run_agent(env, UCBAM(2, gaussian_model(), seed=0), 30, env_seed=0)

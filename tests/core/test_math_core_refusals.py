@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import bam_rl.beliefs as beliefs
+import bam_rl.beliefs.bam as bam_rules
+import bam_rl.beliefs.rules as memoryless_rules
 from bam_rl import (
     BAM,
     BOCD,
@@ -168,7 +170,7 @@ def test_the_default_bound_changes_nothing_within_ten_thousand_data():
 
 def test_unbounded_bam_warns_once_when_its_memory_outgrows_the_paper_runs(monkeypatch):
     """``BAM(model)`` without a capacity grew to 134 ms per step by t ≈ 4,000, silently."""
-    monkeypatch.setattr(beliefs, "UNBOUNDED_MEMORY_WARNING", 20)
+    monkeypatch.setattr(memoryless_rules, "UNBOUNDED_MEMORY_WARNING", 20)
     bb = BetaBinomial()
     rule = BAM(bb)
     s = bb.stats(successes=3, trials=15)
@@ -237,8 +239,8 @@ def test_select_checks_its_options(options, name):
 
 def test_one_home_for_the_readout_options():
     """``BAM`` checks its readout options with the function ``select`` uses."""
-    assert beliefs.check_select_options is check_select_options
-    assert not hasattr(beliefs, "_check_select_options")
+    assert bam_rules.check_select_options is check_select_options
+    assert not hasattr(bam_rules, "_check_select_options")
     assert set(OPTIONS) == {"q", "initial", "max_iter", "fast", "cache"}
     assert check_select_options("parallel", {"q": 1}) == {"q": 1.0}
     with pytest.raises(ValueError, match="method"):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import bam_rl.beliefs as beliefs
+import bam_rl.beliefs.bam as beliefs
 from bam_rl import (
     BAM,
     BOCD,

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import bam_rl
+from bam_rl.beliefs import SegmentBAM
 from bam_rl.families import BayesianLinearRegression, BetaBinomial
 from bam_rl.memory import Memory
 from bam_rl.readout import objective, select
-from bam_rl.segments import SegmentBAM
 from bam_rl.serialization import load_object, save_object
 
 TRIALS = 15

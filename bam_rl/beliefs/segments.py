@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from bam_rl.beliefs import BAM
+from bam_rl.beliefs.bam import BAM
 from bam_rl.bocd import ChangepointDetector
 from bam_rl.families.base import ConjugateFamily, NaturalParams
 from bam_rl.memory import Memory

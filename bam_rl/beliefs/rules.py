@@ -1,0 +1,275 @@
+"""The belief rules without a memory: the base class :class:`BeliefRule` (one ``update`` per
+datum), recursive Bayes, exponential forgetting, the power prior and BOCD (paper §2–§3)."""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+from bam_rl import hyperparams
+from bam_rl.bocd import ChangepointDetector
+from bam_rl.checks import check_finite_params, check_int, check_real
+from bam_rl.families.base import ConjugateFamily, NaturalParams, Theta
+from bam_rl.memory import Memory
+
+#: Records an unbounded BAM memory may hold before :class:`BAM` warns (once) that every
+#: step costs O(records); the paper's experiments stay below it (at most 10⁴ data per rule).
+UNBOUNDED_MEMORY_WARNING = 10_000
+
+
+class PerformanceWarning(UserWarning):
+    """A default that keeps every datum makes each step slower than the last."""
+
+
+def warn_if_unbounded_growth(memory: Memory, owner: str, cost: str, stacklevel: int = 1) -> None:
+    """Warns once, as an unbounded ``memory`` passes :data:`UNBOUNDED_MEMORY_WARNING` records,
+    that every later step of ``owner`` costs ``cost`` and keeps growing (see ``capacity``);
+    ``stacklevel`` counts from the caller, as in :func:`warnings.warn`."""
+    if memory.capacity is None and len(memory) == UNBOUNDED_MEMORY_WARNING + 1:
+        warnings.warn(
+            f"{owner}: the unbounded memory now holds more than {UNBOUNDED_MEMORY_WARNING} "
+            f"records; each step costs {cost} and keeps growing. Pass capacity= (e.g. 256) "
+            f"for long runs.",
+            PerformanceWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
+class BeliefRule(ABC):
+    """Base class: a belief over θ updated one datum (batch of observations) at a time.
+
+    Args:
+        model: The conjugate family; its ``prior`` is the base prior.
+    """
+
+    def __init__(self, model: ConjugateFamily):
+        if not isinstance(model, ConjugateFamily):
+            raise ValueError(f"model must be a ConjugateFamily, got {type(model).__name__}")
+        self.model = model
+        self.belief: NaturalParams = model.prior
+        self.t = 0
+
+    def _check_restored(self) -> None:
+        """A restored rule's belief must be a finite, unbatched belief of its family and its
+        step count a whole number (subclasses check their own options too)."""
+        self.model.check_params(self.belief)
+        if self.belief.batch_shape != ():
+            raise ValueError(f"belief must be unbatched, got batch shape {self.belief.batch_shape}")
+        check_finite_params("belief", self.belief)
+        self.model._check_belief(self.belief.fields)
+        self.t = check_int("t", self.t, minimum=0)
+
+    def update(self, s: NaturalParams) -> NaturalParams:
+        """Absorbs the statistics of the newest datum and returns the posterior.
+
+        Raises:
+            ValueError: For statistics of another family, batched or non-finite statistics,
+                or a datum the rule cannot absorb; a refused datum leaves the rule as it was.
+        """
+        self.model.check_params(s, "s")
+        if s.batch_shape != ():
+            raise ValueError(f"s must be a single datum (batch shape ()), got {s.batch_shape}")
+        check_finite_params("s", s)
+        self.belief = self._update(s)
+        self.t += 1
+        return self.belief
+
+    @abstractmethod
+    def _update(self, s: NaturalParams) -> NaturalParams:
+        """Rule-specific update; ``s`` is already validated."""
+
+    def reset(self) -> None:
+        """Returns to the base prior (the start of a new episode)."""
+        self.belief = self.model.prior
+        self.t = 0
+
+    @property
+    def mean(self) -> Theta:
+        """Posterior mean of θ_t."""
+        return self.belief.mean
+
+    @property
+    def variance(self) -> Theta:
+        """Posterior variance of θ_t (element-wise)."""
+        return self.belief.variance
+
+    @property
+    def weights(self) -> np.ndarray | None:
+        """Readout weights over past data used for the latest update, where meaningful."""
+        return None
+
+    def prior_for_next(self) -> NaturalParams:
+        """The belief this rule would use as the prior for the next datum."""
+        return self.belief
+
+    def sample(self, rng: np.random.Generator) -> Theta:
+        """Draws θ for the next datum (Thompson sampling) from :meth:`prior_for_next`."""
+        return self.model.sample(self.prior_for_next(), rng)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model!r})"
+
+
+class RecursiveBayes(BeliefRule):
+    """Every past datum fully remembered: ``η_t = η0 + Σ_{j<=t} s_j``."""
+
+    def _update(self, s: NaturalParams) -> NaturalParams:
+        return self.belief + s
+
+
+#: Per forgetting or power-prior rule: the statistics its last ``prior_for_next`` was built
+#: from, the rule's alpha, and that prior. Statistics objects are replaced, never changed in
+#: place, so the same object gives the same prior: a Thompson agent asks every arm for it on
+#: every step, and only the pulled arm's changed. Kept outside the rule, so never saved.
+_NEXT_PRIORS: weakref.WeakKeyDictionary[BeliefRule, tuple[NaturalParams, float, NaturalParams]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _next_prior(
+    rule: BeliefRule, past: NaturalParams, alpha: float, scale: bool = False
+) -> NaturalParams:
+    """``prior + past`` (``prior + alpha · past`` with ``scale``), reused while ``past`` is the
+    same object and ``alpha`` the same number."""
+    cached = _NEXT_PRIORS.get(rule)
+    if cached is not None and cached[0] is past and cached[1] == alpha:
+        return cached[2]
+    prior = rule.model.prior + (alpha * past if scale else past)
+    _NEXT_PRIORS[rule] = (past, alpha, prior)
+    return prior
+
+
+class ExponentialForgetting(BeliefRule):
+    """Bayesian exponential forgetting with the paper's readout ``w_{t,j} = alpha^(t−1−j)``.
+
+    The prior for ``D_t`` is ``η0 + S_t`` with the decayed statistics
+    ``S_t = Σ_{j<t} alpha^(t−1−j) s_j``, kept by the recursion ``S_{t+1} = alpha·S_t + s_t``
+    (the newest past datum has weight 1, older ones decay geometrically); the posterior after
+    ``D_t`` is ``η0 + S_t + s_t``.
+
+    Args:
+        model: The conjugate family.
+        alpha: Forgetting factor in [0, 1] (the paper uses 0.8); 1 is recursive Bayes.
+    """
+
+    def __init__(self, model: ConjugateFamily, alpha: float = hyperparams.FORGETTING):
+        super().__init__(model)
+        self.alpha = check_real("alpha", alpha, lower=0.0, upper=1.0)
+        self._decayed = model.zeros()
+
+    def _update(self, s: NaturalParams) -> NaturalParams:
+        belief = self.model.prior + self._decayed + s
+        self._decayed = self.alpha * self._decayed + s
+        return belief
+
+    def prior_for_next(self) -> NaturalParams:
+        return _next_prior(self, self._decayed, self.alpha)
+
+    def reset(self) -> None:
+        super().reset()
+        self._decayed = self.model.zeros()
+
+    def __repr__(self) -> str:
+        return f"ExponentialForgetting({self.model!r}, alpha={self.alpha:g})"
+
+
+class PowerPrior(BeliefRule):
+    """Power prior (Ibrahim et al.): every past datum tempered by the same ``alpha``.
+
+    The posterior after ``D_t`` is ``η0 + alpha · Σ_{j<t} s_j + s_t``.
+
+    Args:
+        model: The conjugate family.
+        alpha: Tempering exponent in [0, 1].
+    """
+
+    def __init__(self, model: ConjugateFamily, alpha: float = 0.5):
+        super().__init__(model)
+        self.alpha = check_real("alpha", alpha, lower=0.0, upper=1.0)
+        self._past = model.zeros()
+
+    def _update(self, s: NaturalParams) -> NaturalParams:
+        belief = self.model.prior + self.alpha * self._past + s
+        self._past = self._past + s
+        return belief
+
+    def prior_for_next(self) -> NaturalParams:
+        return _next_prior(self, self._past, self.alpha, scale=True)
+
+    def reset(self) -> None:
+        super().reset()
+        self._past = self.model.zeros()
+
+    def __repr__(self) -> str:
+        return f"PowerPrior({self.model!r}, alpha={self.alpha:g})"
+
+
+def check_restored_detector(rule: BeliefRule) -> None:
+    """A restored BOCD rule's detector is a :class:`ChangepointDetector` of the rule's family
+    (it checks its own run-length posterior when restored)."""
+    detector = getattr(rule, "detector", None)
+    if not isinstance(detector, ChangepointDetector):
+        raise ValueError("the rule's detector must be a ChangepointDetector")
+    rule.model.check_compatible(detector.model, "detector")
+
+
+class BOCD(BeliefRule):
+    """Bayesian online changepoint detection (Adams & MacKay, 2007) as a belief rule.
+
+    ``belief`` is the posterior of the most probable segment containing ``D_t``;
+    ``mean``/``variance`` are the moments of the run-length mixture (the filtered belief
+    about θ_t). The detector is available as :attr:`detector`.
+
+    Args:
+        model: The conjugate family.
+        hazard: Constant changepoint probability in (0, 1) or a callable of run lengths.
+        **options: Passed to :class:`bam_rl.bocd.ChangepointDetector` (``prune_threshold``,
+            default 1e-10, and ``max_run_length``, default 10⁴). A step costs O(live run
+            lengths); on stationary data the threshold prunes nothing, so the default bound
+            is what keeps it flat: ~36 µs per step at the start, ~1 ms once 10⁴ run lengths
+            are live (Beta-Binomial), i.e. about two minutes for 10⁵ steps; with
+            ``max_run_length=None`` it grows as O(t) (~8 ms per step by t = 4·10⁴).
+    """
+
+    def __init__(
+        self, model: ConjugateFamily, hazard: Any = hyperparams.BOCD_HAZARD, **options: Any
+    ):
+        super().__init__(model)
+        self.detector = ChangepointDetector(model, hazard, **options)
+
+    def _check_restored(self) -> None:
+        super()._check_restored()
+        check_restored_detector(self)
+
+    def _update(self, s: NaturalParams) -> NaturalParams:
+        self.detector.update(s)
+        return self.detector.map_belief
+
+    def sample(self, rng: np.random.Generator) -> Theta:
+        """Draws a run length from the predictive run-length posterior (a fresh segment with
+        the hazard's probability), then θ from that segment's belief (Mellor & Shapiro)."""
+        index = self.detector.sample_index(rng)  # as rng.choice(n, p=...) draws it
+        return self.model.sample(self.detector.belief_at(index), rng)
+
+    def reset(self) -> None:
+        super().reset()
+        self.detector.reset()
+
+    @property
+    def mean(self) -> Theta:
+        if self.t == 0:
+            return self.model.prior.mean
+        return self.detector.theta_moments("filtered")[0]
+
+    @property
+    def variance(self) -> Theta:
+        if self.t == 0:
+            return self.model.prior.variance
+        return self.detector.theta_moments("filtered")[1]
+
+    def __repr__(self) -> str:
+        return f"BOCD({self.model!r}, hazard={self.detector.hazard!r})"
