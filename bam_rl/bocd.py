@@ -335,26 +335,29 @@ class ChangepointDetector:
             from bam_rl.kernels.bocd import run
 
             names = self._names
-            out = run(
-                kind,
-                np.column_stack([self._fields[name] for name in names]),
-                self._log_post,
-                self._log_partition,
-                self._belief_log_h,
-                self._run_lengths,
-                np.column_stack(
-                    [np.asarray(stats.fields[name], dtype=np.float64) for name in names]
-                ),
-                np.asarray(stats.log_h, dtype=np.float64),
-                np.array([float(self._prior_fields[name]) for name in names]),
-                self._prior_log_partition,
-                self._prior_log_h,
-                float(self._log_h),
-                float(self._log_1mh),
-                -1 if self.max_run_length is None else self.max_run_length,
-                self._log_threshold,
-            )
-            start = int(out[8])
+            try:
+                out = run(
+                    kind,
+                    np.column_stack([self._fields[name] for name in names]),
+                    self._log_post,
+                    self._log_partition,
+                    self._belief_log_h,
+                    self._run_lengths,
+                    np.column_stack(
+                        [np.asarray(stats.fields[name], dtype=np.float64) for name in names]
+                    ),
+                    np.asarray(stats.log_h, dtype=np.float64),
+                    np.array([float(self._prior_fields[name]) for name in names]),
+                    self._prior_log_partition,
+                    self._prior_log_h,
+                    float(self._log_h),
+                    float(self._log_1mh),
+                    -1 if self.max_run_length is None else self.max_run_length,
+                    self._log_threshold,
+                )
+            except ZeroDivisionError:  # a zero precision on the way: the NumPy path's error
+                out = None
+            start = 0 if out is None else int(out[8])
             if start:
                 new_fields, self._log_post, self._log_partition, self._belief_log_h = out[:4]
                 self._run_lengths, self._log_filtered = out[4], out[5]
@@ -379,23 +382,26 @@ class ChangepointDetector:
         assert kind is not None  # the caller checked
         names = self._names
         fields = np.column_stack([self._fields[name] for name in names])
-        out = step(
-            kind,
-            fields,
-            self._log_post,
-            self._log_partition,
-            self._belief_log_h,
-            self._run_lengths,
-            np.array([float(s.fields[name]) for name in names]),
-            float(s.log_h),
-            np.array([float(self._prior_fields[name]) for name in names]),
-            self._prior_log_partition,
-            self._prior_log_h,
-            float(self._log_h),
-            float(self._log_1mh),
-            -1 if self.max_run_length is None else self.max_run_length,
-            self._log_threshold,
-        )
+        try:
+            out = step(
+                kind,
+                fields,
+                self._log_post,
+                self._log_partition,
+                self._belief_log_h,
+                self._run_lengths,
+                np.array([float(s.fields[name]) for name in names]),
+                float(s.log_h),
+                np.array([float(self._prior_fields[name]) for name in names]),
+                self._prior_log_partition,
+                self._prior_log_h,
+                float(self._log_h),
+                float(self._log_1mh),
+                -1 if self.max_run_length is None else self.max_run_length,
+                self._log_threshold,
+            )
+        except ZeroDivisionError:  # compiled code raises where NumPy gives inf: its path
+            return False
         total = out[6]
         if not math.isfinite(total):
             return False

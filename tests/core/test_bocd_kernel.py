@@ -125,3 +125,23 @@ def test_an_unwritable_numba_cache_breaks_nothing():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "5"
+
+
+def test_a_zero_precision_is_the_numpy_path_value_error_not_a_zero_division():
+    """Hypothesis found it: a hand-built datum of precision -1 on a prior of precision 1 makes
+    a belief of precision 0; compiled code raises ZeroDivisionError where NumPy gives inf, so
+    the kernel's callers hand the step to the NumPy path, which refuses it as before."""
+    from bam_rl.families import NaturalParams
+
+    model = NormalKnownVariance(0.0, 1.0, 1.0)
+    bad = NaturalParams(model, {"precision_mean": -1.0, "precision": -1.0})
+    for use_run in (False, True):
+        detector = ChangepointDetector(model, 0.1)
+        detector.update(model.stats(np.array([0.0])))
+        before = (detector.t, detector.run_lengths.tolist(), detector.log_evidence)
+        with pytest.raises(ValueError):
+            if use_run:
+                detector.run(stack([bad]))
+            else:
+                detector.update(bad)
+        assert (detector.t, detector.run_lengths.tolist(), detector.log_evidence) == before
