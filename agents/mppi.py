@@ -37,7 +37,7 @@ from bam_rl.beliefs import (
 from bam_rl.checks import as_float_array, check_finite_scalar, check_int
 from bam_rl.readout import ReadoutResult
 
-from .base import BaseAgent
+from .base import BaseAgent, Transition
 from .dynamics import RFFDynamicsModel
 from .planner import MPPI, AngleCosineReward, StateReward, mppi_options
 from .simulator import SimulatorDynamics
@@ -85,7 +85,7 @@ def _check_state(name: str, observation: Any, state_dim: int, angle_pairs: Any =
     return state
 
 
-def _check_action(action: Any, planner: MPPI) -> np.ndarray:
+def _checked_action(action: Any, planner: MPPI) -> np.ndarray:
     """``action`` as a float64 vector within the planner's action bounds (the action space),
     or ``ValueError``."""
     action = as_float_array("action", action).reshape(-1)
@@ -345,7 +345,7 @@ class MPPIAgent(BaseAgent):
             _check_state("pending state", state, self.state_dim, model.angle_pairs)
             for state in states
         ]
-        self._trial.actions = [_check_action(action, planner) for action in actions]
+        self._trial.actions = [_checked_action(action, planner) for action in actions]
         if not isinstance(self._last_info, dict):
             raise ValueError("_last_info must be a dict")
         _info_gravity(self._last_info)
@@ -400,21 +400,16 @@ class MPPIAgent(BaseAgent):
         action = self.planner.plan(state, self.rng, dynamics=self.model)
         return action.astype(np.float32)
 
-    def observe(
-        self,
-        action: Any,
-        reward: float,
-        next_observation: Any,
-        terminated: bool,
-        truncated: bool,
-        info: dict[str, Any],
-    ) -> None:
+    def _check_action(self, action: Any) -> np.ndarray:
+        return _checked_action(action, self.planner)
+
+    def _check_next_observation(self, observation: Any) -> np.ndarray:
+        return _check_state("next_observation", observation, self.state_dim, self.model.angle_pairs)
+
+    def _observe(self, step: Transition) -> None:
         """Records the transition; at the end of a trial, updates the belief."""
-        action = _check_action(action, self.planner)
-        check_finite_scalar("reward", reward)
-        state = _check_state(
-            "next_observation", next_observation, self.state_dim, self.model.angle_pairs
-        )
+        action, state, info = step.action, step.next_observation, step.info
+        terminated, truncated = step.terminated, step.truncated
         _info_gravity(info)
         if not self._trial.states:
             raise ValueError("observe() called before reset()")
@@ -629,18 +624,15 @@ class GroundTruthMPPI(BaseAgent):
         action = self.planner.plan(observation, self.rng, dynamics=self.dynamics)
         return action.astype(np.float32)
 
-    def observe(
-        self,
-        action: Any,
-        reward: float,
-        next_observation: Any,
-        terminated: bool,
-        truncated: bool,
-        info: dict[str, Any],
-    ) -> None:
-        _check_action(action, self.planner)
-        _check_state("next_observation", next_observation, CARTPOLE_STATE_DIM, _CARTPOLE_ANGLE)
-        gravity = _info_gravity(info)
+    def _check_action(self, action: Any) -> np.ndarray:
+        return _checked_action(action, self.planner)
+
+    def _check_next_observation(self, observation: Any) -> np.ndarray:
+        return _check_state("next_observation", observation, CARTPOLE_STATE_DIM, _CARTPOLE_ANGLE)
+
+    def _observe(self, step: Transition) -> None:
+        """Follows the gravity ``info`` announces (the simulator plans with it)."""
+        gravity = _info_gravity(step.info)
         if gravity is not None:
             self.dynamics.set_gravity(gravity)
 

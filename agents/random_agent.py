@@ -7,7 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from .base import BaseAgent
+from .base import BaseAgent, Transition
 
 __all__ = ["RandomAgent"]
 
@@ -57,13 +57,8 @@ class RandomAgent(BaseAgent):
         action = np.where(bounded, uniform, action)
         return np.clip(action, low, high).astype(self.dtype)
 
-    def observe(
-        self,
-        action: Any,
-        reward: float,
-        next_observation: Any,
-        terminated: bool,
-        truncated: bool,
-        info: dict[str, Any],
-    ) -> None:
-        """Learns nothing."""
+    def _check_next_observation(self, observation: Any) -> Any:
+        return observation  # any observation space: the agent never reads it
+
+    def _observe(self, step: Transition) -> None:
+        """Learns nothing (the transition's reward was still checked: a finite number)."""

@@ -358,7 +358,7 @@ class ChangepointDetector:
             except ZeroDivisionError:  # a zero precision on the way: the NumPy path's error
                 out = None
             start = 0 if out is None else int(out[8])
-            if start:
+            if out is not None and start:
                 new_fields, self._log_post, self._log_partition, self._belief_log_h = out[:4]
                 self._run_lengths, self._log_filtered = out[4], out[5]
                 self._fields = {name: new_fields[:, j] for j, name in enumerate(names)}

@@ -38,6 +38,8 @@ Fields = dict[str, np.ndarray]
 #: A value of θ (a moment or a draw): one array, or a tuple of arrays for families with several
 #: parameters (NormalGamma's ``(μ, τ)``, the Normal-inverse-gamma regression's ``(M, σ²)``).
 Theta = np.ndarray | tuple[np.ndarray, ...]
+#: A numpy ``size`` argument: ``None`` (one draw per belief), an int or a shape.
+Size = int | tuple[int, ...] | None
 
 
 def _as_field(name: str, value: Any) -> np.ndarray:
@@ -417,14 +419,24 @@ class ConjugateFamily(ABC):
     def variance(self, belief: NaturalParams) -> Theta:
         """Element-wise ``Var[θ]`` under ``belief``."""
 
-    @abstractmethod
     def sample(
         self,
         belief: NaturalParams,
         rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
+        size: Size = None,
     ) -> Theta:
-        """Draws θ from ``belief`` (a single, unbatched belief)."""
+        """Draws θ from ``belief`` (``size`` as in numpy).
+
+        Raises:
+            ValueError: For a belief that is no distribution of this family (e.g. a
+                non-positive concentration or precision).
+        """
+        self._check_belief(belief.fields)
+        return self._sample(belief, rng, size)
+
+    @abstractmethod
+    def _sample(self, belief: NaturalParams, rng: np.random.Generator, size: Size) -> Theta:
+        """The family's draw from a checked belief (:meth:`sample` checks it)."""
 
     def check_belief(self, belief: NaturalParams, name: str = "belief") -> None:
         """Raises ``ValueError`` naming ``name`` unless ``belief`` is a proper belief of this

@@ -8,7 +8,7 @@ import numpy as np
 from scipy.special import betaln, digamma, gammaln
 
 from bam_rl.checks import check_axis, check_integer_valued, check_positive_real
-from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, make_stats
+from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, Size, make_stats
 
 
 def log_binomial_coefficient(n: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -98,12 +98,7 @@ class BetaBinomial(ConjugateFamily):
         # (a / total)(b / total) / (total + 1): no overflow of a·b or total² for huge counts
         return (a / total) * (b / total) / (total + 1.0)
 
-    def sample(
-        self,
-        belief: NaturalParams,
-        rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
-    ) -> np.ndarray:
+    def _sample(self, belief: NaturalParams, rng: np.random.Generator, size: Size) -> np.ndarray:
         return rng.beta(belief.fields["alpha"], belief.fields["beta"], size=size)
 
     def predictive_sample(

@@ -13,7 +13,7 @@ from bam_rl.checks import (
     check_positive,
     check_size,
 )
-from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, make_stats
+from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, Size, make_stats
 
 
 def _leading_axes(axis: Any, ndim: int) -> tuple[int, ...]:
@@ -154,12 +154,7 @@ class DirichletCategorical(ConjugateFamily):
         p = a / total  # p (1 − p) / (total + 1): no overflow of a·total or total²
         return p * (1.0 - p) / (total + 1.0)
 
-    def sample(
-        self,
-        belief: NaturalParams,
-        rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
-    ) -> np.ndarray:
+    def _sample(self, belief: NaturalParams, rng: np.random.Generator, size: Size) -> np.ndarray:
         """Draws probability vectors, shape ``size + (K,)``.
 
         For a single belief this is ``rng.dirichlet(alpha, size)``; for a batch of beliefs
@@ -187,7 +182,7 @@ class DirichletCategorical(ConjugateFamily):
         size: int | tuple[int, ...] | None = None,
     ) -> np.ndarray:
         """Draws category indices from the posterior predictive of a single belief."""
-        theta = self.sample(belief, rng, size)
+        theta = np.asarray(self.sample(belief, rng, size))
         u = rng.random(theta.shape[:-1] + (1,))
         index = (np.cumsum(theta, axis=-1) < u).sum(axis=-1)
         return np.minimum(index, self.n_categories - 1)

@@ -23,6 +23,7 @@ from bam_rl.families.base import (
     ConjugateFamily,
     Fields,
     NaturalParams,
+    Size,
     _finite_result,
     make_stats,
 )
@@ -421,12 +422,7 @@ class BayesianLinearRegression(LinearRegressionFamily):
         shape = (*belief.batch_shape, self.dim_out, self.dim_in)
         return np.broadcast_to(diag[..., None, :], shape).copy()
 
-    def sample(
-        self,
-        belief: NaturalParams,
-        rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
-    ) -> np.ndarray:
+    def _sample(self, belief: NaturalParams, rng: np.random.Generator, size: Size) -> np.ndarray:
         """Draws ``M``: shape ``size + batch + (dim_out, dim_in)``; reuses the Cholesky factor."""
         solved = self._solve(self._validated(belief), mean=True)
         shape = (*size_tuple(size), *belief.batch_shape)

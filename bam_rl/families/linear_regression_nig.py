@@ -14,6 +14,7 @@ from bam_rl.checks import check_positive_real
 from bam_rl.families.base import (
     Fields,
     NaturalParams,
+    Size,
     _finite_result,
     make_stats,
 )
@@ -212,11 +213,8 @@ class BayesianLinearRegressionNIG(LinearRegressionFamily):
             np.broadcast_to(noise_var, batch).copy(),
         )
 
-    def sample(
-        self,
-        belief: NaturalParams,
-        rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
+    def _sample(
+        self, belief: NaturalParams, rng: np.random.Generator, size: Size
     ) -> tuple[np.ndarray, np.ndarray]:
         """Draws ``(M, σ²)`` jointly: shapes ``size + batch + (dim_out, dim_in)`` and
         ``size + batch``; ``σ² = b_n / Gamma(a, 1)``, then ``M | σ²`` from the factor."""

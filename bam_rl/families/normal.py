@@ -14,6 +14,7 @@ from bam_rl.families.base import (
     ConjugateFamily,
     Fields,
     NaturalParams,
+    Size,
     _finite_result,
     make_stats,
 )
@@ -146,13 +147,10 @@ class NormalKnownVariance(ConjugateFamily):
         self._check_belief(belief.fields)
         return 1.0 / belief.fields["precision"]
 
-    def sample(
-        self,
-        belief: NaturalParams,
-        rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
-    ) -> np.ndarray:
-        return rng.normal(self.mean(belief), np.sqrt(self.variance(belief)), size=size)
+    def _sample(self, belief: NaturalParams, rng: np.random.Generator, size: Size) -> np.ndarray:
+        fields = belief.fields  # mean h1 / h2 and variance 1 / h2, as mean() and variance()
+        h1, h2 = fields["precision_mean"], fields["precision"]
+        return rng.normal(h1 / h2, np.sqrt(1.0 / h2), size=size)
 
     def predictive_sample(
         self,
@@ -346,18 +344,12 @@ class NormalGamma(ConjugateFamily):
         var_mu, var_tau = np.broadcast_arrays(var_mu, alpha / beta / beta)
         return np.stack([var_mu, var_tau], axis=-1)
 
-    def sample(
-        self,
-        belief: NaturalParams,
-        rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
-    ) -> np.ndarray:
+    def _sample(self, belief: NaturalParams, rng: np.random.Generator, size: Size) -> np.ndarray:
         """Draws ``(μ, τ)`` pairs, shape ``size + (2,)`` (``size`` as in numpy).
 
         Raises:
             ValueError: For a belief with ``kappa <= 0`` or ``alpha <= 0`` (no distribution).
         """
-        self._check_belief(belief.fields)
         m, kappa, alpha, beta = self.standard_params(belief.fields)
         beta = self._precise_beta(belief.fields, beta)
         tau = rng.gamma(alpha, 1.0 / beta, size=size)
@@ -371,5 +363,5 @@ class NormalGamma(ConjugateFamily):
         size: int | tuple[int, ...] | None = None,
     ) -> np.ndarray:
         """Draws observations from the Student-t posterior predictive."""
-        theta = self.sample(belief, rng, size)
+        theta = np.asarray(self.sample(belief, rng, size))
         return rng.normal(theta[..., 0], 1.0 / np.sqrt(theta[..., 1]))

@@ -8,7 +8,7 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from bam_rl.checks import check_axis, check_integer_valued, check_positive_real
-from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, make_stats
+from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, Size, make_stats
 
 
 class GammaPoisson(ConjugateFamily):
@@ -80,12 +80,7 @@ class GammaPoisson(ConjugateFamily):
         b = belief.fields["beta"]
         return belief.fields["alpha"] / b / b  # no overflow of b² for huge rates
 
-    def sample(
-        self,
-        belief: NaturalParams,
-        rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
-    ) -> np.ndarray:
+    def _sample(self, belief: NaturalParams, rng: np.random.Generator, size: Size) -> np.ndarray:
         return rng.gamma(belief.fields["alpha"], 1.0 / belief.fields["beta"], size=size)
 
     def predictive_sample(
