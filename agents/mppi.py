@@ -12,6 +12,10 @@ zero (warm start). Paper values: horizon 50, 32 samples, sampling variance 0.4, 
 :class:`MPPIAgent` plans with an :class:`~bam_rl.agents.dynamics.RFFDynamicsModel` whose belief
 over ``M`` comes from a memory rule fed one datum per trial; :class:`GroundTruthMPPI` plans
 with the simulator itself (:class:`~bam_rl.agents.simulator.SimulatorDynamics`).
+
+One module a little over the house's ~600 lines on purpose: the two agents share the checks
+of a cart-pole state and action and of ``info["gravity"]``, which a reader compares side by
+side; the planner, the models and the belief rules live in their own modules.
 """
 
 from __future__ import annotations
@@ -52,7 +56,21 @@ __all__ = [
 ]
 
 #: Memory rules accepted by :class:`MPPIAgent`.
-MEMORY_RULES = ("bam", "bam+bocd", "bocd", "recursive", "bam-segments")
+MEMORY_RULES = ("bam", "bam_bocd", "bocd", "recursive", "bam_segments")
+#: Spellings of :data:`MEMORY_RULES` before they became :func:`~bam_rl.beliefs.make_rule`'s,
+#: still accepted (and in state files written before).
+MEMORY_ALIASES = {"bam+bocd": "bam_bocd", "bam-segments": "bam_segments"}
+
+
+def _memory_name(memory: Any) -> str:
+    """``memory`` as :data:`MEMORY_RULES` spells it, or ``ValueError`` naming the choices."""
+    memory = MEMORY_ALIASES.get(memory, memory) if isinstance(memory, str) else memory
+    if memory not in MEMORY_RULES:
+        raise ValueError(
+            f"memory must be one of {MEMORY_RULES} (or the older spellings "
+            f"{tuple(MEMORY_ALIASES)}), got {memory!r}"
+        )
+    return memory
 
 
 #: The cart-pole observation: x, ẋ, cos θ, sin θ, θ̇ (the ground-truth planner's state).
@@ -135,10 +153,10 @@ class _TrialRecorder:
 #: The :func:`~bam_rl.beliefs.make_rule` name of each ``memory`` (with announced changes or not).
 _RULE_NAMES = {
     "bam": lambda announced: "episodic_bam" if announced else "bam",
-    "bam+bocd": lambda announced: "bam_bocd",
+    "bam_bocd": lambda announced: "bam_bocd",
     "bocd": lambda announced: "bocd",
     "recursive": lambda announced: "recursive",
-    "bam-segments": lambda announced: "bam_segments",
+    "bam_segments": lambda announced: "bam_segments",
 }
 
 
@@ -168,13 +186,13 @@ class MPPIAgent(BaseAgent):
       selects readout weights over all remembered trials (:func:`bam_rl.readout.select`,
       :class:`EpisodicBAM`); later trials update recursively. Without announcements it
       selects after every trial (:class:`bam_rl.beliefs.BAM`).
-    * ``"bam+bocd"`` — BOCD over trials (hazard 0.11) signals changes; a signal (or an
+    * ``"bam_bocd"`` — BOCD over trials (hazard 0.11) signals changes; a signal (or an
       announced change) triggers a selection, otherwise recursive updates
       (:class:`bam_rl.beliefs.BAMWithChangepoints`).
     * ``"bocd"`` — the posterior of the most probable BOCD segment, so a detected change
       restarts from the base prior (:class:`bam_rl.beliefs.BOCD`, hazard 0.11).
     * ``"recursive"`` — recursive Bayes, reset to the base prior when told of a change.
-    * ``"bam-segments"`` (beyond the paper) — readout weights tied within segments, the trials
+    * ``"bam_segments"`` (beyond the paper) — readout weights tied within segments, the trials
       between two changes (:class:`bam_rl.beliefs.SegmentBAM`): at a change (announced, or
       detected by BOCD over trials with ``hazard`` when ``announced=False``) the readout is
       over whole earlier segments, then updates are recursive. With
@@ -192,11 +210,13 @@ class MPPIAgent(BaseAgent):
         observation_space: A 1-D ``Box`` (the state the model learns; the cart-pole's 5-D
             observation).
         action_space: A 1-D ``Box``; its bounds clamp the planner's samples.
-        memory: One of :data:`MEMORY_RULES`.
+        memory: One of :data:`MEMORY_RULES`, the names :func:`~bam_rl.beliefs.make_rule` gives
+            the rules (``"bam+bocd"`` and ``"bam-segments"``, the older spellings, are read as
+            ``"bam_bocd"`` and ``"bam_segments"``).
         seed: Seed of :attr:`rng` (the random features' seed and all planning draws).
         announced: Whether changes are announced through ``info["context_changed"]``
             (the episodic setting); only ``"bam"`` uses it.
-        hazard: BOCD hazard over trials (0.11) for ``"bocd"`` and ``"bam+bocd"``.
+        hazard: BOCD hazard over trials (0.11) for ``"bocd"`` and ``"bam_bocd"``.
         lam: BAM's complexity penalty (0 in the paper's control experiments).
         method: BAM's readout selector (``"greedy"``).
         n_features: Random Fourier features (200).
@@ -207,7 +227,7 @@ class MPPIAgent(BaseAgent):
             slower, not more faithful to the model; see
             :class:`~bam_rl.agents.dynamics.RFFDynamicsModel`).
         feature_states: State components the random features see (``None``: all).
-        readout_after_steps: ``memory="bam-segments"`` only: the step (a positive int, or an
+        readout_after_steps: ``memory="bam_segments"`` only: the step (a positive int, or an
             increasing tuple of them) after which the first trial of an announced change reads
             out over the segments; ``None`` (default) reads out only at the trial's end.
         angle_pairs: ``(cos, sin)`` index pairs projected onto the unit circle in planning
@@ -248,8 +268,7 @@ class MPPIAgent(BaseAgent):
         **planner_options: Any,
     ):
         super().__init__(seed)
-        if memory not in MEMORY_RULES:
-            raise ValueError(f"memory must be one of {MEMORY_RULES}, got {memory!r}")
+        memory = _memory_name(memory)
         self.readout_after_steps = _check_readout_steps(readout_after_steps, memory)
         if not isinstance(announced, (bool, np.bool_)):
             raise ValueError(f"announced must be a bool, got {announced!r}")
@@ -271,7 +290,7 @@ class MPPIAgent(BaseAgent):
             angle_pairs=angle_pairs,
         )
         family = self.model.family
-        if memory in ("bocd", "bam+bocd"):
+        if memory in ("bocd", "bam_bocd"):
             hazard = check_finite_scalar("hazard", hazard)
             if not 0.0 < hazard < 1.0:
                 raise ValueError(f"hazard must lie in (0, 1), got {hazard!r}")
@@ -280,7 +299,7 @@ class MPPIAgent(BaseAgent):
             _RULE_NAMES[memory](self.announced),
             lam=lam,
             method=method,
-            hazard=None if memory == "bam-segments" and self.announced else hazard,
+            hazard=None if memory == "bam_segments" and self.announced else hazard,
         )
         # the planner gets its dynamics at each call, so the model is held (and saved) once
         self.planner = MPPI(
@@ -306,8 +325,7 @@ class MPPIAgent(BaseAgent):
         (sizes within the memory budget, one family, the model's belief the rule's), and a
         pending trial of finite states and actions in their spaces."""
         super()._check_restored()
-        if self.memory not in MEMORY_RULES:
-            raise ValueError(f"memory must be one of {MEMORY_RULES}, got {self.memory!r}")
+        self.memory = _memory_name(self.memory)
         if not isinstance(self.announced, bool):
             raise ValueError(f"announced must be a bool, got {self.announced!r}")
         rule_class = _rule_class(self.memory, self.announced)
@@ -479,7 +497,7 @@ class MPPIAgent(BaseAgent):
     @property
     def readout_labels(self) -> np.ndarray:
         """Gravity of every remembered trial, aligned with ``last_readout.weights`` (for
-        ``"bam-segments"``, the gravity of each segment's first trial)."""
+        ``"bam_segments"``, the gravity of each segment's first trial)."""
         size = 0 if self.last_readout is None else len(self.last_readout.weights)
         if isinstance(self.rule, SegmentBAM):
             firsts = np.cumsum([0, *self.rule.segment_sizes])[:size]
@@ -537,7 +555,7 @@ class MPPIAgent(BaseAgent):
 
 def _check_readout_steps(value: Any, memory: str) -> tuple[int, ...] | None:
     """``readout_after_steps`` as an increasing tuple of positive ints (or ``None``), or
-    ``ValueError``; only ``memory="bam-segments"`` reads out inside a trial."""
+    ``ValueError``; only ``memory="bam_segments"`` reads out inside a trial."""
     if value is None:
         return None
     steps = value if isinstance(value, (tuple, list)) else (value,)
@@ -550,9 +568,9 @@ def _check_readout_steps(value: Any, memory: str) -> tuple[int, ...] | None:
         )
     if any(b <= a for a, b in itertools.pairwise(steps)):
         raise ValueError(f"readout_after_steps must be increasing, got {value!r}")
-    if memory != "bam-segments":
+    if memory != "bam_segments":
         raise ValueError(
-            f"readout_after_steps needs memory='bam-segments' (the segment readout), got "
+            f"readout_after_steps needs memory='bam_segments' (the segment readout), got "
             f"memory={memory!r}"
         )
     return tuple(int(k) for k in steps)

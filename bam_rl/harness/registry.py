@@ -199,7 +199,7 @@ def build_mppi_bam_segments(env: gym.Env, seed: int | None = None, **kwargs: Any
                 f"readout_after_steps must be a positive int below the trial length {limit}, "
                 f"got {steps!r}"
             )
-    return _mppi("bam-segments", "mppi-bam-segments", env, seed, kwargs)
+    return _mppi("bam_segments", "mppi-bam-segments", env, seed, kwargs)
 
 
 def build_mppi_gt(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
@@ -344,7 +344,7 @@ AGENTS: dict[str, Callable[..., Any]] = {
         ),
         Builder(
             _mppi,
-            "bam+bocd",
+            "bam_bocd",
             "mppi-bam-bocd",
             "MPPI with BAM readouts triggered by BOCD over trials (hazard 0.11).",
         ),

@@ -115,7 +115,7 @@ def test_registry_defaults_and_trial_length_check():
     assert "mppi-bam-segments" in AGENTS
     env = gym.make("bam_rl/GravityCartPoleEpisodic-v0")
     agent = make_agent("mppi-bam-segments", env, seed=0, **SMALL)
-    assert agent.memory == "bam-segments" and agent.readout_after_steps == (10,)
+    assert agent.memory == "bam_segments" and agent.readout_after_steps == (10,)
     assert agent.announced and agent.rule.detector is None
     with pytest.raises(ValueError, match="readout_after_steps"):
         make_agent("mppi-bam-segments", env, seed=0, readout_after_steps=200, **SMALL)
@@ -158,3 +158,14 @@ def test_unannounced_detected_change_is_read_out_with_the_first_k_steps(monkeypa
     states, actions = np.asarray(agent._trial.states), np.asarray(agent._trial.actions)
     assert actions.shape[0] == 0 and states.shape[0] == 1  # a new trial has begun
     assert not agent.in_trial_readouts  # no in-trial readout without announcements
+
+
+def test_memory_names_are_make_rules_and_the_older_spellings_still_read():
+    """Issue 25: one spelling per rule; ``"bam+bocd"``/``"bam-segments"`` (older files, user
+    code) read as ``make_rule``'s ``"bam_bocd"``/``"bam_segments"``."""
+    env = gym.make("bam_rl/GravityCartPoleEpisodic-v0")
+    for old, new in (("bam+bocd", "bam_bocd"), ("bam-segments", "bam_segments")):
+        agent = MPPIAgent(env.observation_space, env.action_space, memory=old, seed=0, **SMALL)
+        assert agent.memory == new
+    with pytest.raises(ValueError, match="memory must be one of"):
+        MPPIAgent(env.observation_space, env.action_space, memory="bam+", seed=0, **SMALL)
