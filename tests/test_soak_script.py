@@ -1,23 +1,16 @@
-"""Smoke tests of ``scripts/soak.py`` (the soak itself takes hours and is not a test)."""
+"""Smoke tests of the soak (:mod:`bam_rl.harness.bench.soak`; the soak itself takes hours,
+and ``bam-rl bench --only soak`` runs a fraction of it)."""
 
 from __future__ import annotations
 
 import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "soak.py"
-
 
 @pytest.fixture
-def soak(monkeypatch):
-    spec = importlib.util.spec_from_file_location("soak_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "soak_script", module)  # dataclasses look it up
-    spec.loader.exec_module(module)
-    return module
+def soak():
+    return importlib.import_module("bam_rl.harness.bench.soak")
 
 
 def test_soak_runs_every_workload_briefly(soak, capsys):

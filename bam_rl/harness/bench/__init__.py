@@ -20,8 +20,10 @@ Groups (``--only``; default all but ``mnist`` when its data are missing):
 * ``envs``: environment steps; ``mppi``: :mod:`bam_rl.harness.bench.mppi` (in a subprocess);
 * ``mnist``: :mod:`bam_rl.harness.bench.mnist` (rotated MNIST at full scale) when the data
   are found;
-* not by default: ``readout`` (Beta-Binomial and BLR greedy against Algorithm 1 loop by loop)
-  and ``bocd-pkg`` (against the ``bocd`` package, unpruned).
+* not by default: ``readout`` (Beta-Binomial and BLR greedy against Algorithm 1 loop by loop),
+  ``bocd-pkg`` (against the ``bocd`` package, unpruned), and the checks that take minutes:
+  ``soak`` (flat time and memory on long runs, no non-finite value) and ``interrupt`` (sweeps
+  SIGKILLed mid-write and resumed lose, duplicate and corrupt nothing).
 
 ``--quick`` shrinks every workload to a smoke test.
 """
@@ -29,7 +31,9 @@ Groups (``--only``; default all but ``mnist`` when its data are missing):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import io
 import json
 import math
 import os
@@ -259,6 +263,39 @@ def _mnist(args: argparse.Namespace) -> list[Row]:
     ]
 
 
+def _checked_run(group: str, label: str, main: Callable[[list[str]], int], argv: list[str]) -> Row:
+    """One row for a workload that checks rather than times: its ``main(argv)`` exit status
+    (``met``: 0), its wall time, and its last printed line as the workload's label."""
+    buffer = io.StringIO()
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(buffer):
+        status = main(argv)
+    seconds = time.perf_counter() - start
+    lines = buffer.getvalue().strip().splitlines()
+    print(buffer.getvalue(), end="")
+    verdict = lines[-1].strip() if lines else "no output"
+    return make_row(
+        f"{label}: {verdict}"[:300], seconds, bar="exit 0", met=status == 0, group=group
+    )
+
+
+def _soak(args: argparse.Namespace) -> list[Row]:
+    """The soak (:mod:`bam_rl.harness.bench.soak`): bounded BAM and BOCD on a long stream and
+    every bandit agent, checked for flat time per step and memory and no non-finite value."""
+    if args.quick:
+        argv = ["--stream-steps", "300", "--bandit-steps", "200", "--capacity", "16"]
+        argv += ["--check-every", "10", "--time-tolerance", "1e9"]
+    else:
+        argv = ["--stream-steps", "100000", "--bandit-steps", "20000"]
+    return [_checked_run("soak", "soak", workload("soak").main, argv)]
+
+
+def _interrupt(args: argparse.Namespace) -> list[Row]:
+    """Sweeps SIGKILLed at every point of a run's write and resumed
+    (:mod:`bam_rl.harness.bench.interrupt`): nothing lost, duplicated or corrupted."""
+    return [_checked_run("interrupt", "interrupted sweeps", workload("interrupt").main, [])]
+
+
 GROUPS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "fast": _fast,
     "memory": _memory,
@@ -269,6 +306,8 @@ GROUPS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "mnist": _mnist,
     "readout": _readout,
     "bocd-pkg": _bocd_package,
+    "soak": _soak,
+    "interrupt": _interrupt,
 }
 #: Groups run when ``--only`` is not given (``mnist`` only when its data are found).
 DEFAULT_GROUPS = ("fast", "memory", "bocd", "sweeps", "envs", "mppi", "mnist")
