@@ -603,12 +603,22 @@ def _add_report(commands: Any) -> None:
 
 
 def _cmd_record(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from bam_rl.harness.record import check_frame_size, record_swingup, replay_plan
+    from bam_rl.harness.record import (
+        check_frame_size,
+        check_methods,
+        record_swingup,
+        replay_plan,
+    )
 
-    try:  # a seed index or revisit the experiment does not have is a usage error
-        replay_plan(args.seed, args.revisit, args.quick)
+    methods = _split_names(args.methods) or ["bam", "recursive"]
+    try:  # methods, a seed index or revisit the experiment does not have: usage errors
+        check_methods(methods)
+        replay_plan(args.seed, args.revisit, args.quick, args.episode_trial)
     except ValueError as error:
-        parser.error(f"--seed {args.seed} --revisit {args.revisit}: {error}")
+        parser.error(
+            f"--methods {','.join(methods)} --seed {args.seed} --revisit {args.revisit} "
+            f"--episode-trial {args.episode_trial}: {error}"
+        )
     try:  # so is a frame size the renderer or the memory cannot take
         check_frame_size((args.width, args.height), args.every)
     except ValueError as error:
@@ -622,6 +632,8 @@ def _cmd_record(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         every=args.every,
         quick=args.quick,
         progress=None if args.no_progress else print,
+        methods=methods,
+        episode_trial=args.episode_trial,
     )
     print(json.dumps(result, indent=2))
     return 0
@@ -656,6 +668,21 @@ def _add_record(commands: Any) -> None:
         default=1,
         help="which revisited episode: 1, 2 or 3 (11.15, 3.72, 9.81 m/s^2 again; default 1; "
         "--quick has one)",
+    )
+    record.add_argument(
+        "--methods",
+        action="append",
+        default=None,
+        metavar="M[,M]",
+        help="episodic methods shown left to right (bam,recursive; also bam_segments, gt)",
+    )
+    record.add_argument(
+        "--episode-trial",
+        type=int,
+        choices=(1, 2),
+        default=2,
+        help="trial of the revisited episode: 1 (first, after the announced change) or 2 "
+        "(the first after the paper's readout; default)",
     )
     record.add_argument("--width", type=_positive_int, default=320, help="panel width (320)")
     record.add_argument("--height", type=_positive_int, default=240, help="panel height (240)")

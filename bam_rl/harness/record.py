@@ -25,9 +25,11 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "LABELS",
     "MAX_SEED_INDEX",
     "RECORDED",
     "check_frame_size",
+    "check_methods",
     "experiment_runs",
     "record_swingup",
     "replay_plan",
@@ -35,8 +37,26 @@ __all__ = [
     "run_until",
 ]
 
-#: The runs shown, left to right: (method of the episodic experiment, label).
+#: The runs shown by default, left to right: (method of the episodic experiment, label).
 RECORDED: tuple[tuple[str, str], ...] = (("bam", "BAM"), ("recursive", "recursive Bayes"))
+#: Panel labels of the episodic experiment's methods (``methods=`` of :func:`record_swingup`).
+LABELS = {
+    "bam": "BAM (the paper's)",
+    "recursive": "recursive Bayes",
+    "bam_segments": "segment BAM (beyond the paper)",
+    "gt": "ground-truth MPC",
+}
+
+
+def check_methods(methods: Any) -> tuple[tuple[str, str], ...]:
+    """``methods`` (names of the episodic experiment's methods, two to four) as (method,
+    label) panels, or ``ValueError`` naming the accepted ones."""
+    names = [methods] if isinstance(methods, str) else list(methods)
+    if not 2 <= len(names) <= 4 or any(name not in LABELS for name in names):
+        raise ValueError(
+            f"methods must be two to four of {sorted(LABELS)} (left to right), got {methods!r}"
+        )
+    return tuple((name, LABELS[name]) for name in names)
 
 
 def revisited_trial(gravities: Sequence[float], offset: int = 1, revisit: int = 1) -> int:
@@ -94,18 +114,20 @@ def experiment_runs(seed_index: int, quick: bool = False) -> dict[str, Any]:
 
 
 def replay_plan(
-    seed: int, revisit: int = 1, quick: bool = False
+    seed: int, revisit: int = 1, quick: bool = False, episode_trial: int = 2
 ) -> tuple[dict[str, Any], tuple[float, ...], int]:
     """What :func:`record_swingup` replays: the runs of seed index ``seed`` (by method), the
-    gravity of every trial and the 0-based trial shown (the second of the ``revisit``-th
-    revisited episode). Raises ``ValueError`` for a seed index or revisit the experiment lacks,
-    before anything runs."""
+    gravity of every trial and the 0-based trial shown (trial ``episode_trial``, 1 or 2, of the
+    ``revisit``-th revisited episode). Raises ``ValueError`` for a seed index, revisit or
+    episode trial the experiment lacks, before anything runs."""
     from bam_rl import envs
 
+    if episode_trial not in (1, 2) or isinstance(episode_trial, bool):
+        raise ValueError(f"episode_trial must be 1 or 2, got {episode_trial!r}")
     runs = experiment_runs(seed, quick)
     first = runs[RECORDED[0][0]]
     gravities = tuple(first.env_kwargs.get("gravity_schedule", envs.EPISODIC_SCHEDULE))
-    return runs, gravities, revisited_trial(gravities, offset=1, revisit=revisit)
+    return runs, gravities, revisited_trial(gravities, offset=episode_trial - 1, revisit=revisit)
 
 
 def run_until(
@@ -243,9 +265,14 @@ def record_swingup(
     fps: float | None = None,
     quick: bool = False,
     progress: Callable[[str], None] | None = print,
+    methods: Sequence[str] = ("bam", "recursive"),
+    episode_trial: int = 2,
 ) -> dict[str, Any]:
-    """Renders BAM and recursive Bayes side by side on the second trial of a revisited
-    episode of the episodic experiment's seed ``seed`` and writes a looping GIF to ``path``.
+    """Renders the episodic experiment's runs of ``methods`` (default BAM and recursive Bayes)
+    side by side on trial ``episode_trial`` (default the second) of a revisited episode of seed
+    ``seed`` and writes a looping GIF to ``path``. ``methods=("bam_segments", "bam")`` with
+    ``episode_trial=1`` shows segment BAM's in-trial readout (beyond the paper) beside the
+    paper's BAM, which plans that trial from the base prior.
 
     Args:
         path: The GIF's path (parents created).
@@ -258,6 +285,10 @@ def record_swingup(
         fps: Frames per second of the GIF (default ``50 / every``: real time).
         quick: The runs of ``reproduce --quick`` (two trials per episode, a short planner).
         progress: Called with a line per trial (``None``: silent).
+        methods: Two to four methods of the episodic experiment (:data:`LABELS`), left to
+            right.
+        episode_trial: Which trial of the revisited episode: 1 (the first, after a change
+            announced at its start) or 2 (the first after the paper's readout).
 
     Returns:
         ``path``, ``seed``, ``trial`` (0-based), ``gravity``, each run's mean reward on the
@@ -267,11 +298,12 @@ def record_swingup(
     os.environ.setdefault("MUJOCO_GL", "egl")
     import imageio.v2 as imageio
 
+    shown = check_methods(methods)
     started = time.perf_counter()
-    runs, gravities, trial = replay_plan(seed, revisit, quick)
+    runs, gravities, trial = replay_plan(seed, revisit, quick, episode_trial)
     gravity = float(gravities[trial])
     panels, rewards = [], {}
-    for method, label in RECORDED:
+    for method, label in shown:
         spec = runs[method]
         name = spec.agent_name
         states, reward = run_until(spec, trial, progress=progress)
@@ -291,15 +323,18 @@ def record_swingup(
                 for frame in frames
             ]
         )
+    ordinal = {1: "1st", 2: "2nd"}[episode_trial]
     caption = (
-        f"seed {seed}, trial {trial + 1} of {len(gravities)}: 2nd trial of a revisited "
+        f"seed {seed}, trial {trial + 1} of {len(gravities)}: {ordinal} trial of a revisited "
         f"episode, g = {gravity:.2f} m/s^2"
     )
     gap = np.full((panels[0][0].shape[0], 6, 3), 255, dtype=np.uint8)
-    combined: list[Any] = [
-        _label(np.concatenate([left, gap, right], axis=1), [caption])
-        for left, right in zip(*panels, strict=True)
-    ]
+    combined: list[Any] = []
+    for frames in zip(*panels, strict=True):
+        row = [frames[0]]
+        for frame in frames[1:]:
+            row += [gap, frame]
+        combined.append(_label(np.concatenate(row, axis=1), [caption]))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     imageio.mimsave(path, combined, duration=1000.0 / (fps or 50.0 / every), loop=0)

@@ -85,3 +85,36 @@ def test_cartpole_runs_name_their_planning_dtype():
         for spec in cartpole_grid(setting, seeds=1):
             if spec.method != "gt":
                 assert spec.agent_kwargs["planning_dtype"] == "float32"
+
+
+def test_record_shows_the_first_trial_of_a_revisit_with_the_methods_asked_for():
+    """Issue 22: segment BAM's first trial on a revisit beside the paper's BAM."""
+    from bam_rl import envs
+    from bam_rl.harness.record import check_methods, replay_plan
+
+    assert check_methods(["bam_segments", "bam"])[0] == (
+        "bam_segments",
+        "segment BAM (beyond the paper)",
+    )
+    runs, gravities, trial = replay_plan(0, 1, episode_trial=1)
+    assert {"bam", "bam_segments", "recursive", "gt"} <= set(runs)
+    assert gravities == tuple(envs.EPISODIC_SCHEDULE) and trial == 45  # Neptune's 1st again
+    for bad in (["bam"], ["bam", "nope"], ["bam"] * 5):
+        with pytest.raises(ValueError, match="methods must be two to four"):
+            check_methods(bad)
+    with pytest.raises(ValueError, match="episode_trial must be 1 or 2"):
+        replay_plan(0, 1, episode_trial=3)
+
+
+@pytest.mark.slow
+def test_record_writes_a_gif_of_three_methods_on_the_first_trial(tmp_path):
+    import imageio.v2 as imageio
+
+    from bam_rl.harness.cli import main
+
+    path = tmp_path / "first.gif"
+    arguments = ["record", "--quick", "--out", str(path), "--no-progress", "--every", "20"]
+    arguments += ["--methods", "bam_segments,bam,gt", "--episode-trial", "1"]
+    assert main(arguments) == 0
+    frames = imageio.mimread(path)
+    assert frames[0].shape[1] > 3 * 320  # three panels side by side
