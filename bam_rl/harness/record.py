@@ -316,8 +316,8 @@ def record_swingup(
                 _label(
                     frame,
                     [
-                        f"{label} ({name})",
-                        f"mean cos(angle) {reward:+.2f}, upright {held * 0.02:.1f} of 4.0 s",
+                        label,
+                        f"{name}: cos {reward:+.2f}, upright {held * 0.02:.1f}/4.0 s",
                     ],
                 )
                 for frame in frames
