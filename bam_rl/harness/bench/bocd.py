@@ -36,6 +36,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -139,18 +140,25 @@ def hildensia(data: np.ndarray, record: int = 0) -> tuple[np.ndarray, list[np.nd
     return _clock() - start, posteriors
 
 
-def fast_bocpd(
-    data: np.ndarray, record: int = 0, batch: bool = False
-) -> tuple[np.ndarray, list[np.ndarray]] | None:
+def _fast_bocpd_detector() -> Any:
+    """fast-bocpd's detector with our prior, hazard and cap (``None``: not installed)."""
     try:
         from fast_bocpd import BOCPD, ConstantHazard, GaussianNIG
     except ImportError:
         return None
-    detector = BOCPD(
+    return BOCPD(
         GaussianNIG(PRIOR["mean"], PRIOR["kappa"], PRIOR["alpha"], PRIOR["beta"]),
         ConstantHazard(1 / HAZARD),
         max_run_length=CAP,
     )
+
+
+def fast_bocpd(
+    data: np.ndarray, record: int = 0, batch: bool = False
+) -> tuple[np.ndarray, list[np.ndarray]] | None:
+    detector = _fast_bocpd_detector()
+    if detector is None:
+        return None
     posteriors: list[np.ndarray] = []
     if batch:
         start = _clock()
@@ -191,15 +199,9 @@ def map_agreement(data: np.ndarray) -> tuple[int, float, int]:
 
 def fast_bocpd_maps(data: np.ndarray) -> np.ndarray | None:
     """fast-bocpd's MAP run length after every observation, in our convention (untimed)."""
-    try:
-        from fast_bocpd import BOCPD, ConstantHazard, GaussianNIG
-    except ImportError:
+    detector = _fast_bocpd_detector()
+    if detector is None:
         return None
-    detector = BOCPD(
-        GaussianNIG(PRIOR["mean"], PRIOR["kappa"], PRIOR["alpha"], PRIOR["beta"]),
-        ConstantHazard(1 / HAZARD),
-        max_run_length=CAP,
-    )
     maps = np.empty(data.size, dtype=np.int64)
     for t, x in enumerate(data.tolist(), start=1):
         posterior, _ = detector.update(x)
