@@ -178,15 +178,16 @@ def _mppi(memory: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[s
     )
 
 
-#: ``mppi-bam-segments``' in-trial readout step (the best of the measured sweep, README).
-SEGMENT_READOUT_AFTER_STEPS = 10
+#: ``mppi-bam-segments``' in-trial readout steps (the best of the measured sweep,
+#: docs/experiments.md): read out after 5, 10 and 25 steps of an announced change's first trial.
+SEGMENT_READOUT_AFTER_STEPS = (5, 10, 25)
 
 
 def build_mppi_bam_segments(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Beyond the paper: MPPI whose BAM readout is tied within segments (the trials between
     two changes; BOCD over trials, hazard 0.11, finds them when changes are not announced),
-    reading out after the first ``readout_after_steps`` (10) steps of an announced change's
-    first trial (``None``: only at the trial's end)."""
+    reading out after the first ``readout_after_steps`` ((5, 10, 25): after 5, again after 10
+    and 25) steps of an announced change's first trial (``None``: only at the trial's end)."""
     steps = kwargs.setdefault("readout_after_steps", SEGMENT_READOUT_AFTER_STEPS)
     # the cart-pole's trial length (max_steps), else a TimeLimit's
     limit = getattr(env.unwrapped, "max_steps", None) or getattr(
@@ -209,33 +210,30 @@ def build_mppi_gt(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     return GroundTruthMPPI(env, seed=seed, **kwargs)
 
 
-def build_klucb(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """klUCB for Bernoulli arms (beyond the paper; Besson-Kaufmann benchmark)."""
-    from bam_rl.agents.klucb import KLUCB
-
-    _check_no_kwargs("klucb", kwargs)
-    return KLUCB(_n_arms(env, "klucb"), seed=seed)
-
-
-def build_glr_klucb(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """GLR-klUCB, local restarts; needs ``horizon`` and ``n_breakpoints`` (beyond the paper)."""
-    from bam_rl.agents.klucb import GLRKLUCB
-
-    return GLRKLUCB(_n_arms(env, "glr-klucb"), seed=seed, local=True, **kwargs)
-
-
-def build_glr_klucb_global(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """GLR-klUCB, global restarts; needs ``horizon`` and ``n_breakpoints`` (beyond the paper)."""
-    from bam_rl.agents.klucb import GLRKLUCB
-
-    return GLRKLUCB(_n_arms(env, "glr-klucb-global"), seed=seed, local=False, **kwargs)
+#: piecewise-bandit agents (issue 24, beyond the paper): registry name -> (module, class)
+_PIECEWISE = {
+    "klucb": ("klucb", "KLUCB"),
+    "glr-klucb": ("klucb", "GLRKLUCB"),
+    "glr-klucb-global": ("klucb", "GLRKLUCB"),
+    "cusum-klucb": ("klucb", "CUSUMKLUCB"),
+    "m-klucb": ("klucb", "MonitoredKLUCB"),
+    "oracle-restart-klucb": ("klucb", "OracleRestartKLUCB"),
+    "d-klucb": ("passive", "DiscountedKLUCB"),
+    "sw-klucb": ("passive", "SlidingWindowKLUCB"),
+    "dts": ("passive", "DiscountedThompson"),
+    "exp3s": ("passive", "Exp3S"),
+}
 
 
-def build_oracle_restart_klucb(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """klUCB told the true ``breakpoints`` (and optionally ``means``) (beyond the paper)."""
-    from bam_rl.agents.klucb import OracleRestartKLUCB
+def _piecewise(rule: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
+    """A Bernoulli-bandit agent of the piecewise benchmark (:mod:`bam_rl.agents.klucb`,
+    :mod:`bam_rl.agents.passive`); ``rule`` names the class in :data:`_PIECEWISE`'s module.
+    Tuning arguments (``horizon``, ``n_breakpoints``, ``breakpoints``, ...) pass through."""
+    import importlib
 
-    return OracleRestartKLUCB(_n_arms(env, "oracle-restart-klucb"), seed=seed, **kwargs)
+    module, cls = _PIECEWISE[name]
+    agent_class = getattr(importlib.import_module(f"bam_rl.agents.{module}"), cls)
+    return agent_class(_n_arms(env, name), seed=seed, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -294,6 +292,14 @@ AGENTS: dict[str, Callable[..., Any]] = {
             "thompson-bam",
             "Thompson sampling with BAM per arm (lam 0, greedy readout).",
             (("lam", 0.0),),
+        ),
+        Builder(
+            _thompson,
+            "bam_segments",
+            "thompson-bam-segments",
+            "Beyond the paper: Thompson sampling with segment-tied BAM per arm (BOCD closes "
+            "segments; hazard 0.016).",
+            (("hazard", hyperparams.BANDIT_HAZARD),),
         ),
     ),
     "ucbam": build_ucbam,
@@ -358,10 +364,45 @@ AGENTS: dict[str, Callable[..., Any]] = {
     ),
     "mppi-gt": build_mppi_gt,
     "mppi-bam-segments": build_mppi_bam_segments,
-    "klucb": build_klucb,
-    "glr-klucb": build_glr_klucb,
-    "glr-klucb-global": build_glr_klucb_global,
-    "oracle-restart-klucb": build_oracle_restart_klucb,
+    **_entries(
+        Builder(_piecewise, "", "klucb", "klUCB (Garivier & Cappé 2011), Bernoulli arms."),
+        Builder(
+            _piecewise,
+            "",
+            "glr-klucb",
+            "GLR-klUCB, local restarts (Besson et al. 2019); needs horizon, n_breakpoints.",
+            (("local", True),),
+        ),
+        Builder(
+            _piecewise,
+            "",
+            "glr-klucb-global",
+            "GLR-klUCB, global restarts (Besson et al. 2019); needs horizon, n_breakpoints.",
+            (("local", False),),
+        ),
+        Builder(
+            _piecewise,
+            "",
+            "cusum-klucb",
+            "CUSUM-klUCB (Liu et al. 2018); needs horizon, n_breakpoints.",
+        ),
+        Builder(_piecewise, "", "m-klucb", "M-klUCB (Cao et al. 2019); needs horizon."),
+        Builder(
+            _piecewise,
+            "",
+            "oracle-restart-klucb",
+            "klUCB restarted at the true breakpoints; needs breakpoints (and means).",
+        ),
+        Builder(_piecewise, "", "d-klucb", "Discounted klUCB (gamma 0.95, as the benchmark)."),
+        Builder(
+            _piecewise,
+            "",
+            "sw-klucb",
+            "Sliding-window klUCB; needs horizon, n_breakpoints (or tau).",
+        ),
+        Builder(_piecewise, "", "dts", "Discounted Thompson sampling (gamma 0.95)."),
+        Builder(_piecewise, "", "exp3s", "Exp3.S; needs horizon, n_breakpoints."),
+    ),
 }
 
 

@@ -10,6 +10,8 @@ import numpy as np
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.agents import UCB, UCBAM, BeliefTracker, ThompsonSampling
+from bam_rl.agents.klucb import CUSUMKLUCB, GLRKLUCB, KLUCB, MonitoredKLUCB, OracleRestartKLUCB
+from bam_rl.agents.passive import DiscountedKLUCB, DiscountedThompson, Exp3S, SlidingWindowKLUCB
 from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, ExponentialForgetting, RecursiveBayes
 from bam_rl.families import BetaBinomial, NormalKnownVariance
 
@@ -88,6 +90,25 @@ for _rule in ("recursive", "forgetting", "bocd", "bam", "bam_bocd"):
         lambda k, seed, rule=_rule: ThompsonSampling.bernoulli(k, rule, seed=seed),
         (PIECEWISE_BERNOULLI,),
     )
+
+# the piecewise benchmark's Bernoulli agents (tuned for the 120-step episodes of the test envs)
+_TUNING = {"horizon": 120, "n_breakpoints": 2}
+_PIECEWISE_AGENTS: dict[str, AgentFactory] = {
+    "klucb": lambda k, seed: KLUCB(k, seed=seed),
+    "glr_klucb": lambda k, seed: GLRKLUCB(k, **_TUNING, seed=seed),
+    "glr_klucb_global": lambda k, seed: GLRKLUCB(k, **_TUNING, local=False, seed=seed),
+    "cusum_klucb": lambda k, seed: CUSUMKLUCB(k, **_TUNING, warmup=10, seed=seed),
+    "m_klucb": lambda k, seed: MonitoredKLUCB(k, horizon=120, seed=seed),
+    "oracle_klucb": lambda k, seed: OracleRestartKLUCB(k, breakpoints=[40, 80], seed=seed),
+    "d_klucb": lambda k, seed: DiscountedKLUCB(k, seed=seed),
+    "d_klucb_ref": lambda k, seed: DiscountedKLUCB(k, variant="smpybandits-0.9.7", seed=seed),
+    "sw_klucb": lambda k, seed: SlidingWindowKLUCB(k, **_TUNING, seed=seed),
+    "dts": lambda k, seed: DiscountedThompson(k, seed=seed),
+    "dts_ref": lambda k, seed: DiscountedThompson(k, variant="smpybandits-0.9.7", seed=seed),
+    "exp3s": lambda k, seed: Exp3S(k, **_TUNING, seed=seed),
+}
+for _name, _factory in _PIECEWISE_AGENTS.items():
+    BANDIT_AGENTS[_name] = (_factory, (PIECEWISE_BERNOULLI,))
 
 TRACKER_RULES = ("recursive", "forgetting", "bocd", "bam", "bam_reg", "bam_bocd")
 

@@ -264,10 +264,12 @@ def test_every_registered_agent_runs(name):
     elif name.startswith("mppi"):
         env_id = "bam_rl/GravityCartPoleEpisodic-v0"
         kwargs = {"horizon": 5, "n_samples": 4}  # a short planner: the test is the protocol
-    elif "klucb" in name:  # Bernoulli-KL indices need rewards in [0, 1]
+    elif "klucb" in name or name in ("dts", "exp3s"):  # rewards in [0, 1] (Bernoulli)
         env_id = "bam_rl/PiecewiseBandit-v0"
-        if name.startswith("glr"):
+        if name.startswith(("glr", "cusum", "sw", "exp3s")):
             kwargs = {"horizon": 20, "n_breakpoints": 1}
+        elif name.startswith("m-"):
+            kwargs = {"horizon": 20}
         elif name.startswith("oracle"):
             kwargs = {"breakpoints": [10]}
     else:

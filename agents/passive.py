@@ -1,0 +1,277 @@
+"""Passively adaptive bandits of the piecewise-stationary benchmark (beyond the paper).
+
+They forget at a fixed rate instead of detecting changes: Discounted klUCB (Garivier &
+Moulines, ALT 2011), Sliding-Window klUCB (the same paper), Discounted Thompson sampling (Raj &
+Kalyani, arXiv:1707.09727) and Exp3.S (Auer, Cesa-Bianchi, Freund & Schapire 2002). Tuned as
+Besson, Kaufmann, Maillard & Seznec's benchmark (arXiv:1902.01575) ran them, from SMPyBandits'
+``configuration_nonstationary.py`` and ``Policies/{DiscountedUCB,SlidingWindowUCB,
+DiscountedThompson,Exp3S}.py``; where that code departs from its paper the docstring says so.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .base import check_observation
+from .klucb import BernoulliBanditAgent, kernels, positive_int, tuning
+
+__all__ = ["VARIANTS", "DiscountedKLUCB", "DiscountedThompson", "Exp3S", "SlidingWindowKLUCB"]
+
+
+#: ``variant`` values: the paper's algorithm, or the reference code as the benchmark ran it.
+VARIANTS = ("paper", "smpybandits-0.9.7")
+
+
+def _variant(value: Any) -> str:
+    if value not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {value!r}")
+    return str(value)
+
+
+def _discount(name: str, value: Any) -> float:
+    gamma = float(value)
+    if not 0.0 < gamma < 1.0:
+        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
+    return gamma
+
+
+class DiscountedKLUCB(BernoulliBanditAgent):
+    """D-klUCB: klUCB on discounted counts ``N_k <- gamma N_k + 1{A=k}`` (and sums alike).
+
+    Index ``sup {q : kl(X_k / N_k, q) <= log(n_gamma) / N_k}`` with ``n_gamma = sum_k N_k``,
+    ``inf`` while ``N_k < 1``. The benchmark ran ``gamma = 0.95`` on every problem (its
+    ``GAMMAS``; the horizon-tuned ``1 - sqrt(Upsilon_T / T) / 4`` is commented out there), so
+    that is the default here; ``gamma="tuned"`` takes the tuned value from ``horizon`` and
+    ``n_breakpoints``.
+
+    ``variant="paper"`` (default) discounts every arm every step. ``"smpybandits-0.9.7"`` is
+    the reference code as the published table ran it: an arm's counts are discounted by
+    ``gamma^(1 + steps since its last pull)`` only when it is pulled, and its discounted pull
+    count is stored in an *integer* array (``np.zeros(nbArms, dtype=int)``, fixed upstream on
+    2019-12-23 in commit 266168e, "discounted_pulls is not int"), so ``gamma N + 1`` truncates
+    to 1 while the discounted reward sum grows: the "mean" exceeds 1 and the bisection returns
+    ``(mean + 1) / 2``. That bug is the published regret (see ``docs/piecewise.md``).
+
+    Raises:
+        ValueError: For a ``gamma`` outside (0, 1), ``"tuned"`` without its arguments, or an
+            unknown ``variant``.
+    """
+
+    def __init__(
+        self,
+        n_arms: int,
+        gamma: float | str = 0.95,
+        horizon: int | None = None,
+        n_breakpoints: int | None = None,
+        variant: str = "paper",
+        seed: int | None = None,
+    ):
+        super().__init__(n_arms, seed)
+        if gamma == "tuned":
+            horizon_, upsilon = tuning("d-klucb", horizon, n_breakpoints)
+            gamma = 1.0 - math.sqrt(upsilon / horizon_) / 4.0
+        self.gamma = _discount("gamma", gamma)
+        self.variant = _variant(variant)
+        self.pulls = np.zeros(self.n_arms)
+        self.sums = np.zeros(self.n_arms)
+        self.last_pull = np.zeros(self.n_arms)
+        self._index = np.zeros(self.n_arms)
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        super().reset(observation, info)
+        self.pulls[:] = 0.0
+        self.sums[:] = 0.0
+        self.last_pull[:] = 0.0
+
+    def act(self, observation: Any) -> int:
+        """The arm with the highest discounted index (``N_k < 1`` first; ties at random)."""
+        check_observation(observation)
+        pulls = np.where(self.pulls < 1.0, 0.0, self.pulls)
+        log_n = math.log(self.pulls.sum()) if self.t > 0 else 0.0
+        best, ties = kernels().klucb_indices(
+            self.sums, pulls, np.full(self.n_arms, log_n), self._index
+        )
+        if self.variant != "paper":  # a "mean" above 1: the reference's bisection never runs
+            with np.errstate(divide="ignore", invalid="ignore"):
+                over = (pulls >= 1.0) & (self.sums > pulls)
+                self._index[over] = 0.5 * (self.sums[over] / pulls[over] + 1.0)
+            best = int(np.argmax(self._index))
+            ties = int(np.count_nonzero(self._index == self._index[best]))
+        return self._argmax(self._index, best, ties)
+
+    def _learn(self, arm: int, reward: float) -> None:
+        if self.variant == "paper":
+            self.pulls *= self.gamma
+            self.sums *= self.gamma
+            self.pulls[arm] += 1.0
+            self.sums[arm] += reward
+            return
+        scale = self.gamma ** (self.t - self.last_pull[arm])  # gamma^(1 + idle steps)
+        self.pulls[arm] = math.floor(scale * self.pulls[arm] + 1.0)  # the integer array
+        self.sums[arm] = scale * self.sums[arm] + reward
+        self.last_pull[arm] = self.t
+
+
+class SlidingWindowKLUCB(BernoulliBanditAgent):
+    """SW-klUCB: klUCB on the pulls of the last ``tau`` steps.
+
+    ``tau = int(2 sqrt(T log(T) / Upsilon_T))`` (Garivier & Moulines' choice, as the benchmark);
+    index ``sup {q : kl(mean_k, q) <= log(min(t, tau)) / N_k}`` over the window, ``inf`` for an
+    arm absent from it.
+
+    Raises:
+        ValueError: If ``horizon`` or ``n_breakpoints`` is missing (and no ``tau`` is given).
+    """
+
+    def __init__(
+        self,
+        n_arms: int,
+        horizon: int | None = None,
+        n_breakpoints: int | None = None,
+        tau: int | None = None,
+        seed: int | None = None,
+    ):
+        super().__init__(n_arms, seed)
+        if tau is None:
+            horizon_, upsilon = tuning("sw-klucb", horizon, n_breakpoints)
+            tau = int(2 * math.sqrt(horizon_ * math.log(horizon_) / upsilon))
+        self.tau = positive_int("tau", tau)
+        self.arms = np.full(self.tau, -1, dtype=np.int64)
+        self.rewards = np.zeros(self.tau)
+        self.pulls = np.zeros(self.n_arms)
+        self.sums = np.zeros(self.n_arms)
+        self._index = np.zeros(self.n_arms)
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        super().reset(observation, info)
+        self.arms[:] = -1
+        self.pulls[:] = 0.0
+        self.sums[:] = 0.0
+
+    def act(self, observation: Any) -> int:
+        """The arm with the highest windowed index (arms absent from the window first)."""
+        check_observation(observation)
+        log_t = math.log(max(min(self.t, self.tau), 1))
+        best, ties = kernels().klucb_indices(
+            self.sums, self.pulls, np.full(self.n_arms, log_t), self._index
+        )
+        return self._argmax(self._index, best, ties)
+
+    def _learn(self, arm: int, reward: float) -> None:
+        slot = (self.t - 1) % self.tau
+        old = self.arms[slot]
+        if old >= 0:  # the step leaving the window
+            self.pulls[old] -= 1.0
+            self.sums[old] -= self.rewards[slot]
+            if self.pulls[old] == 0.0:
+                self.sums[old] = 0.0  # no rounding residue on an empty arm
+        self.arms[slot] = arm
+        self.rewards[slot] = reward
+        self.pulls[arm] += 1.0
+        self.sums[arm] += reward
+
+
+class DiscountedThompson(BernoulliBanditAgent):
+    """DTS: Thompson sampling from ``Beta(1 + S_k, 1 + F_k)`` with discounted counts.
+
+    ``variant="paper"`` (default, Raj & Kalyani's algorithm): every step every arm's counts
+    are multiplied by ``gamma`` and the pulled arm's success or failure count gains 1.
+    ``"smpybandits-0.9.7"`` is the reference code as the benchmark ran it (and still is):
+    ``DiscountedBayesianIndexPolicy.getReward`` discounts the *pulled* arm's posterior ``K-1``
+    more times and never the others, so the pulled arm's counts become
+    ``gamma^(K-1) (gamma N + e_reward)`` and the others stay. ``gamma = 0.95`` as the
+    benchmark.
+
+    Raises:
+        ValueError: For ``gamma`` outside (0, 1) or an unknown ``variant``.
+    """
+
+    def __init__(
+        self, n_arms: int, gamma: float = 0.95, variant: str = "paper", seed: int | None = None
+    ):
+        super().__init__(n_arms, seed)
+        self.gamma = _discount("gamma", gamma)
+        self.variant = _variant(variant)
+        self.successes = np.zeros(self.n_arms)
+        self.failures = np.zeros(self.n_arms)
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        super().reset(observation, info)
+        self.successes[:] = 0.0
+        self.failures[:] = 0.0
+
+    def act(self, observation: Any) -> int:
+        """The arm with the largest posterior draw."""
+        check_observation(observation)
+        return int(np.argmax(self.rng.beta(1.0 + self.successes, 1.0 + self.failures)))
+
+    def _learn(self, arm: int, reward: float) -> None:
+        if self.variant == "paper":
+            self.successes *= self.gamma
+            self.failures *= self.gamma
+            self.successes[arm] += reward
+            self.failures[arm] += 1.0 - reward
+            return
+        scale = self.gamma ** (self.n_arms - 1)
+        self.successes[arm] = scale * (self.gamma * self.successes[arm] + reward)
+        self.failures[arm] = scale * (self.gamma * self.failures[arm] + 1.0 - reward)
+
+
+class Exp3S(BernoulliBanditAgent):
+    """Exp3.S: exponential weights with a uniform share of every weight mixed back each step.
+
+    ``gamma = min(1, sqrt(K (Upsilon_T log(K T) + e) / ((e - 1) T)))``, ``alpha = 1/T`` (the
+    reference code's defaults from ``horizon`` and ``n_breakpoints``). Arm ``k`` is drawn with
+    probability ``p_k = (1 - gamma) w_k / sum(w) + gamma / K``; after reward ``r`` of arm
+    ``a``: ``w_a <- w_a exp(gamma r / (p_a K)) + e alpha / K sum(w)`` and
+    ``w_k <- w_k + e alpha / K sum(w)`` for the others. The weights are renormalised to sum 1
+    each step (the update is scale-free, so the probabilities are the same; it only keeps
+    ``exp`` from overflowing on long runs).
+
+    Raises:
+        ValueError: If ``horizon`` or ``n_breakpoints`` is missing or out of range.
+    """
+
+    def __init__(
+        self,
+        n_arms: int,
+        horizon: int | None = None,
+        n_breakpoints: int | None = None,
+        seed: int | None = None,
+    ):
+        horizon_, upsilon = tuning("exp3s", horizon, n_breakpoints)
+        super().__init__(n_arms, seed)
+        k, e = self.n_arms, math.e
+        self.gamma = min(
+            1.0, math.sqrt(k * (upsilon * math.log(k * horizon_) + e) / ((e - 1.0) * horizon_))
+        )
+        self.alpha = 1.0 / horizon_
+        self.weights = np.full(self.n_arms, 1.0 / self.n_arms)
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        super().reset(observation, info)
+        self.weights[:] = 1.0 / self.n_arms
+
+    def probabilities(self) -> np.ndarray:
+        """The arm probabilities ``p`` of the next draw."""
+        return (1.0 - self.gamma) * self.weights / self.weights.sum() + self.gamma / self.n_arms
+
+    def act(self, observation: Any) -> int:
+        """An arm drawn from :meth:`probabilities` (inverse CDF of one uniform)."""
+        check_observation(observation)
+        cdf = np.cumsum(self.probabilities())
+        return int(
+            min(np.searchsorted(cdf, self.rng.random() * cdf[-1], side="right"), self.n_arms - 1)
+        )
+
+    def _learn(self, arm: int, reward: float) -> None:
+        p = self.probabilities()[arm]
+        total = self.weights.sum()
+        share = math.e * self.alpha / self.n_arms * total
+        grown = self.weights[arm] * math.exp(self.gamma * reward / (p * self.n_arms))
+        self.weights += share
+        self.weights[arm] = grown + share
+        self.weights /= self.weights.sum()

@@ -1,0 +1,98 @@
+"""The piecewise-bandit reproduction: cells, resumption, summary and claims (small runs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bam_rl.harness.experiments import piecewise
+from bam_rl.harness.experiments.piecewise import (
+    agent_kwargs,
+    claims,
+    piecewise_experiment,
+    run_cell,
+    runs_for,
+    summarize,
+)
+
+
+def test_runs_per_cell() -> None:
+    assert runs_for(1, "glr-klucb", 100) == 100
+    assert runs_for("random", "glr-klucb", 100) == piecewise.RANDOM_RUNS
+    assert runs_for(2, "thompson-bocd", 100) == piecewise.BAM_RUNS
+    assert runs_for(3, "ucbam", 100) == piecewise.SLOW_BAM_RUNS
+    assert runs_for("random", "thompson-bam", 100) == 0
+    assert runs_for(1, "ucbam", 3) == 3
+
+
+def test_tuning_inputs_come_from_the_problem() -> None:
+    import gymnasium as gym
+
+    env = gym.make("bam_rl/PiecewiseBandit-v0", problem=1, max_steps=5000).unwrapped
+    assert agent_kwargs("glr-klucb", env) == {"horizon": 5000, "n_breakpoints": 4}
+    assert agent_kwargs("m-klucb", env) == {"horizon": 5000}
+    assert agent_kwargs("thompson-bocd", env) == {"hazard": 4 / 5000}
+    oracle = agent_kwargs("oracle-restart-klucb", env)
+    assert oracle["breakpoints"] == [1000, 2000, 3000, 4000] and oracle["means"].shape == (5, 3)
+    assert agent_kwargs("dts-ref", env) == {"variant": "smpybandits-0.9.7"}
+
+
+def test_cells_are_reproducible_and_share_streams() -> None:
+    first = run_cell(1, "klucb", 2)
+    np.testing.assert_array_equal(
+        first["cumulative_regret"], run_cell(1, "klucb", 2)["cumulative_regret"]
+    )
+    assert set(first["run"]) == {0, 1} and first["step"].max() == 5000
+    assert (first.groupby("run")["cumulative_regret"].diff().dropna() >= -1e-9).all()
+    # the oracle on the same streams does far better than klUCB (Problem 1's changes)
+    oracle = run_cell(1, "oracle-restart-klucb", 2)
+    assert oracle["cumulative_regret"].iloc[-1] < first["cumulative_regret"].iloc[-1]
+
+
+def test_experiment_resumes_from_its_cells(tmp_path) -> None:
+    frame = piecewise_experiment(tmp_path, (1,), ("klucb",), runs=2, progress=False)
+    files = list(tmp_path.glob("p1__klucb__*.csv"))
+    assert len(files) == 1
+    stamp = files[0].stat().st_mtime_ns
+    again = piecewise_experiment(tmp_path, (1,), ("klucb",), runs=2, progress=False)
+    assert files[0].stat().st_mtime_ns == stamp  # loaded, not recomputed
+    pd.testing.assert_frame_equal(frame, again, check_dtype=False)
+    with pytest.raises(ValueError, match="method"):
+        piecewise_experiment(tmp_path, (1,), ("nope",), runs=2, progress=False)
+    with pytest.raises(ValueError, match="problem"):
+        piecewise_experiment(tmp_path, (7,), ("klucb",), runs=2, progress=False)
+
+
+def _frame(problem: str, method: str, finals: list[float]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "problem": problem,
+            "method": method,
+            "run": range(len(finals)),
+            "step": 5000,
+            "cumulative_regret": finals,
+            "agent_seconds": 0.05,
+            "horizon": 5000,
+        }
+    )
+
+
+def test_summary_bounds_and_claims(tmp_path) -> None:
+    frame = pd.concat(
+        [
+            _frame("1", "glr-klucb", [70.0, 80.0, 75.0, 71.0]),  # published 74: within
+            _frame("1", "d-klucb", [500.0, 510.0, 490.0, 505.0]),  # published 1456: outside
+            _frame("1", "thompson-bocd", [30.0, 40.0, 35.0, 36.0]),
+        ]
+    )
+    summary = summarize(frame)
+    rows = summary.set_index("method")
+    assert bool(rows.loc["glr-klucb", "within"]) and not bool(rows.loc["d-klucb", "within"])
+    assert pd.isna(rows.loc["thompson-bocd", "within"])
+    assert rows.loc["glr-klucb", "us_per_step"] == pytest.approx(1e6 * 0.05 / 5000)
+    summary.to_csv(tmp_path / "piecewise_summary.csv", index=False)
+    table = claims(tmp_path)
+    assert table[0]["holds"] == "partly" and "d-klucb 501 vs 1456" in table[0]["measured"]
+    assert table[1]["holds"] == "yes" and "thompson-bocd 35 vs GLR 74" in table[1]["measured"]
+    assert all(row["holds"] == "not run" for row in claims(None))
