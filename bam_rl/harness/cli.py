@@ -434,7 +434,7 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
 
     import pandas as pd
 
-    from bam_rl.harness.experiments import REPRODUCTIONS, get_reproduction
+    from bam_rl.harness.experiments import REPRODUCTIONS, get_reproduction, takes_backend
     from bam_rl.harness.report import build_report, write_timing
 
     names = REPRODUCTIONS if args.experiment == "all" else (args.experiment,)
@@ -462,7 +462,7 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         extra: dict[str, Any] = {}
         if name == "mnist":
             extra = {"data": args.data, "side": args.side, "download": args.download}
-        elif name.startswith("cartpole") or name == "bandits":
+        elif takes_backend(name):
             extra = {"backend": args.backend}
         summary = get_reproduction(name)(
             out,
@@ -549,13 +549,15 @@ def _reproduce_command(name: str, args: argparse.Namespace) -> str:
     """The ``bam-rl reproduce`` command that reruns experiment ``name`` as ``args`` ran it."""
     import shlex
 
+    from bam_rl.harness.experiments import takes_backend
+
     words = ["bam-rl", "reproduce", name]
     if args.quick:
         words.append("--quick")
     for option, value in (
         ("--seeds", args.seeds),
         ("--jobs", args.jobs),
-        ("--backend", args.backend if name.startswith("cartpole") or name == "bandits" else None),
+        ("--backend", args.backend if takes_backend(name) else None),
         ("--data", args.data if name == "mnist" else None),
         ("--side", args.side if name == "mnist" else None),
     ):

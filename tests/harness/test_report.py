@@ -19,7 +19,9 @@ import pytest
 from bam_rl.harness.experiments import REPRODUCTIONS, get_claims
 from bam_rl.harness.experiments import bandits as bandits_module
 from bam_rl.harness.experiments import cartpole as cartpole_module
+from bam_rl.harness.experiments import cartpole_readout as cartpole_readout_module
 from bam_rl.harness.experiments import mnist as mnist_module
+from bam_rl.harness.experiments import piecewise as piecewise_module
 from bam_rl.harness.experiments import tracking as tracking_module
 
 #: Claims of §4 per experiment: the report must have exactly these rows.
@@ -29,6 +31,8 @@ CLAIM_COUNTS = {
     "cartpole-continual": len(cartpole_module.CLAIMS["continual"]),
     "bandits": len(bandits_module.CLAIMS),
     "mnist": len(mnist_module.CLAIMS),
+    "cartpole-readout": len(cartpole_readout_module.CLAIMS),
+    "piecewise-bandits": len(piecewise_module.CLAIMS),
 }
 
 
