@@ -34,6 +34,7 @@ import pandas as pd
 
 from bam_rl.harness import naming
 from bam_rl.harness.files import write_frame
+from bam_rl.harness.registry import SEGMENT_READOUT_AFTER_STEPS
 from bam_rl.harness.plotting import (
     add_caption,
     band_note,
@@ -49,6 +50,8 @@ from bam_rl.harness.plotting import (
 #: The learned models' planning dtype, named in every run's options so that a run's file key
 #: (a digest of its options) changes with it and a resumed sweep never mixes dtypes.
 PLANNING = {"planning_dtype": "float32"}
+#: segment BAM's in-trial readout steps (its registered default; issue 22's sweep)
+SEGMENT_STEPS = SEGMENT_READOUT_AFTER_STEPS
 #: Settings: the environment id and the methods, ``label -> (agent name, agent kwargs)``.
 SETTINGS: dict[str, dict[str, Any]] = {
     "episodic": {
@@ -60,7 +63,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
             # beyond the paper: readout tied within segments, read out in the first trial
             "bam_segments": (
                 "mppi-bam-segments",
-                {"announced": True, "readout_after_steps": 10, **PLANNING},
+                {"announced": True, "readout_after_steps": SEGMENT_STEPS, **PLANNING},
             ),
         },
     },
@@ -71,10 +74,10 @@ SETTINGS: dict[str, dict[str, Any]] = {
             "bam_bocd": ("mppi-bam-bocd", {**PLANNING}),
             "bocd": ("mppi-bocd", {**PLANNING}),
             # beyond the paper: BOCD over trials closes segments; readout over whole segments
-            # against the first 10 steps of the trial at which a change is detected
+            # against the first 5 steps of the trial at which a change is detected
             "bam_segments": (
                 "mppi-bam-segments",
-                {"announced": False, "readout_after_steps": 10, **PLANNING},
+                {"announced": False, "readout_after_steps": SEGMENT_STEPS, **PLANNING},
             ),
         },
     },
