@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .base import check_observation
-from .klucb import BernoulliBanditAgent, kernels, positive_int, tuning
+from .klucb import KLUCB, BernoulliBanditAgent, kernels, positive_int, tuning
 
 __all__ = ["VARIANTS", "DiscountedKLUCB", "DiscountedThompson", "Exp3S", "SlidingWindowKLUCB"]
 
@@ -38,7 +38,7 @@ def _discount(name: str, value: Any) -> float:
     return gamma
 
 
-class DiscountedKLUCB(BernoulliBanditAgent):
+class DiscountedKLUCB(KLUCB):
     """D-klUCB: klUCB on discounted counts ``N_k <- gamma N_k + 1{A=k}`` (and sums alike).
 
     Index ``sup {q : kl(X_k / N_k, q) <= log(n_gamma) / N_k}`` with ``n_gamma = sum_k N_k``,
@@ -75,31 +75,33 @@ class DiscountedKLUCB(BernoulliBanditAgent):
             gamma = 1.0 - math.sqrt(upsilon / horizon_) / 4.0
         self.gamma = _discount("gamma", gamma)
         self.variant = _variant(variant)
-        self.pulls = np.zeros(self.n_arms)
-        self.sums = np.zeros(self.n_arms)
         self.last_pull = np.zeros(self.n_arms)
-        self._index = np.zeros(self.n_arms)
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         super().reset(observation, info)
-        self.pulls[:] = 0.0
-        self.sums[:] = 0.0
         self.last_pull[:] = 0.0
 
-    def act(self, observation: Any) -> int:
-        """The arm with the highest discounted index (``N_k < 1`` first; ties at random)."""
-        check_observation(observation)
+    def _fill_indices(self) -> tuple[int, int]:
+        """Every arm's discounted index into ``_index`` (``inf`` while ``N_k < 1``); returns
+        (first best arm, number of ties)."""
         pulls = np.where(self.pulls < 1.0, 0.0, self.pulls)
-        log_n = math.log(self.pulls.sum()) if self.t > 0 else 0.0
-        best, ties = kernels().klucb_indices(
-            self.sums, pulls, np.full(self.n_arms, log_n), self._index
-        )
+        self._log_t.fill(math.log(self.pulls.sum()) if self.t > 0 else 0.0)
+        best, ties = kernels().klucb_indices(self.sums, pulls, self._log_t, self._index)
         if self.variant != "paper":  # a "mean" above 1: the reference's bisection never runs
             with np.errstate(divide="ignore", invalid="ignore"):
                 over = (pulls >= 1.0) & (self.sums > pulls)
                 self._index[over] = 0.5 * (self.sums[over] / pulls[over] + 1.0)
             best = int(np.argmax(self._index))
             ties = int(np.count_nonzero(self._index == self._index[best]))
+        return best, ties
+
+    def indices(self) -> np.ndarray:
+        """Every arm's discounted index (``inf`` while ``N_k < 1``)."""
+        self._fill_indices()
+        return self._index.copy()
+
+    def _best_index(self) -> int:
+        best, ties = self._fill_indices()
         return self._argmax(self._index, best, ties)
 
     def _learn(self, arm: int, reward: float) -> None:
@@ -115,7 +117,7 @@ class DiscountedKLUCB(BernoulliBanditAgent):
         self.last_pull[arm] = self.t
 
 
-class SlidingWindowKLUCB(BernoulliBanditAgent):
+class SlidingWindowKLUCB(KLUCB):
     """SW-klUCB: klUCB on the pulls of the last ``tau`` steps.
 
     ``tau = int(2 sqrt(T log(T) / Upsilon_T))`` (Garivier & Moulines' choice, as the benchmark);
@@ -141,24 +143,15 @@ class SlidingWindowKLUCB(BernoulliBanditAgent):
         self.tau = positive_int("tau", tau)
         self.arms = np.full(self.tau, -1, dtype=np.int64)
         self.rewards = np.zeros(self.tau)
-        self.pulls = np.zeros(self.n_arms)
-        self.sums = np.zeros(self.n_arms)
-        self._index = np.zeros(self.n_arms)
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         super().reset(observation, info)
         self.arms[:] = -1
-        self.pulls[:] = 0.0
-        self.sums[:] = 0.0
 
-    def act(self, observation: Any) -> int:
-        """The arm with the highest windowed index (arms absent from the window first)."""
-        check_observation(observation)
-        log_t = math.log(max(min(self.t, self.tau), 1))
-        best, ties = kernels().klucb_indices(
-            self.sums, self.pulls, np.full(self.n_arms, log_t), self._index
-        )
-        return self._argmax(self._index, best, ties)
+    def _log_times(self) -> np.ndarray:
+        """``log min(t, tau)`` for every arm (the index of the windowed counts)."""
+        self._log_t.fill(math.log(max(min(self.t, self.tau), 1)))
+        return self._log_t
 
     def _learn(self, arm: int, reward: float) -> None:
         slot = (self.t - 1) % self.tau

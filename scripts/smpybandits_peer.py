@@ -101,7 +101,9 @@ def ours(path: str, names: list[str]) -> None:
             warm.observe(warm.act(0), 1.0, 0, False, False, {})
         regrets, spent = [], 0.0
         for run, u in enumerate(uniforms):
-            agent = make_agent(name, env, seed=run, **kwargs.get(name, {}))
+            # not ``run``: the environment's generator is seeded with it, and an agent drawing
+            # the same uniforms as the rewards would be correlated with them
+            agent = make_agent(name, env, seed=1_000_003 + run, **kwargs.get(name, {}))
 
             def learn(arm: int, reward: float, agent=agent) -> None:
                 agent.observe(arm, reward, 0, False, False, {})

@@ -34,7 +34,6 @@ import pandas as pd
 
 from bam_rl.harness import naming
 from bam_rl.harness.files import write_frame
-from bam_rl.harness.registry import SEGMENT_READOUT_AFTER_STEPS
 from bam_rl.harness.plotting import (
     add_caption,
     band_note,
@@ -46,6 +45,7 @@ from bam_rl.harness.plotting import (
     save_figure,
     smoke_test,
 )
+from bam_rl.harness.registry import SEGMENT_READOUT_AFTER_STEPS
 
 #: The learned models' planning dtype, named in every run's options so that a run's file key
 #: (a digest of its options) changes with it and a resumed sweep never mixes dtypes.
