@@ -18,9 +18,11 @@ The reward of a trial is the **mean** of the per-step reward ``cos(angle)`` over
 (1 is the pole upright throughout; a perfect swing-up that holds scores about 0.8–0.9 because
 the first ~40 steps swing the pole up from hanging).
 
-Outputs in ``out/<setting>/``: ``steps.csv`` (one row per step), ``trials.csv`` (one row per
-trial and run), ``summary.csv`` (the claims of the paper, measured), ``cartpole_<setting>.png``
-and the per-run files of the resumable sweep under ``runs/``.
+Outputs in ``out/<setting>/``: ``segments.txt`` (segment BAM's numbers, beyond the paper:
+:mod:`~bam_rl.harness.experiments.cartpole_segments`), ``steps.csv`` (one row per step),
+``trials.csv`` (one row per trial and run), ``summary.csv`` (the claims of the paper,
+measured), ``cartpole_<setting>.png`` and the per-run files of the resumable sweep under
+``runs/``.
 """
 
 from __future__ import annotations
@@ -287,6 +289,7 @@ def run_setting(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Runs one setting (resumable under ``out/runs``); returns (per-trial rows, summary)."""
     from bam_rl.harness import run_many
+    from bam_rl.harness.experiments.cartpole_segments import write_report
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -312,6 +315,7 @@ def run_setting(
     ]
     write_frame(steps[columns], out / "steps.csv")
     write_frame(trials, out / "trials.csv")
+    write_report(setting, trials, steps, out)  # beyond the paper: segment BAM's numbers
     with smoke_test(quick):
         summary = mark_smoke_test(summary)
         write_frame(summary, out / "summary.csv")

@@ -336,7 +336,7 @@ def plot_piecewise(frame: pd.DataFrame, path: str | Path | None = None) -> Any:
     import matplotlib
 
     # 17 methods: tab20's strong shades for the comparison's main lines, its light ones after
-    palette = matplotlib.colormaps["tab20"].colors
+    palette = matplotlib.colormaps["tab20"](np.arange(20))  # its 20 colours, in order
     main = [m for m in _MAIN_LINES if m in METHODS]
     rest = [m for m in METHODS if m not in main]
     colors = {m: palette[2 * i] for i, m in enumerate(main)}

@@ -1,0 +1,237 @@
+"""Segment BAM on the cart-pole (beyond the paper): the numbers issue 22 asks for.
+
+From the per-trial rows of ``bam-rl reproduce cartpole-episodic`` / ``cartpole-continual``
+(and the runs' per-step ``belief_*`` columns), against the GT MPC reference of the same seed:
+
+* episodic: the first and the second trial of each revisit (ratio to GT MPC; pairs at ≥ 0.7
+  and within 10 %), trials until 90 % of GT MPC on first visits beside recursive Bayes', and
+  the fraction of picked segments of the revisited gravity;
+* continual: the trials after the return to 9.81 m/s² until a run reaches 90 % of GT MPC at
+  9.81 (the episodic GT's median over seeds at 9.81; the continual setting runs no GT).
+
+The reproductions write these lines to ``segments.txt`` (:func:`write_report`);
+``scripts/segment_acceptance.py`` prints them for given folders and runs the sweep of
+``readout_after_steps`` (:data:`SWEEP`, :func:`run_sweep`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bam_rl._io import atomic_path
+from bam_rl.harness.files import write_frame
+
+#: Sweep variants: label -> readout_after_steps (``None``: tied readout after trial 1 only);
+#: the default, (5, 10, 25), is the reproductions' ``bam_segments``.
+SWEEP = {
+    "seg_after_trial": None,
+    "seg_k5": 5,
+    "seg_k10": 10,
+    "seg_k25": 25,
+    "seg_k10_50": (10, 50),
+    "seg_k5_15": (5, 15),
+}
+FIRST_TRIAL_RATIO = 0.7
+WITHIN = 0.9
+
+
+def run_sweep(out: Path, seeds: int, jobs: int) -> pd.DataFrame:
+    """Runs the sweep variants on the episodic schedule; returns their per-trial rows."""
+    from bam_rl.harness import make_grid, run_many
+    from bam_rl.harness.experiments import cartpole
+
+    methods = {
+        label: (
+            "mppi-bam-segments",
+            {"announced": True, "readout_after_steps": k, **cartpole.PLANNING},
+        )
+        for label, k in SWEEP.items()
+    }
+    spec = cartpole.SETTINGS["episodic"]
+    gravities = cartpole.schedule("episodic")
+    grid = make_grid(
+        methods, {"episodic": (spec["env_id"], {})}, seeds=seeds, n_episodes=len(gravities)
+    )
+    backend = "serial" if jobs == 1 else "loky"
+    steps = run_many(grid, backend=backend, n_jobs=jobs, out_dir=out / "runs", progress=False)
+    trials = cartpole.per_trial(steps, gravities)
+    for column in ("belief_in_trial_readout_same_gravity",):
+        if column in steps:
+            last = steps.groupby(["method", "seed_index", "episode"])[column].last()
+            trials[column.removeprefix("belief_")] = last.to_numpy()
+    write_frame(trials, out / "trials.csv")
+    return trials
+
+
+def runs_trials(folder: Path, label: str) -> pd.DataFrame:
+    """Per-trial rows of one method from the run files found so far (a sweep under way)."""
+    frames = []
+    for path in sorted((folder / "runs").glob(f"{label}__*.parquet")):
+        frame = pd.read_parquet(path)
+        rows = frame.groupby(["seed_index", "episode"]).agg(
+            reward=("reward", "mean"), gravity=("gravity", "first")
+        )
+        frames.append(rows.reset_index().rename(columns={"episode": "trial"}))
+    trials = pd.concat(frames) if frames else pd.DataFrame()
+    trials["method"] = label
+    return trials
+
+
+def runs_picks(folder: Path, label: str) -> pd.DataFrame:
+    """Per (seed, trial) pick fractions of a segment method, from its run files."""
+    frames = []
+    for path in sorted((folder / "runs").glob(f"{label}__*.parquet")):
+        frame = pd.read_parquet(path)
+        frames.append(
+            frame.groupby(["seed_index", "episode"])[
+                ["belief_readout_same_gravity", "belief_in_trial_readout_same_gravity"]
+            ]
+            .last()
+            .reset_index()
+            .rename(columns={"episode": "trial"})
+        )
+    return pd.concat(frames) if frames else pd.DataFrame()
+
+
+def episodic_lines(
+    trials: pd.DataFrame, methods: list[str], picks: pd.DataFrame | None
+) -> list[str]:
+    """The first and second trial of each revisit against GT MPC, first visits against
+    recursive Bayes, and the readouts' picks on revisits, one line each."""
+    from bam_rl.harness.experiments import cartpole
+
+    lines: list[str] = []
+    gravity = trials.groupby("trial")["gravity"].first().to_numpy()
+    starts = cartpole.episode_starts(gravity)
+    gt = trials[trials["method"] == "gt"].set_index(["seed_index", "trial"])["reward"]
+    seen: set[float] = set()
+    revisits: list[int] = []
+    firsts: list[int] = []
+    for start in starts:
+        (revisits if gravity[start] in seen else firsts).append(int(start))
+        seen.add(float(gravity[start]))
+    reward = trials.set_index(["method", "seed_index", "trial"])["reward"]
+    seeds = sorted(trials["seed_index"].unique())
+    lines.append(f"revisit starts {revisits}; first visits {firsts}; seeds {seeds}")
+    for method in methods:
+        if method not in set(trials["method"]):
+            continue
+        r1, r2 = [], []
+        for seed in seeds:
+            for start in revisits:
+                reference = gt[(seed, start)]
+                r1.append(reward[(method, seed, start)] / reference)
+                r2.append(reward[(method, seed, start + 1)] / reference)
+        r1a, r2a = np.array(r1), np.array(r2)
+        lines.append(
+            f"{method:16s} revisit trial 1: >= {FIRST_TRIAL_RATIO} x GT in "
+            f"{(r1a >= FIRST_TRIAL_RATIO).sum()}/{r1a.size}, median ratio {np.median(r1a):.2f} "
+            f"[{' '.join(f'{v:.2f}' for v in r1a)}]"
+        )
+        lines.append(
+            f"{'':16s} revisit trial 2: within 10 % of GT in {(r2a >= WITHIN).sum()}/{r2a.size}, "
+            f"median ratio {np.median(r2a):.2f} [{' '.join(f'{v:.2f}' for v in r2a)}]"
+        )
+        # first visits: trials until the median over seeds reaches 90 % of GT's median
+        medians = trials[trials["method"] == method].groupby("trial")["reward"].median()
+        gt_median = trials[trials["method"] == "gt"].groupby("trial")["reward"].median()
+        stops = list(starts[1:]) + [len(gravity)]
+        recovery = []
+        for start in firsts:
+            stop = stops[list(starts).index(start)]
+            target = gt_median[start] - 0.1 * abs(gt_median[start])
+            hits = np.flatnonzero(medians.iloc[start:stop].to_numpy() >= target)
+            recovery.append(int(hits[0]) + 1 if hits.size else stop - start + 1)
+        lines.append(
+            f"{'':16s} first visits (g = {', '.join(f'{gravity[s]:g}' for s in firsts)}): trials "
+            f"until 90 % of GT MPC (median curve) {recovery}"
+        )
+    if picks is not None and len(picks):
+        for column, trial_offset in (
+            ("belief_in_trial_readout_same_gravity", 0),
+            ("belief_readout_same_gravity", 0),
+        ):
+            rows = picks[picks["trial"].isin([s + trial_offset for s in revisits])]
+            values = rows[column].to_numpy(dtype=float)
+            lines.append(
+                f"picks on revisits, {column.removeprefix('belief_')}: mean "
+                f"{np.nanmean(values):.2f} over {np.isfinite(values).sum()} readouts "
+                f"[{' '.join(f'{v:.2f}' for v in values)}]"
+            )
+    return lines
+
+
+def continual_lines(trials: pd.DataFrame, gt_981: float) -> list[str]:
+    """Trials after the return to 9.81 m/s² until 90 % of ``gt_981`` (GT MPC's median reward
+    at 9.81 in the episodic run), per method and seed, one line each."""
+    from bam_rl.harness.experiments import cartpole
+
+    lines: list[str] = []
+    gravity = trials.groupby("trial")["gravity"].first().to_numpy()
+    starts = cartpole.episode_starts(gravity)
+    back = [int(s) for s in starts[1:] if gravity[s] == 9.81]
+    target = gt_981 - 0.1 * abs(gt_981)
+    lines.append(f"continual: return to 9.81 at trial {back}; target 90 % of GT MPC = {target:.3f}")
+    for method, runs in trials.groupby("method"):
+        per_seed = []
+        for _, run in runs.groupby("seed_index"):
+            curve = run.set_index("trial")["reward"].sort_index().to_numpy()
+            for start in back:
+                stop = next((int(s) for s in starts if s > start), len(curve))
+                hits = np.flatnonzero(curve[start:stop] >= target)
+                per_seed.append(int(hits[0]) + 1 if hits.size else stop - start + 1)
+        median_curve = runs.groupby("trial")["reward"].median().to_numpy()
+        hits = np.flatnonzero(median_curve[back[0] :] >= target)
+        lines.append(
+            f"{method:14s} trials after the change until 90 % of GT: per seed {per_seed}, "
+            f"median {np.median(per_seed):.0f}; median curve "
+            f"{int(hits[0]) + 1 if hits.size else 'never'}"
+        )
+    return lines
+
+
+#: Methods of the episodic report: the paper's BAM, recursive Bayes, segment BAM.
+EPISODIC_METHODS = ["bam", "recursive", "bam_segments"]
+_PICKS = ["belief_readout_same_gravity", "belief_in_trial_readout_same_gravity"]
+
+
+def step_picks(steps: pd.DataFrame, method: str = "bam_segments") -> pd.DataFrame | None:
+    """Per (seed, trial) pick fractions of ``method`` from a sweep's step rows (``None`` if the
+    rows have no pick columns)."""
+    rows = steps[steps["method"] == method]
+    if rows.empty or not set(_PICKS) <= set(rows.columns):
+        return None
+    last = rows.groupby(["seed_index", "episode"])[_PICKS].last().reset_index()
+    return last.rename(columns={"episode": "trial"})
+
+
+def gt_at_981(episodic_trials: pd.DataFrame) -> float:
+    """GT MPC's reward at 9.81 m/s² in the episodic run: the mean over its 9.81 trials of the
+    median over seeds."""
+    gt = episodic_trials[episodic_trials["method"] == "gt"]
+    return float(gt[gt["gravity"] == 9.81].groupby("trial")["reward"].median().mean())
+
+
+def write_report(
+    setting: str, trials: pd.DataFrame, steps: pd.DataFrame, out: Path
+) -> list[str] | None:
+    """Writes ``out/segments.txt`` for a run with segment BAM (``None`` without it). The
+    continual report needs the episodic run's GT MPC: ``out/../cartpole-episodic/trials.csv``
+    (the layout of ``bam-rl reproduce all``)."""
+    if "bam_segments" not in set(trials["method"]):
+        return None
+    if setting == "episodic":
+        methods = [m for m in EPISODIC_METHODS if m in set(trials["method"])]
+        lines = episodic_lines(trials, methods, step_picks(steps))
+    else:
+        episodic = out.parent / "cartpole-episodic" / "trials.csv"
+        if episodic.exists():
+            lines = continual_lines(trials, gt_at_981(pd.read_csv(episodic)))
+        else:
+            lines = [f"continual: needs the episodic run's GT MPC in {episodic} (none there)"]
+    with atomic_path(out / "segments.txt") as temporary:
+        temporary.write_text("\n".join(lines) + "\n")
+    return lines

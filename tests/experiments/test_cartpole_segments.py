@@ -1,0 +1,58 @@
+"""Segment BAM's report (beyond the paper) from the cart-pole reproductions (quick runs)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from bam_rl.harness.experiments import cartpole, cartpole_segments
+
+
+@pytest.fixture(scope="module")
+def quick_runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cartpole")
+    cartpole.reproduce_episodic(root / "cartpole-episodic", quick=True, progress=False)
+    cartpole.reproduce_continual(root / "cartpole-continual", quick=True, progress=False)
+    return root
+
+
+def test_reproductions_write_the_segment_report(quick_runs):
+    episodic = (quick_runs / "cartpole-episodic" / "segments.txt").read_text().splitlines()
+    assert episodic[0].startswith("revisit starts [")
+    assert any(
+        line.startswith("bam_segments     revisit trial 1: >= 0.7 x GT in") for line in episodic
+    )
+    assert any(line.startswith("picks on revisits, readout_same_gravity") for line in episodic)
+    continual = (quick_runs / "cartpole-continual" / "segments.txt").read_text().splitlines()
+    assert continual[0].startswith("continual: return to 9.81 at trial")  # the sibling's GT
+    assert any(line.startswith("bam_segments") for line in continual)
+
+
+def test_picks_from_steps_equal_picks_from_run_files(quick_runs):
+    folder = quick_runs / "cartpole-episodic"
+    steps = pd.concat(pd.read_parquet(p) for p in sorted((folder / "runs").glob("*.parquet")))
+    from_steps = cartpole_segments.step_picks(steps).sort_values(["seed_index", "trial"])
+    from_files = cartpole_segments.runs_picks(folder, "bam_segments")
+    pd.testing.assert_frame_equal(
+        from_steps.reset_index(drop=True), from_files.reset_index(drop=True), check_dtype=False
+    )
+
+
+def test_continual_report_says_what_it_misses(tmp_path):
+    trials = pd.DataFrame(
+        {
+            "method": ["bam_segments"],
+            "trial": [0],
+            "reward": [0.1],
+            "gravity": [9.81],
+            "seed_index": [0],
+        }
+    )
+    lines = cartpole_segments.write_report("continual", trials, pd.DataFrame(), tmp_path)
+    assert lines is not None and "needs the episodic run's GT MPC" in lines[0]
+    assert (
+        cartpole_segments.write_report(
+            "continual", trials.assign(method="bam"), pd.DataFrame(), tmp_path
+        )
+        is None
+    )
