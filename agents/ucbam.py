@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from bam_rl import hyperparams
-from bam_rl.beliefs import warn_if_unbounded_growth
+from bam_rl.beliefs import SegmentBAM, warn_if_unbounded_growth
 from bam_rl.checks import check_finite_scalar, check_size
 from bam_rl.families import ConjugateFamily, NaturalParams
 from bam_rl.memory import Memory
@@ -28,7 +28,7 @@ from .arms import (
 )
 from .base import BanditAgent, Transition, check_observation
 
-__all__ = ["UCBAM"]
+__all__ = ["UCBAM", "SegmentUCBAM"]
 
 
 # ------------------------------------------------------------------------------ UCBAM
@@ -203,3 +203,74 @@ class UCBAM(BanditAgent):
     def __repr__(self) -> str:
         bound = "" if self.capacity is None else f", capacity={self.capacity}"
         return f"UCBAM(n_arms={self.n_arms}, model={self.model!r}, lam={self.lam:g}{bound})"
+
+
+class SegmentUCBAM(UCBAM):
+    """Beyond the paper: UCBAM whose arm beliefs come from segment-tied BAM.
+
+    Algorithm 3 with its third step replaced: instead of a readout over the arm's past rewards
+    for every new reward, each arm keeps a :class:`~bam_rl.beliefs.SegmentBAM` rule whose BOCD
+    over that arm's rewards (``hazard``) closes segments; at a detected change it reads out over
+    the arm's closed segments (a whole earlier stretch of the arm at once), and between changes
+    it updates recursively. The ``known`` test, the Thompson/UCB choice and the UCB statistics
+    are UCBAM's. ``reset`` announces a change to every arm's rule (its closed segments stay).
+
+    Args:
+        n_arms: Number of arms.
+        model: The reward model (``BetaBinomial`` for Bernoulli arms, ``NormalKnownVariance``
+            for Gaussian ones).
+        hazard: BOCD's hazard over each arm's rewards, in (0, 1).
+        seed: Seed of :attr:`rng`.
+        capacity: Bound on each arm's closed segments (``None``: all).
+    """
+
+    def __init__(
+        self,
+        n_arms: int,
+        model: ConjugateFamily,
+        hazard: float = hyperparams.BANDIT_HAZARD,
+        seed: int | None = None,
+        capacity: int | None = None,
+    ):
+        super().__init__(n_arms, model, lam=0.0, seed=seed)
+        self.hazard = check_finite_scalar("hazard", hazard)
+        self.rules = [
+            SegmentBAM(model, hazard=self.hazard, capacity=capacity) for _ in range(self.n_arms)
+        ]
+
+    def reset(self, observation: Any, info: dict[str, Any]) -> None:
+        """Starts an episode: UCBAM's reset, and a change announced to every arm's rule."""
+        super().reset(observation, info)
+        for rule in self.rules:
+            rule.reset()
+
+    def _observe(self, step: Transition) -> None:
+        """The ``known`` test, then the pulled arm's segment rule takes the reward."""
+        arm, reward = step.action, step.reward
+        s_v = reward_statistics(self.model, reward)
+        model = self.model
+        belief = self.beliefs[arm]
+        self.known = not (model.log_marginal(model.prior, s_v) >= model.log_marginal(belief, s_v))
+        rule = self.rules[arm]
+        rule.update(s_v)
+        self.beliefs[arm] = rule.belief
+        readout = rule.last_readout
+        self.last_readout_size = 0 if readout is None else int(np.count_nonzero(readout.weights))
+        self.stats.update(arm, reward)
+
+    @property
+    def capacity(self) -> int | None:
+        """Closed segments kept per arm (``None``: all)."""
+        return self.rules[0].memory.capacity
+
+    def summary(self) -> dict[str, float]:
+        """``known`` (0/1), ``n_segments`` (closed segments over all arms) and
+        ``readout_size`` (segments the latest readout of the pulled arm kept)."""
+        return {
+            "known": float(self.known),
+            "n_segments": float(sum(len(rule.segment_sizes) for rule in self.rules)),
+            "readout_size": float(self.last_readout_size),
+        }
+
+    def __repr__(self) -> str:
+        return f"SegmentUCBAM(n_arms={self.n_arms}, model={self.model!r}, hazard={self.hazard:g})"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bam_rl.harness.experiments import cartpole
 from bam_rl.harness.experiments import cartpole_segments as segments
 
 
@@ -34,7 +35,7 @@ def main() -> None:
         if args.no_run:
             swept = pd.concat([segments.runs_trials(args.sweep, k) for k in segments.SWEEP])
         else:
-            swept = segments.run_sweep(args.sweep, args.seeds, args.jobs)
+            swept = cartpole.segment_sweep(args.sweep, args.seeds, args.jobs)
         gt = trials[trials["method"] == "gt"]
         for label, steps in segments.SWEEP.items():
             done = swept[swept["method"] == label]

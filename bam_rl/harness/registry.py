@@ -151,6 +151,29 @@ def build_ucbam(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     return UCBAM.gaussian(n_arms, seed=seed, **_gaussian_kwargs(env, kwargs))
 
 
+def build_ucbam_segments(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+    """Beyond the paper: UCBAM with segment-tied BAM per arm (BOCD over each arm's rewards
+    closes segments; ``hazard`` 0.016): Beta-Bernoulli arms on a Bernoulli bandit, else
+    Gaussian arms with the environment's noise."""
+    from bam_rl.agents.ucbam import SegmentUCBAM
+
+    n_arms = _n_arms(env, "ucbam-segments")
+    hazard = kwargs.pop("hazard", hyperparams.BANDIT_HAZARD)
+    capacity = kwargs.pop("capacity", None)
+    if _bernoulli_arms(env):
+        model = _beta_model(kwargs)
+    else:
+        from bam_rl.agents.arms import gaussian_model
+
+        options = _gaussian_kwargs(env, kwargs)
+        model = gaussian_model(
+            options.pop("noise_std"), options.pop("prior_mean", 0.5), options.pop("prior_var", 0.25)
+        )
+        kwargs = options
+    _check_no_kwargs("ucbam-segments", kwargs)
+    return SegmentUCBAM(n_arms, model, hazard=hazard, seed=seed, capacity=capacity)
+
+
 def _tracker(rule: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
     """A Beta-Binomial(1, 1) tracker of the stream (``n`` trials from the env) with the belief
     rule ``rule``."""
@@ -187,12 +210,17 @@ def build_mppi_bam_segments(env: gym.Env, seed: int | None = None, **kwargs: Any
     """Beyond the paper: MPPI whose BAM readout is tied within segments (the trials between
     two changes; BOCD over trials, hazard 0.11, finds them when changes are not announced),
     reading out after the first ``readout_after_steps`` ((5, 10, 25): after 5, again after 10
-    and 25) steps of an announced change's first trial (``None``: only at the trial's end)."""
-    steps = kwargs.setdefault("readout_after_steps", SEGMENT_READOUT_AFTER_STEPS)
+    and 25; by default only those inside the trial) steps of an announced change's first trial
+    (``None``: only at the trial's end)."""
     # the cart-pole's trial length (max_steps), else a TimeLimit's
     limit = getattr(env.unwrapped, "max_steps", None) or getattr(
         getattr(env, "spec", None), "max_episode_steps", None
     )
+    if "readout_after_steps" not in kwargs:
+        # the default's steps that fall inside the trial (a short test trial keeps fewer)
+        inside = tuple(k for k in SEGMENT_READOUT_AFTER_STEPS if limit is None or k < limit)
+        kwargs["readout_after_steps"] = inside or None
+    steps = kwargs["readout_after_steps"]
     if steps is not None and limit is not None:
         last = steps[-1] if isinstance(steps, (tuple, list)) and steps else steps
         if isinstance(last, (int, np.integer)) and not last < limit:
@@ -303,6 +331,7 @@ AGENTS: dict[str, Callable[..., Any]] = {
         ),
     ),
     "ucbam": build_ucbam,
+    "ucbam-segments": build_ucbam_segments,
     **_entries(
         Builder(
             _tracker,

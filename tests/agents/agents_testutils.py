@@ -12,6 +12,7 @@ import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.agents import UCB, UCBAM, BeliefTracker, ThompsonSampling
 from bam_rl.agents.klucb import CUSUMKLUCB, GLRKLUCB, KLUCB, MonitoredKLUCB, OracleRestartKLUCB
 from bam_rl.agents.passive import DiscountedKLUCB, DiscountedThompson, Exp3S, SlidingWindowKLUCB
+from bam_rl.agents.ucbam import SegmentUCBAM
 from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, ExponentialForgetting, RecursiveBayes
 from bam_rl.families import BetaBinomial, NormalKnownVariance
 
@@ -79,6 +80,14 @@ BANDIT_AGENTS: dict[str, tuple[AgentFactory, tuple[tuple[str, dict], ...]]] = {
     "ucbam_bernoulli": (
         lambda k, seed: UCBAM(k, BetaBinomial(), seed=seed),
         (PIECEWISE_BERNOULLI,),
+    ),
+    "ucbam_segments": (
+        lambda k, seed: SegmentUCBAM(k, BetaBinomial(), hazard=0.02, seed=seed),
+        (PIECEWISE_BERNOULLI,),
+    ),
+    "ucbam_segments_gaussian": (
+        lambda k, seed: SegmentUCBAM(k, gaussian_model(), hazard=0.02, seed=seed),
+        (SWITCHING,),
     ),
 }
 for _rule in ("recursive", "forgetting", "bocd", "bam", "bam_bocd"):

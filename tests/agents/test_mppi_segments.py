@@ -115,7 +115,7 @@ def test_registry_defaults_and_trial_length_check():
     assert "mppi-bam-segments" in AGENTS
     env = gym.make("bam_rl/GravityCartPoleEpisodic-v0")
     agent = make_agent("mppi-bam-segments", env, seed=0, **SMALL)
-    assert agent.memory == "bam_segments" and agent.readout_after_steps == (10,)
+    assert agent.memory == "bam_segments" and agent.readout_after_steps == (5, 10, 25)
     assert agent.announced and agent.rule.detector is None
     with pytest.raises(ValueError, match="readout_after_steps"):
         make_agent("mppi-bam-segments", env, seed=0, readout_after_steps=200, **SMALL)

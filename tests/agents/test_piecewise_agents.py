@@ -141,3 +141,22 @@ def test_bad_input_names_the_argument() -> None:
         GLRKLUCB(3, horizon=100, n_breakpoints=1, c=0.0)
     with pytest.raises(ValueError, match="reward"):
         DiscountedKLUCB(3).observe(0, 1.5, 0, False, False, {})
+
+
+def test_segment_ucbam_beliefs_are_its_segment_rules() -> None:
+    """Each arm's belief is its SegmentBAM rule's (BOCD over the arm closes segments), and a
+    change of the arm's mean is detected and read out over its closed segments."""
+    from bam_rl.agents.ucbam import SegmentUCBAM
+    from bam_rl.families import BetaBinomial
+
+    agent = SegmentUCBAM(2, BetaBinomial(), hazard=0.01, seed=0)
+    arms = _play(
+        agent, lambda t: np.array([0.9, 0.1]) if t < 600 else np.array([0.1, 0.9]), 1200, 3
+    )
+    for arm, rule in enumerate(agent.rules):
+        for key, value in rule.belief.fields.items():
+            np.testing.assert_array_equal(agent.beliefs[arm].fields[key], value)
+    assert agent.summary()["n_segments"] >= 1  # the change closed a segment
+    assert np.mean(arms[1000:] == 1) > 0.5
+    with pytest.raises(ValueError, match="hazard"):
+        SegmentUCBAM(2, BetaBinomial(), hazard=1.5)

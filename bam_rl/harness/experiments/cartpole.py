@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from bam_rl.harness import naming
+from bam_rl.harness.experiments.cartpole_segments import SWEEP, episode_starts, write_report
 from bam_rl.harness.files import write_frame
 from bam_rl.harness.plotting import (
     add_caption,
@@ -108,12 +109,6 @@ def schedule(setting: str, quick: bool = False) -> tuple[float, ...]:
     if quick:
         return QUICK_SCHEDULES[setting]
     return envs.EPISODIC_SCHEDULE if setting == "episodic" else envs.CONTINUAL_SCHEDULE
-
-
-def episode_starts(gravities: Any) -> np.ndarray:
-    """Indices of the trials at which the gravity changes (an episode starts), 0 first."""
-    gravities = np.asarray(gravities, dtype=np.float64)
-    return np.flatnonzero(np.r_[True, gravities[1:] != gravities[:-1]])
 
 
 def cartpole_grid(setting: str, seeds: int, quick: bool = False) -> list[Any]:
@@ -289,7 +284,6 @@ def run_setting(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Runs one setting (resumable under ``out/runs``); returns (per-trial rows, summary)."""
     from bam_rl.harness import run_many
-    from bam_rl.harness.experiments.cartpole_segments import write_report
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -321,6 +315,38 @@ def run_setting(
         write_frame(summary, out / "summary.csv")
         plot_cartpole(trials, setting, out / f"cartpole_{setting}.png")
     return trials, summary
+
+
+def segment_sweep(
+    out: Path, seeds: int, jobs: int, variants: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    """Runs segment BAM's ``readout_after_steps`` variants (label -> steps; default
+    :data:`~bam_rl.harness.experiments.cartpole_segments.SWEEP`) on the episodic schedule,
+    resumable under ``out/runs``; returns their per-trial rows (also ``out/trials.csv``)."""
+    from bam_rl.harness import make_grid, run_many
+
+    variants = SWEEP if variants is None else variants
+    methods = {
+        label: (
+            "mppi-bam-segments",
+            {"announced": True, "readout_after_steps": k, **PLANNING},
+        )
+        for label, k in variants.items()
+    }
+    spec = SETTINGS["episodic"]
+    gravities = schedule("episodic")
+    grid = make_grid(
+        methods, {"episodic": (spec["env_id"], {})}, seeds=seeds, n_episodes=len(gravities)
+    )
+    backend = "serial" if jobs == 1 else "loky"
+    steps = run_many(grid, backend=backend, n_jobs=jobs, out_dir=out / "runs", progress=False)
+    trials = per_trial(steps, gravities)
+    for column in ("belief_in_trial_readout_same_gravity",):
+        if column in steps:
+            last = steps.groupby(["method", "seed_index", "episode"])[column].last()
+            trials[column.removeprefix("belief_")] = last.to_numpy()
+    write_frame(trials, out / "trials.csv")
+    return trials
 
 
 def reproduce(

@@ -11,18 +11,18 @@ From the per-trial rows of ``bam-rl reproduce cartpole-episodic`` / ``cartpole-c
 
 The reproductions write these lines to ``segments.txt`` (:func:`write_report`);
 ``scripts/segment_acceptance.py`` prints them for given folders and runs the sweep of
-``readout_after_steps`` (:data:`SWEEP`, :func:`run_sweep`).
+``readout_after_steps`` (:data:`SWEEP`, :func:`bam_rl.harness.experiments.cartpole.segment_sweep`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from bam_rl._io import atomic_path
-from bam_rl.harness.files import write_frame
 
 #: Sweep variants: label -> readout_after_steps (``None``: tied readout after trial 1 only);
 #: the default, (5, 10, 25), is the reproductions' ``bam_segments``.
@@ -38,32 +38,10 @@ FIRST_TRIAL_RATIO = 0.7
 WITHIN = 0.9
 
 
-def run_sweep(out: Path, seeds: int, jobs: int) -> pd.DataFrame:
-    """Runs the sweep variants on the episodic schedule; returns their per-trial rows."""
-    from bam_rl.harness import make_grid, run_many
-    from bam_rl.harness.experiments import cartpole
-
-    methods = {
-        label: (
-            "mppi-bam-segments",
-            {"announced": True, "readout_after_steps": k, **cartpole.PLANNING},
-        )
-        for label, k in SWEEP.items()
-    }
-    spec = cartpole.SETTINGS["episodic"]
-    gravities = cartpole.schedule("episodic")
-    grid = make_grid(
-        methods, {"episodic": (spec["env_id"], {})}, seeds=seeds, n_episodes=len(gravities)
-    )
-    backend = "serial" if jobs == 1 else "loky"
-    steps = run_many(grid, backend=backend, n_jobs=jobs, out_dir=out / "runs", progress=False)
-    trials = cartpole.per_trial(steps, gravities)
-    for column in ("belief_in_trial_readout_same_gravity",):
-        if column in steps:
-            last = steps.groupby(["method", "seed_index", "episode"])[column].last()
-            trials[column.removeprefix("belief_")] = last.to_numpy()
-    write_frame(trials, out / "trials.csv")
-    return trials
+def episode_starts(gravities: Any) -> np.ndarray:
+    """Indices of the trials at which the gravity changes (an episode starts), 0 first."""
+    gravities = np.asarray(gravities, dtype=np.float64)
+    return np.flatnonzero(np.r_[True, gravities[1:] != gravities[:-1]])
 
 
 def runs_trials(folder: Path, label: str) -> pd.DataFrame:
@@ -101,11 +79,9 @@ def episodic_lines(
 ) -> list[str]:
     """The first and second trial of each revisit against GT MPC, first visits against
     recursive Bayes, and the readouts' picks on revisits, one line each."""
-    from bam_rl.harness.experiments import cartpole
-
     lines: list[str] = []
     gravity = trials.groupby("trial")["gravity"].first().to_numpy()
-    starts = cartpole.episode_starts(gravity)
+    starts = episode_starts(gravity)
     gt = trials[trials["method"] == "gt"].set_index(["seed_index", "trial"])["reward"]
     seen: set[float] = set()
     revisits: list[int] = []
@@ -167,11 +143,9 @@ def episodic_lines(
 def continual_lines(trials: pd.DataFrame, gt_981: float) -> list[str]:
     """Trials after the return to 9.81 m/s² until 90 % of ``gt_981`` (GT MPC's median reward
     at 9.81 in the episodic run), per method and seed, one line each."""
-    from bam_rl.harness.experiments import cartpole
-
     lines: list[str] = []
     gravity = trials.groupby("trial")["gravity"].first().to_numpy()
-    starts = cartpole.episode_starts(gravity)
+    starts = episode_starts(gravity)
     back = [int(s) for s in starts[1:] if gravity[s] == 9.81]
     target = gt_981 - 0.1 * abs(gt_981)
     lines.append(f"continual: return to 9.81 at trial {back}; target 90 % of GT MPC = {target:.3f}")

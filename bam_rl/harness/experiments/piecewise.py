@@ -5,8 +5,8 @@ piecewise-stationary bandits" (arXiv:1902.01575, JMLR 2022): Bernoulli problems 
 numbering, T = 5000) and their random instance (K = 5, T = 20 000, 6 breakpoints), the
 change-point bandits of the field tuned from ``horizon`` and ``n_breakpoints`` as the
 benchmark's code ran them, and BAM's bandits (``thompson-bam``, ``ucbam``,
-``thompson-bam-segments``, ``thompson-bocd``) with the same information: the BOCD hazard is
-``n_breakpoints / horizon``, nothing is tuned per problem.
+``thompson-bam-segments``, ``ucbam-segments``, ``thompson-bocd``) with the same information:
+the BOCD hazard is ``n_breakpoints / horizon``, nothing is tuned per problem.
 
 Every method sees the same reward streams (run ``r`` of a problem seeds the environment and
 the agent from ``SeedSequence([root_seed, problem, r])``; the random instance draws its table
@@ -67,10 +67,11 @@ METHODS: dict[str, tuple[str, dict[str, Any], str]] = {
     "thompson-bam": ("thompson-bam", _CAPPED, "BAM + Thompson, memory 200/arm (beyond)"),
     "thompson-bam-segments": ("thompson-bam-segments", {}, "segment BAM + Thompson (beyond)"),
     "ucbam": ("ucbam", _CAPPED, "UCBAM, memory 200/arm (beyond)"),
+    "ucbam-segments": ("ucbam-segments", {}, "segment UCBAM (beyond)"),
     "thompson-bocd": ("thompson-bocd", {}, "BOCD + Thompson (beyond)"),
 }
 #: The BAM agents of the ranking.
-BAM_METHODS = ("thompson-bam", "thompson-bam-segments", "ucbam", "thompson-bocd")
+BAM_METHODS = ("thompson-bam", "thompson-bam-segments", "ucbam", "ucbam-segments", "thompson-bocd")
 #: Runs per cell beside the baselines' (``seeds``, default 100): the random instances (T =
 #: 20 000, no published cells) and BAM's agents run fewer; the two per-observation readouts
 #: (milliseconds a step) fewest, and not on the random instances.
@@ -137,7 +138,7 @@ def agent_kwargs(method: str, env: Any) -> dict[str, Any]:
         kwargs.update(horizon=horizon)
     elif agent == "oracle-restart-klucb":
         kwargs.update(breakpoints=breakpoints, means=env.means[: len(breakpoints) + 1])
-    elif agent in ("thompson-bocd", "thompson-bam-segments"):
+    elif agent in ("thompson-bocd", "thompson-bam-segments", "ucbam-segments"):
         kwargs.update(hazard=max(len(breakpoints), 1) / horizon)
     return kwargs
 
@@ -316,13 +317,13 @@ _MAIN_LINES = (
     "glr-klucb",
     "thompson-bocd",
     "thompson-bam-segments",
+    "ucbam-segments",
     "oracle-restart-klucb",
     "cusum-klucb",
     "klucb",
     "glr-klucb-global",
     "sw-klucb",
     "thompson-bam",
-    "ucbam",
 )
 
 
@@ -339,7 +340,7 @@ def plot_piecewise(frame: pd.DataFrame, path: str | Path | None = None) -> Any:
     palette = matplotlib.colormaps["tab20"](np.arange(20))  # its 20 colours, in order
     main = [m for m in _MAIN_LINES if m in METHODS]
     rest = [m for m in METHODS if m not in main]
-    colors = {m: palette[2 * i] for i, m in enumerate(main)}
+    colors = {m: palette[(2 * i) % len(palette)] for i, m in enumerate(main)}
     colors |= {m: palette[(2 * i + 1) % len(palette)] for i, m in enumerate(rest)}
     for axis, problem in zip(axes, problems, strict=False):
         cell = frame[frame["problem"] == problem]
