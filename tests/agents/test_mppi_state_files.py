@@ -8,8 +8,6 @@ after a bad ``info["gravity"]``, and ground-truth MPC planned at a stale gravity
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,21 +15,10 @@ import pytest
 
 import bam_rl  # registers the environments
 from bam_rl.agents.mppi import GroundTruthMPPI, MPPIAgent
+from bam_rl.harness.bench import fuzz as FUZZ
 from bam_rl.serialization import FORMAT, read_archive, write_archive
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "fuzz_state_files.py"
 del bam_rl
-
-
-def _fuzz_module():
-    spec = importlib.util.spec_from_file_location("fuzz_state_files", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fuzz_state_files"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-FUZZ = _fuzz_module()
 
 
 def _edit(path: Path, out: Path, edit) -> Path:

@@ -22,8 +22,10 @@ Groups (``--only``; default all but ``mnist`` when its data are missing):
   are found;
 * not by default: ``readout`` (Beta-Binomial and BLR greedy against Algorithm 1 loop by loop),
   ``bocd-pkg`` (against the ``bocd`` package, unpruned), and the checks that take minutes:
-  ``soak`` (flat time and memory on long runs, no non-finite value) and ``interrupt`` (sweeps
-  SIGKILLed mid-write and resumed lose, duplicate and corrupt nothing).
+  ``soak`` (flat time and memory on long runs, no non-finite value), ``interrupt`` (sweeps
+  SIGKILLed mid-write and resumed lose, duplicate and corrupt nothing), ``shared-sweeps``
+  (processes sharing a sweep folder), ``fuzz`` (mutated state files), ``bocd-cap`` (the
+  capped BOCD against the uncapped one) and ``address-space`` (size arguments under 2 GiB).
 
 ``--quick`` shrinks every workload to a smoke test.
 """
@@ -296,6 +298,36 @@ def _interrupt(args: argparse.Namespace) -> list[Row]:
     return [_checked_run("interrupt", "interrupted sweeps", workload("interrupt").main, [])]
 
 
+def _fuzz(args: argparse.Namespace) -> list[Row]:
+    """Mutated MPPI state files (:mod:`bam_rl.harness.bench.fuzz`): each refused at load or a
+    working agent, never an error."""
+    argv = ["--cases", "10" if args.quick else "200"]
+    return [_checked_run("fuzz", "state-file fuzz", workload("fuzz").main, argv)]
+
+
+def _bocd_cap(args: argparse.Namespace) -> list[Row]:
+    """The capped BOCD against the uncapped one on a stationary stream
+    (:mod:`bam_rl.harness.bench.bocd_cap`): posterior moments within 1 %."""
+    argv = ["--steps", "2000", "--every", "1000"] if args.quick else []
+    return [_checked_run("bocd-cap", "BOCD cap", workload("bocd_cap").main, argv)]
+
+
+def _address_space(args: argparse.Namespace) -> list[Row]:
+    """Every size argument under a 2 GiB address-space limit
+    (:mod:`bam_rl.harness.bench.address_space`): built or refused, never out of memory."""
+    argv = ["--quick", "--only", "Memory"] if args.quick else []
+    main = workload("address_space").main
+    return [_checked_run("address-space", "size arguments under 2 GiB", main, argv)]
+
+
+def _shared_sweeps(args: argparse.Namespace) -> list[Row]:
+    """Three processes on one sweep folder, and one SIGKILLed and restarted
+    (:mod:`bam_rl.harness.bench.shared_sweeps`): the serial run's files, each run once."""
+    argv = ["--repeats", "1" if args.quick else "20"]
+    main = workload("shared_sweeps").main
+    return [_checked_run("shared-sweeps", "shared sweep folder", main, argv)]
+
+
 GROUPS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "fast": _fast,
     "memory": _memory,
@@ -308,6 +340,10 @@ GROUPS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "bocd-pkg": _bocd_package,
     "soak": _soak,
     "interrupt": _interrupt,
+    "fuzz": _fuzz,
+    "bocd-cap": _bocd_cap,
+    "address-space": _address_space,
+    "shared-sweeps": _shared_sweeps,
 }
 #: Groups run when ``--only`` is not given (``mnist`` only when its data are found).
 DEFAULT_GROUPS = ("fast", "memory", "bocd", "sweeps", "envs", "mppi", "mnist")
