@@ -234,7 +234,8 @@ class MPPIAgent(BaseAgent):
             rollouts; the default ``((2, 3),)`` is the cart-pole's pole angle, as the default
             reward assumes (``()``: none, the paper's plain rollout). Without it the learned
             model's predicted ``(cos, sin)`` drift off the circle over the 50-step horizon
-            and the agent learns the swing-up more slowly (``bam_rl.harness.experiments.mppi_checks``).
+            and the agent learns the swing-up more slowly
+            (``bam_rl.harness.experiments.mppi_checks``).
         **planner_options: :class:`MPPI` options (``horizon``, ``n_samples``, ``noise_var``
             is named ``sampling_var`` here, ``temperature``).
 

@@ -1,8 +1,8 @@
 """MPPI planner, the RFF dynamics model, the simulator dynamics and the two MPPI agents.
 
 Short horizons, few samples and short trials keep this file fast; the paper-scale runs
-(swing-up, memory on the episodic schedule, latency) live in ``bam_rl.harness.experiments.mppi_checks``
-and ``bam_rl/harness/bench/mppi.py``.
+(swing-up, memory on the episodic schedule, latency) live in
+``bam_rl.harness.experiments.mppi_checks`` and ``bam_rl/harness/bench/mppi.py``.
 """
 
 from __future__ import annotations

@@ -17,7 +17,9 @@ Groups (``--only``; default all but ``mnist`` when its data are missing):
 * ``memory``: BAM with ``capacity=256`` on a long ``BinomialStream`` run (``--memory-steps``);
 * ``bocd``: BOCD against ``bayesian-changepoint`` and ``fast-bocpd``;
 * ``sweeps``: ``bam-rl reproduce bandits --quick`` with ``--jobs 1`` vs ``2``, Ray;
-* ``envs``: environment steps; ``mppi``: :mod:`bam_rl.harness.bench.mppi` (in a subprocess);
+* ``envs``: environment steps; ``piecewise``: the piecewise benchmark's bandits per step
+  against SMPyBandits' published times; ``mppi``: :mod:`bam_rl.harness.bench.mppi` (in a
+  subprocess);
 * ``mnist``: :mod:`bam_rl.harness.bench.mnist` (rotated MNIST at full scale) when the data
   are found;
 * not by default: ``readout`` (Beta-Binomial and BLR greedy against Algorithm 1 loop by loop),
@@ -298,6 +300,10 @@ def _interrupt(args: argparse.Namespace) -> list[Row]:
     return [_checked_run("interrupt", "interrupted sweeps", workload("interrupt").main, [])]
 
 
+def _piecewise(args: argparse.Namespace) -> list[Row]:
+    return _rows("piecewise", workload("piecewise").piecewise_rows(args.quick))
+
+
 def _fuzz(args: argparse.Namespace) -> list[Row]:
     """Mutated MPPI state files (:mod:`bam_rl.harness.bench.fuzz`): each refused at load or a
     working agent, never an error."""
@@ -334,6 +340,7 @@ GROUPS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "bocd": _bocd,
     "sweeps": _sweeps,
     "envs": _envs,
+    "piecewise": _piecewise,
     "mppi": _mppi,
     "mnist": _mnist,
     "readout": _readout,
@@ -346,7 +353,7 @@ GROUPS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "shared-sweeps": _shared_sweeps,
 }
 #: Groups run when ``--only`` is not given (``mnist`` only when its data are found).
-DEFAULT_GROUPS = ("fast", "memory", "bocd", "sweeps", "envs", "mppi", "mnist")
+DEFAULT_GROUPS = ("fast", "memory", "bocd", "sweeps", "envs", "piecewise", "mppi", "mnist")
 
 
 # ------------------------------------------------------------------------------ table
