@@ -36,7 +36,7 @@ A trial's score is its mean reward (``cos θ``) over all its steps, as in the ex
 summary (``readout_summary.txt``, over every seed) holds the numbers docs/experiments.md's "Why
 one-shot recovery does not reproduce" quotes.
 
-Run by ``bam-rl reproduce cartpole-readout [--seeds 5] [--jobs 2] --out DIR`` (≈ 4 minutes a
+Run by ``bam-rl reproduce cartpole-readout [--seeds 5] [--jobs 2] --out DIR`` (about a minute a
 seed on one core; seeds in parallel with ``--jobs``; each seed's rows are kept in
 ``DIR/cartpole-readout/runs`` so an interrupted run resumes). It writes ``revisits.csv``,
 ``naive_readouts.csv``, ``readout_summary.txt`` (the numbers docs/experiments.md quotes),
