@@ -268,7 +268,7 @@ def piecewise_experiment(
         key=lambda cell: (cell[1] not in BAM_METHODS, cell[0] != "random"),
     )
     jobs = (delayed(_cell)(folder, p, m, runs_for(p, m, runs), root_seed) for p, m in cells)
-    parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
+    parallel = Parallel(n_jobs=n_jobs, return_as="generator")  # joblib >= 1.3
     frames = list(tqdm(parallel(jobs), total=len(cells), disable=not progress, desc="cells"))
     return pd.concat(frames, ignore_index=True)
 
