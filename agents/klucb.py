@@ -114,13 +114,41 @@ def tuning(name: str, horizon: Any, n_breakpoints: Any) -> tuple[int, int]:
     return positive_int("horizon", horizon), max(1, int(n_breakpoints))
 
 
+def check_array(agent: Any, name: str, shape: tuple[int, ...], finite: bool = True) -> None:
+    """Raises ``ValueError`` unless ``agent.<name>`` is a float64 array of ``shape`` (finite
+    unless ``finite`` is false): a restored file must not hand a compiled kernel a short array."""
+    value = getattr(agent, name, None)
+    if not isinstance(value, np.ndarray) or value.dtype != np.float64 or value.shape != shape:
+        described = getattr(value, "shape", type(value).__name__)
+        raise ValueError(f"{name} must be a float64 array of shape {shape}, got {described}")
+    if finite and not np.isfinite(value).all():
+        raise ValueError(f"{name} must be finite")
+
+
 class BernoulliBanditAgent(BanditAgent):
-    """A bandit agent for rewards in [0, 1] (Bernoulli): checks the range, then :meth:`_learn`."""
+    """A bandit agent for rewards in [0, 1] (Bernoulli): checks the range, then :meth:`_learn`.
+
+    A restored agent (``load``) checks its arm count, clock and the per-arm arrays named in
+    :attr:`_ARM_ARRAYS` (finite) and :attr:`_SCRATCH` (any float) before it is used.
+    """
+
+    _ARM_ARRAYS: tuple[str, ...] = ()
+    _SCRATCH: tuple[str, ...] = ()
 
     def __init__(self, n_arms: int, seed: int | None = None):
         super().__init__(seed)
         self.n_arms = positive_int("n_arms", n_arms)
         self.t = 0
+
+    def _check_restored(self) -> None:
+        self.n_arms = positive_int("n_arms", self.n_arms)
+        if isinstance(self.t, bool) or not isinstance(self.t, int | np.integer) or self.t < 0:
+            raise ValueError(f"t must be an int >= 0, got {self.t!r}")
+        for name in self._ARM_ARRAYS:
+            check_array(self, name, (self.n_arms,))
+        for name in self._SCRATCH:
+            check_array(self, name, (self.n_arms,), finite=False)
+        super()._check_restored()
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         """Starts an episode: forgets everything learnt."""
@@ -150,12 +178,20 @@ class KLUCB(BernoulliBanditAgent):
         seed: Seed of :attr:`rng` (ties between equal indices only).
     """
 
+    _ARM_ARRAYS: tuple[str, ...] = ("pulls", "sums")
+    _SCRATCH: tuple[str, ...] = ("_index", "_log_t")
+
     def __init__(self, n_arms: int, seed: int | None = None):
         super().__init__(n_arms, seed)
         self.pulls = np.zeros(self.n_arms)
         self.sums = np.zeros(self.n_arms)
         self._index = np.zeros(self.n_arms)
         self._log_t = np.zeros(self.n_arms)
+
+    def _check_restored(self) -> None:
+        super()._check_restored()
+        if (self.pulls < 0).any():
+            raise ValueError("pulls must be >= 0")
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         super().reset(observation, info)
@@ -196,6 +232,8 @@ class OracleRestartKLUCB(KLUCB):
     Raises:
         ValueError: If ``breakpoints`` is missing (``None``) or holds a non-positive step.
     """
+
+    _ARM_ARRAYS = ("pulls", "sums", "restart_times")
 
     def __init__(
         self, n_arms: int, breakpoints: Any = None, means: Any = None, seed: int | None = None
@@ -255,6 +293,20 @@ class _RestartingKLUCB(KLUCB):
         super().reset(observation, info)
         self.restart_times[:] = 0.0
         self.n_restarts = 0
+
+    def _check_restored(self) -> None:
+        super()._check_restored()
+        check_array(self, "restart_times", (self.n_arms,))
+        history = getattr(self, "history", None)
+        if not isinstance(history, np.ndarray) or history.dtype != np.float64 or history.ndim != 2:
+            raise ValueError("history must be a 2-D float64 array")
+        if history.shape[0] != self.n_arms or (self.pulls > history.shape[1]).any():
+            raise ValueError(
+                f"history must have {self.n_arms} rows and room for every arm's pulls, got "
+                f"shape {history.shape}"
+            )
+        if (self.pulls != np.floor(self.pulls)).any():
+            raise ValueError("pulls must be whole numbers (rewards since each arm's restart)")
 
     def _test(self, arm: int, n: int) -> int:  # pragma: no cover - abstract
         raise NotImplementedError

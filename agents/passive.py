@@ -60,6 +60,8 @@ class DiscountedKLUCB(KLUCB):
             unknown ``variant``.
     """
 
+    _ARM_ARRAYS = ("pulls", "sums", "last_pull")
+
     def __init__(
         self,
         n_arms: int,
@@ -182,6 +184,8 @@ class DiscountedThompson(BernoulliBanditAgent):
         ValueError: For ``gamma`` outside (0, 1) or an unknown ``variant``.
     """
 
+    _ARM_ARRAYS = ("successes", "failures")
+
     def __init__(
         self, n_arms: int, gamma: float = 0.95, variant: str = "paper", seed: int | None = None
     ):
@@ -227,6 +231,8 @@ class Exp3S(BernoulliBanditAgent):
     Raises:
         ValueError: If ``horizon`` or ``n_breakpoints`` is missing or out of range.
     """
+
+    _ARM_ARRAYS = ("weights",)
 
     def __init__(
         self,

@@ -160,3 +160,26 @@ def test_segment_ucbam_beliefs_are_its_segment_rules() -> None:
     assert np.mean(arms[1000:] == 1) > 0.5
     with pytest.raises(ValueError, match="hazard"):
         SegmentUCBAM(2, BetaBinomial(), hazard=1.5)
+
+
+def test_a_crafted_state_file_cannot_hand_a_kernel_a_short_array(tmp_path) -> None:
+    """The compiled index and GLR test read arrays without bounds checks: a restored agent
+    checks their shapes (and the history's room for every pull) before it is used."""
+    from bam_rl.serialization import FORMAT, read_archive, write_archive
+
+    agent = GLRKLUCB(3, horizon=200, n_breakpoints=1, seed=0)
+    _play(agent, lambda t: np.array([0.2, 0.5, 0.8]), 60, 0)
+    path = tmp_path / "glr.npz"
+    agent.save(path)
+    assert GLRKLUCB.load(path).act(0) == agent.act(0)
+    for field, bad in (
+        ("_index", np.zeros(1)),
+        ("sums", np.zeros(2)),
+        ("history", np.zeros((3, 2))),
+    ):
+        document, arrays = read_archive(path, FORMAT, "bam-rl state")
+        arrays[document["root"]["state"][field]["__array__"]] = bad
+        crafted = tmp_path / f"crafted{field}.npz"
+        write_archive(crafted, document, arrays)
+        with pytest.raises(ValueError, match=field):
+            GLRKLUCB.load(crafted)
