@@ -225,9 +225,10 @@ class KLUCB(BernoulliBanditAgent):
 class OracleRestartKLUCB(KLUCB):
     """klUCB that forgets an arm at the true breakpoints where that arm's mean changes.
 
-    As SMPyBandits' ``OracleSequentiallyRestartPolicy`` (``per_arm_restart=True``, optimized
-    change points): with ``means`` (the (segments, arms) table) only the arms whose mean moves
-    at a breakpoint are reset; without it every arm is.
+    After SMPyBandits' ``OracleSequentiallyRestartPolicy``, not as its code ran: with ``means``
+    (the (segments, arms) table) only the arms whose mean moves at a breakpoint are reset
+    (without it every arm is, as the benchmark's ``reset_for_all_change=True``), and each arm's
+    index uses ``log(t - tau_k)`` from its own restart (the reference keeps a global ``t``).
 
     Raises:
         ValueError: If ``breakpoints`` is missing (``None``) or holds a non-positive step.
@@ -327,7 +328,9 @@ class _RestartingKLUCB(KLUCB):
             self.pulls[:] = 0.0
             self.sums[:] = 0.0
             self.restart_times[:] = self.t
-        kept = np.append(self.history[arm, position:n], reward)
+        # global restarts empty every arm's rewards first (SMPyBandits), so localisation keeps
+        # only the newest reward there
+        kept = np.append(self.history[arm, position:n] if self.local else [], reward)
         self.history[arm, : kept.size] = kept
         self.pulls[arm] = kept.size
         self.sums[arm] = kept.sum()
@@ -384,7 +387,10 @@ class GLRKLUCB(_RestartingKLUCB):
         factor = self.n_arms if self.local else 1
         self.delta = 1.0 / math.sqrt(factor * upsilon * horizon_)
         self.alpha = min(1.0, 0.05 * math.sqrt(factor * upsilon * math.log(horizon_) / horizon_))
-        self.period = max(math.ceil(self.n_arms / self.alpha), self.n_arms)
+        # alpha is 0 only for T = 1 (log T = 0): no forced exploration then, as the reference
+        self.period = (
+            0 if self.alpha == 0 else max(math.ceil(self.n_arms / self.alpha), self.n_arms)
+        )
 
     @property
     def last_restart(self) -> int:
@@ -402,9 +408,8 @@ class GLRKLUCB(_RestartingKLUCB):
     def act(self, observation: Any) -> int:
         """Forced exploration of arm ``(t - tau) mod ceil(K / alpha)`` if below K, else klUCB."""
         check_observation(observation)
-        slot = (self.t - self.last_restart) % self.period
-        if slot < self.n_arms:
-            return int(slot)
+        if self.period and (self.t - self.last_restart) % self.period < self.n_arms:
+            return int((self.t - self.last_restart) % self.period)
         return self._best_index()
 
     def _test(self, arm: int, n: int) -> int:
@@ -446,6 +451,11 @@ class CUSUMKLUCB(_RestartingKLUCB):
         self.epsilon = float(epsilon)
         self.warmup = positive_int("warmup", warmup)
         self.check_every = positive_int("check_every", check_every)
+        if horizon_ <= upsilon:
+            raise ValueError(
+                f"horizon must exceed n_breakpoints for cusum-klucb (h = log(T / Upsilon_T) > 0),"
+                f" got horizon={horizon_} and n_breakpoints={upsilon}"
+            )
         ratio = horizon_ / upsilon
         self.threshold = math.log(ratio)
         self.alpha = min(1.0, max(0.0, math.sqrt(math.log(ratio) / ratio)))
@@ -478,7 +488,11 @@ class MonitoredKLUCB(KLUCB):
     ``b = sqrt(w/2 log(2 K T^2))``, everything restarts (a new klUCB, ``t`` from 0). Forced
     exploration of arm ``(t - tau) mod ceil(K / gamma)`` with
     ``gamma = sqrt(M K (2b + 3 sqrt(w)) / (2T))``, ``M = 1`` (the benchmark did not pass the
-    number of breakpoints; ``n_breakpoints`` is accepted and unused).
+    number of breakpoints; ``n_breakpoints`` is accepted and unused). Two departures from
+    SMPyBandits 0.9.7, whose ``detect_change`` returns a tuple that is always true (so it
+    restarts whenever a window fills): the test here is the paper's, and after a restart the
+    exploration clock counts from the restart (0.9.7 mixes its reset ``t`` with the old
+    ``tau``, a phase shift).
 
     Raises:
         ValueError: If ``horizon`` is missing or not a positive int.

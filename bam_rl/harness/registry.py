@@ -255,7 +255,8 @@ _PIECEWISE = {
 
 def _piecewise(rule: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
     """A Bernoulli-bandit agent of the piecewise benchmark (:mod:`bam_rl.agents.klucb`,
-    :mod:`bam_rl.agents.passive`); ``rule`` names the class in :data:`_PIECEWISE`'s module.
+    :mod:`bam_rl.agents.passive`): ``name`` picks the class in :data:`_PIECEWISE` (``rule``
+    is unused).
     Tuning arguments (``horizon``, ``n_breakpoints``, ``breakpoints``, ...) pass through."""
     import importlib
 

@@ -183,3 +183,12 @@ def test_a_crafted_state_file_cannot_hand_a_kernel_a_short_array(tmp_path) -> No
         write_archive(crafted, document, arrays)
         with pytest.raises(ValueError, match=field):
             GLRKLUCB.load(crafted)
+
+
+def test_degenerate_tunings() -> None:
+    """T = 1 gives GLR-klUCB no forced exploration (alpha 0) instead of a division by zero;
+    CUSUM's threshold log(T / Upsilon_T) must be positive."""
+    agent = GLRKLUCB(2, horizon=1, n_breakpoints=1, seed=0)
+    assert agent.alpha == 0.0 and agent.act(0) in (0, 1)
+    with pytest.raises(ValueError, match="horizon must exceed n_breakpoints"):
+        CUSUMKLUCB(2, horizon=3, n_breakpoints=5)
