@@ -49,7 +49,7 @@ from .arms import (
     gaussian_model,
     reward_statistics,
 )
-from .base import BanditAgent, Transition, check_arm, check_observation
+from .base import BanditAgent, Transition, beta_draws, check_arm, check_observation
 
 __all__ = [
     "RULES",
@@ -265,7 +265,7 @@ class ThompsonSampling(BanditAgent):
         if self.fast:
             if isinstance(self.model, NormalKnownVariance):
                 return self.rng.normal(self._loc, self._scale)
-            return self.rng.beta(self._fields["alpha"], self._fields["beta"])
+            return beta_draws(self.rng, self._fields["alpha"], self._fields["beta"])
         if type(self.model) is NormalKnownVariance and all(
             type(rule).sample is BeliefRule.sample for rule in self.rules
         ):

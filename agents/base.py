@@ -36,6 +36,7 @@ __all__ = [
     "BanditAgent",
     "BaseAgent",
     "Transition",
+    "beta_draws",
     "check_arm",
     "check_observation",
 ]
@@ -91,6 +92,18 @@ def check_arm(name: str, action: Any, n_arms: int) -> int:
     if not 0 <= arm < n_arms:
         raise ValueError(f"{name} must be an integer arm index in [0, {n_arms}), got {arm!r}")
     return arm
+
+
+def beta_draws(rng: np.random.Generator, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """One ``Beta(alpha[k], beta[k])`` draw per arm: the same numbers as
+    ``rng.beta(alpha, beta)``, at under half its cost for a handful of arms.
+
+    NumPy draws array arguments element by element from one stream, so scalar calls in order
+    consume it identically; the array call spends most of its time in Python-level argument
+    checks (two ``np.any``), which the scalar calls do in C.
+    """
+    draw = rng.beta
+    return np.array([draw(a, b) for a, b in zip(alpha.tolist(), beta.tolist(), strict=True)])
 
 
 def check_observation(observation: Any) -> None:

@@ -230,18 +230,35 @@ class OracleRestartKLUCB(KLUCB):
     (without it every arm is, as the benchmark's ``reset_for_all_change=True``), and each arm's
     index uses ``log(t - tau_k)`` from its own restart (the reference keeps a global ``t``).
 
+    ``variant="smpybandits-2019-01"`` runs the code of the published runs instead (SMPyBandits
+    at cfa5059, 2019-01-24, with the benchmark's ``reset_for_all_change=True``; 0.9.7's
+    ``detect_change`` returns a tuple, always true, and restarts on every pull): a breakpoint
+    resets only the arm *pulled* at that step, keeping that pull's reward (the last of the old
+    segment: the test ``t in changePoints`` runs after the count includes it), and every other
+    arm keeps its history; ``log t`` is global.
+
     Raises:
-        ValueError: If ``breakpoints`` is missing (``None``) or holds a non-positive step.
+        ValueError: If ``breakpoints`` is missing (``None``) or holds a non-positive step, or
+            for an unknown ``variant``.
     """
 
     _ARM_ARRAYS = ("pulls", "sums", "restart_times")
+    VARIANTS = ("paper", "smpybandits-2019-01")
 
     def __init__(
-        self, n_arms: int, breakpoints: Any = None, means: Any = None, seed: int | None = None
+        self,
+        n_arms: int,
+        breakpoints: Any = None,
+        means: Any = None,
+        variant: str = "paper",
+        seed: int | None = None,
     ):
         if breakpoints is None:
             raise ValueError("breakpoints must be given to oracle-restart-klucb (the true ones)")
+        if variant not in self.VARIANTS:
+            raise ValueError(f"variant must be one of {self.VARIANTS}, got {variant!r}")
         super().__init__(n_arms, seed)
+        self.variant = str(variant)
         self.breakpoints = np.array([positive_int("breakpoints", int(b)) for b in breakpoints])
         if means is None:
             self.changes = np.ones((self.breakpoints.size, self.n_arms), dtype=bool)
@@ -254,6 +271,11 @@ class OracleRestartKLUCB(KLUCB):
             self.changes = table[1:] != table[:-1]
         self.restart_times = np.zeros(self.n_arms)
 
+    def _check_restored(self) -> None:
+        if self.variant not in self.VARIANTS:
+            raise ValueError(f"variant must be one of {self.VARIANTS}, got {self.variant!r}")
+        super()._check_restored()
+
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         super().reset(observation, info)
         self.restart_times[:] = 0.0
@@ -264,11 +286,16 @@ class OracleRestartKLUCB(KLUCB):
     def _learn(self, arm: int, reward: float) -> None:
         super()._learn(arm, reward)
         hit = np.flatnonzero(self.breakpoints == self.t)
-        if hit.size:
+        if not hit.size:
+            return
+        if self.variant == "paper":
             arms = self.changes[hit[0]]
             self.pulls[arms] = 0.0
             self.sums[arms] = 0.0
             self.restart_times[arms] = self.t
+        else:  # the published runs' code: the pulled arm only, its last reward kept
+            self.pulls[arm] = 1.0
+            self.sums[arm] = reward
 
 
 class _RestartingKLUCB(KLUCB):

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import check_observation
+from .base import beta_draws, check_observation
 from .klucb import KLUCB, BernoulliBanditAgent, kernels, positive_int, tuning
 
 __all__ = ["VARIANTS", "DiscountedKLUCB", "DiscountedThompson", "Exp3S", "SlidingWindowKLUCB"]
@@ -203,7 +203,7 @@ class DiscountedThompson(BernoulliBanditAgent):
     def act(self, observation: Any) -> int:
         """The arm with the largest posterior draw."""
         check_observation(observation)
-        return int(np.argmax(self.rng.beta(1.0 + self.successes, 1.0 + self.failures)))
+        return int(np.argmax(beta_draws(self.rng, 1.0 + self.successes, 1.0 + self.failures)))
 
     def _learn(self, arm: int, reward: float) -> None:
         if self.variant == "paper":

@@ -247,13 +247,13 @@ class PiecewiseBanditEnv(_BlockBandit):
     arXiv:1902.01575; thesis numbering: 1, 2, 3 = config 5, 4 = config 4, 5 = config 6).
     Breakpoints are fractions of the horizon, scaled to `max_steps` as theirs are with T.
 
-    | k | K | T (paper) | breakpoints (fraction of T)         | means                     |
-    |---|---|-----------|-------------------------------------|---------------------------|
-    | 1 | 3 | 5000      | 0.2, 0.4, 0.6, 0.8                  | changes on one arm a time |
-    | 2 | 3 | 5000      | 0.2, 0.4, 0.6, 0.8                  | all arms change           |
-    | 3 | 6 | 5000      | k/9, k = 1..8 (Yahoo!, M-UCB paper) | 0.008 .. 0.071            |
-    | 4 | 3 | 5000      | 0.5, 0.625, 0.75, 0.875             | all arms change           |
-    | 5 | 5 | 5000      | k/82, k = 1..81 (Yahoo!, SW-UCB#)   | 0.020 .. 0.070            |
+    | k | K | T (published tables) | breakpoints (fraction of T)         | means              |
+    |---|---|----------------------|-------------------------------------|--------------------|
+    | 1 | 3 | 5000                 | 0.2, 0.4, 0.6, 0.8                  | one arm changes    |
+    | 2 | 3 | 5000                 | 0.2, 0.4, 0.6, 0.8                  | all arms change    |
+    | 3 | 6 | 20 000               | k/9, k = 1..8 (Yahoo!, M-UCB paper) | 0.008 .. 0.071     |
+    | 4 | 3 | 5000 and 10 000      | 0.5, 0.625, 0.75, 0.875             | all arms change    |
+    | 5 | 5 | 20 000 (caption: 1e5)| k/82, k = 1..81 (Yahoo!, SW-UCB#)   | 0.012 .. 0.070     |
 
     The full tables are :data:`BESSON_KAUFMANN_PROBLEMS`; :func:`random_problem` draws their
     random instances (K = 5, T = 20 000, 6 breakpoints at least 1000 apart).

@@ -1,11 +1,12 @@
 """Segment BAM's numbers (issue 22) for finished cart-pole folders, and the sweep of
-``readout_after_steps`` (:mod:`bam_rl.harness.experiments.cartpole_segments`).
+``readout_after_steps`` and feature counts (:mod:`bam_rl.harness.experiments.cartpole_segments`).
 
 ``bam-rl reproduce cartpole-episodic`` / ``cartpole-continual`` write the same lines to
 ``segments.txt``; this prints them for any folders and runs (or reports) the sweep::
 
     python scripts/segment_acceptance.py --episodic OUT/cartpole-episodic \\
-        [--continual OUT/cartpole-continual] [--sweep OUT/sweep [--no-run] --jobs 2]
+        [--continual OUT/cartpole-continual] [--sweep OUT/sweep [--no-run] --jobs 2] \\
+        [--gt-again OUT/gt-again]
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--no-run", action="store_true", help="report finished sweep runs only")
+    parser.add_argument("--gt-again", type=Path, help="folder of a second GT MPC sample")
     args = parser.parse_args()
     trials = pd.read_csv(args.episodic / "trials.csv")
     picks = segments.runs_picks(args.episodic, "bam_segments")
@@ -42,9 +44,12 @@ def main() -> None:
             if done.empty:
                 continue
             both = pd.concat([gt[gt["seed_index"].isin(done["seed_index"])], done])
-            lines.append(f"--- sweep {label}: readout_after_steps={steps!r}")
+            lines.append(f"--- sweep {label}: {steps!r}")
             picked = segments.runs_picks(args.sweep, label)
             lines += segments.episodic_lines(both, [label], picked)
+    if args.gt_again:
+        again = cartpole.gt_resample(args.gt_again, args.seeds, args.jobs)
+        lines += segments.gt_self_lines(trials, again)
     if args.continual:
         continual = pd.read_csv(args.continual / "trials.csv")
         lines += segments.continual_lines(continual, segments.gt_at_981(trials))

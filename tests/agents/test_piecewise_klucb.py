@@ -137,3 +137,25 @@ def test_glr_restarts_after_a_change_and_save_load_round_trips(tmp_path) -> None
     loaded = GLRKLUCB.load(path)
     assert loaded.act(0) == agent.act(0)
     np.testing.assert_array_equal(loaded.restart_times, agent.restart_times)
+
+
+def test_oracle_variants_reset_as_described(tmp_path) -> None:
+    """The paper's oracle forgets the arms whose mean moves at the breakpoint, before the new
+    segment's first pull; the published runs' code forgets only the arm pulled at that step
+    and keeps its reward (a literal trace of both)."""
+    means = [[0.2, 0.5, 0.8], [0.2, 0.9, 0.1]]  # arms 1 and 2 change at step 4
+    paper = OracleRestartKLUCB(3, breakpoints=[4], means=means, seed=0)
+    ref = OracleRestartKLUCB(3, breakpoints=[4], means=means, variant="smpybandits-2019-01")
+    rewards = [(0, 0.0), (1, 1.0), (2, 1.0), (0, 1.0)]  # the 4th pull is the last of segment 1
+    for agent in (paper, ref):
+        for arm, reward in rewards:
+            agent.observe(arm, reward, 0, False, False, {})
+    np.testing.assert_array_equal(paper.pulls, [2.0, 0.0, 0.0])  # arm 0 kept, 1 and 2 reset
+    np.testing.assert_array_equal(paper.restart_times, [0.0, 4.0, 4.0])
+    np.testing.assert_array_equal(ref.pulls, [1.0, 1.0, 1.0])  # arm 0 reset to its last pull
+    np.testing.assert_array_equal(ref.sums, [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(ref.restart_times, [0.0, 0.0, 0.0])  # a global log t
+    ref.save(tmp_path / "oracle")
+    assert OracleRestartKLUCB.load(tmp_path / "oracle").variant == "smpybandits-2019-01"
+    with pytest.raises(ValueError, match="variant"):
+        OracleRestartKLUCB(3, breakpoints=[4], variant="smpybandits-0.9.7")

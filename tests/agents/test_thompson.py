@@ -7,10 +7,13 @@ import copy
 import gymnasium as gym
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bam_rl  # noqa: F401
 from bam_rl.agents import ThompsonSampling
 from bam_rl.agents.arms import reward_statistics
+from bam_rl.agents.base import beta_draws
 from bam_rl.beliefs import BAM, BOCD, RULES, ExponentialForgetting, RecursiveBayes, make_rule
 from bam_rl.families import BetaBinomial, GammaPoisson, NormalKnownVariance
 
@@ -148,3 +151,20 @@ def test_logarithmic_regret_on_stationary_bernoulli_bandit():
     assert mean_1e4 < 0.1 * horizon * gap  # far below the linear rate T * gap
     assert mean_1e4 / mean_1e3 < 4.0  # linear growth would give 10
     assert max(at_1e4) < 0.2 * horizon * gap
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(0.05, 500.0), min_size=1, max_size=8).flatmap(
+        lambda a: st.tuples(
+            st.just(a), st.lists(st.floats(0.05, 500.0), min_size=len(a), max_size=len(a))
+        )
+    ),
+    st.integers(0, 2**32 - 1),
+)
+def test_beta_draws_are_numpys_array_draws(shapes, seed) -> None:
+    """The per-arm scalar draws consume the generator exactly as one array call does."""
+    alpha, beta = (np.array(x) for x in shapes)
+    ours, reference = np.random.default_rng(seed), np.random.default_rng(seed)
+    for _ in range(3):  # and leave it in the same state
+        np.testing.assert_array_equal(beta_draws(ours, alpha, beta), reference.beta(alpha, beta))

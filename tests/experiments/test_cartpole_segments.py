@@ -56,3 +56,21 @@ def test_continual_report_says_what_it_misses(tmp_path):
         )
         is None
     )
+
+
+def test_gt_against_a_second_gt_sample() -> None:
+    """The trial-2 bar's noise floor: a second GT sample against the first, on revisits."""
+    gravities = [9.81, 9.81, 3.72, 3.72, 9.81, 9.81]  # one revisit, at trial 4
+    trials = pd.DataFrame(
+        {
+            "method": "gt",
+            "seed_index": [0, 0, 0, 1, 1, 1],
+            "trial": [0, 2, 4, 0, 2, 4],
+            "reward": [0.4, 0.7, 0.4, 0.4, 0.7, 0.4],
+            "gravity": [gravities[t] for t in (0, 2, 4, 0, 2, 4)],
+        }
+    )
+    again = trials[["seed_index", "trial"]].assign(reward=[0.4, 0.7, 0.38, 0.4, 0.7, 0.3])
+    (line,) = cartpole_segments.gt_self_lines(trials, again)
+    # revisits: 0.38 / 0.4 = 0.95 is within 10 %, 0.3 / 0.4 = 0.75 is not
+    assert "within 10 % on revisits in 1/2" in line and "first trial in 5/6" in line

@@ -21,8 +21,13 @@ def test_runs_per_cell() -> None:
     assert runs_for(1, "glr-klucb", 100) == 100
     assert runs_for("random", "glr-klucb", 100) == piecewise.RANDOM_RUNS
     assert runs_for(2, "thompson-bocd", 100) == piecewise.BAM_RUNS
-    assert runs_for(3, "ucbam", 100) == piecewise.SLOW_BAM_RUNS
-    assert runs_for("random", "thompson-bam", 100) == 0
+    assert runs_for(4, "ucbam", 100) == piecewise.SLOW_BAM_RUNS
+    assert runs_for(5, "thompson-bocd", 100) == piecewise.LONG_BAM_RUNS  # T = 20 000
+    assert runs_for(3, "thompson-bocd", 100) == piecewise.VERY_LONG_BAM_RUNS  # T = 100 000
+    assert runs_for(3, "glr-klucb", 100) == piecewise.VERY_LONG_RUNS
+    assert runs_for("4-long", "glr-klucb", 100) == 100
+    for problem in (3, "4-long", 5, "random"):  # the per-observation readouts at T = 5000 only
+        assert runs_for(problem, "thompson-bam", 100) == 0
     assert runs_for(1, "ucbam", 3) == 3
 
 
@@ -90,6 +95,8 @@ def test_summary_bounds_and_claims(tmp_path) -> None:
     rows = summary.set_index("method")
     assert bool(rows.loc["glr-klucb", "within"]) and not bool(rows.loc["d-klucb", "within"])
     assert pd.isna(rows.loc["thompson-bocd", "within"])
+    # SE 2.2 against a tenth of the published std 3.1: enough runs
+    assert bool(rows.loc["glr-klucb", "se_under_tenth"])
     assert rows.loc["glr-klucb", "us_per_step"] == pytest.approx(1e6 * 0.05 / 5000)
     summary.to_csv(tmp_path / "piecewise_summary.csv", index=False)
     table = claims(tmp_path)

@@ -2,10 +2,12 @@
 
 Problem 1 of Besson et al. (T = 5000), as ``bam-rl reproduce piecewise-bandits`` runs it
 (:func:`bam_rl.harness.experiments.piecewise.run_cell`: an untimed warm-up, then the agent's
-time in ``act`` and ``observe`` only). The peers are the per-step times the benchmark's paper
-publishes for SMPyBandits (GLR-klUCB 314 µs; klUCB 120 µs, from the issue's bars of 31 and
-12 µs at 10×); the bar is 10× faster than that. The other agents have no published time here
-(``scripts/smpybandits_peer.py`` times SMPyBandits 0.9.7 beside them on the same streams).
+time in ``act`` and ``observe`` only). The peers are the per-step times published for
+SMPyBandits on Problem 1 (T = 5000): GLR-klUCB 314 µs and klUCB 120 µs (the issue's bars of
+31 and 12 µs at 10×); Oracle-Restart klUCB 711 ms, M-klUCB 943 ms and CUSUM-klUCB 46 s a run
+(Besson's thesis, appendix of ch. 6: 142 µs, 189 µs and 9.2 ms a step); the bar is 10× faster
+than that. The other agents have no published time (``scripts/smpybandits_peer.py`` times
+SMPyBandits 0.9.7 beside them on the same streams).
 
 Usage: ``python -m bam_rl.harness.bench.piecewise [--runs 5]`` (or ``bam-rl bench --only
 piecewise``).
@@ -17,7 +19,13 @@ import argparse
 import math
 
 #: Published SMPyBandits seconds per step on Problem 1 (where known) and the speed-up asked.
-PUBLISHED = {"glr-klucb": 314e-6, "klucb": 120e-6}
+PUBLISHED = {
+    "glr-klucb": 314e-6,
+    "klucb": 120e-6,
+    "oracle-restart-klucb": 0.711 / 5000,
+    "m-klucb": 0.943 / 5000,
+    "cusum-klucb": 46.0 / 5000,
+}
 SPEEDUP = 10.0
 AGENTS = (
     "klucb",

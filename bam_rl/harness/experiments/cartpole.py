@@ -320,16 +320,24 @@ def run_setting(
 def segment_sweep(
     out: Path, seeds: int, jobs: int, variants: dict[str, Any] | None = None
 ) -> pd.DataFrame:
-    """Runs segment BAM's ``readout_after_steps`` variants (label -> steps; default
-    :data:`~bam_rl.harness.experiments.cartpole_segments.SWEEP`) on the episodic schedule,
-    resumable under ``out/runs``; returns their per-trial rows (also ``out/trials.csv``)."""
+    """Runs segment BAM's variants on the episodic schedule, resumable under ``out/runs``;
+    returns their per-trial rows (also ``out/trials.csv``).
+
+    ``variants`` maps a label to ``readout_after_steps`` or to a dict of ``mppi-bam-segments``
+    keyword arguments (e.g. ``{"readout_after_steps": (5, 10, 25), "n_features": 400}``);
+    default :data:`~bam_rl.harness.experiments.cartpole_segments.SWEEP`.
+    """
     from bam_rl.harness import make_grid, run_many
 
     variants = SWEEP if variants is None else variants
     methods = {
         label: (
             "mppi-bam-segments",
-            {"announced": True, "readout_after_steps": k, **PLANNING},
+            {
+                "announced": True,
+                **PLANNING,
+                **(dict(k) if isinstance(k, dict) else {"readout_after_steps": k}),
+            },
         )
         for label, k in variants.items()
     }
@@ -347,6 +355,32 @@ def segment_sweep(
             trials[column.removeprefix("belief_")] = last.to_numpy()
     write_frame(trials, out / "trials.csv")
     return trials
+
+
+def gt_resample(out: Path, seeds: int, jobs: int, root_seed: int = 1) -> pd.DataFrame:
+    """A second, independent GT MPC sample of the first trial of every episode of the episodic
+    schedule (another root seed: other planner draws, start states from the same ±0.05), as
+    the reproduction runs its ``gt`` rows; resumable under ``out/runs``. Returns per-trial rows
+    (``seed_index``, ``trial``, ``reward``) placed at their episode's start, for comparing GT
+    MPC with itself (:func:`~bam_rl.harness.experiments.cartpole_segments.gt_self_lines`)."""
+    from bam_rl.harness import make_grid, run_many
+
+    gravities = schedule("episodic")
+    starts = episode_starts(gravities)
+    firsts = tuple(gravities[i] for i in starts)
+    spec = SETTINGS["episodic"]
+    grid = make_grid(
+        {"gt_resample": SETTINGS["episodic"]["methods"]["gt"]},
+        {"episodic": (spec["env_id"], {"gravity_schedule": firsts})},
+        seeds=seeds,
+        n_episodes=len(firsts),
+        root_seed=root_seed,
+    )
+    backend = "serial" if jobs == 1 else "loky"
+    steps = run_many(grid, backend=backend, n_jobs=jobs, out_dir=out / "runs", progress=False)
+    rows = steps.groupby(["seed_index", "episode"])["reward"].mean().reset_index()
+    rows["trial"] = starts[rows["episode"].to_numpy()]
+    return rows.drop(columns="episode")
 
 
 def reproduce(

@@ -24,15 +24,21 @@ import pandas as pd
 
 from bam_rl._io import atomic_path
 
-#: Sweep variants: label -> readout_after_steps (``None``: tied readout after trial 1 only);
-#: the default, (5, 10, 25), is the reproductions' ``bam_segments``.
-SWEEP = {
+#: Sweep variants: label -> readout_after_steps (``None``: tied readout after trial 1 only)
+#: or a dict of ``mppi-bam-segments`` keyword arguments; the default, (5, 10, 25) with 200
+#: features, is the reproductions' ``bam_segments``.
+SWEEP: dict[str, Any] = {
     "seg_after_trial": None,
     "seg_k5": 5,
     "seg_k10": 10,
     "seg_k25": 25,
     "seg_k10_50": (10, 50),
     "seg_k5_15": (5, 15),
+    "seg_k5_10_25_50": (5, 10, 25, 50),
+    "seg_k5_10_25_100": (5, 10, 25, 100),
+    # more random Fourier features than the paper's 200 (issue 22's "next idea")
+    "seg_f300": {"readout_after_steps": (5, 10, 25), "n_features": 300},
+    "seg_f400": {"readout_after_steps": (5, 10, 25), "n_features": 400},
 }
 FIRST_TRIAL_RATIO = 0.7
 WITHIN = 0.9
@@ -138,6 +144,29 @@ def episodic_lines(
                 f"[{' '.join(f'{v:.2f}' for v in values)}]"
             )
     return lines
+
+
+def gt_self_lines(trials: pd.DataFrame, resample: pd.DataFrame) -> list[str]:
+    """How often a second GT MPC sample (:func:`~bam_rl.harness.experiments.cartpole.
+    gt_resample`) lands within 10 % of the reproduction's GT on the revisits' first trials:
+    the noise floor of the trial-2 bar, whose reference is one GT sample."""
+    per_trial = trials.groupby("trial")["gravity"].first()
+    gravity, trial_ids = per_trial.to_numpy(), per_trial.index.to_numpy()
+    seen: set[float] = set()
+    revisits = []
+    for start in episode_starts(gravity):
+        if gravity[start] in seen:
+            revisits.append(int(trial_ids[start]))
+        seen.add(float(gravity[start]))
+    gt = trials[trials["method"] == "gt"][["seed_index", "trial", "reward"]]
+    both = gt.merge(resample, on=["seed_index", "trial"], suffixes=("", "_again"))
+    ratio = (both["reward_again"] / both["reward"]).to_numpy()
+    on_revisits = ratio[both["trial"].isin(revisits).to_numpy()]
+    return [
+        f"GT MPC against a second GT sample: within 10 % on revisits in "
+        f"{(on_revisits >= WITHIN).sum()}/{on_revisits.size}, on every episode's first trial in "
+        f"{(ratio >= WITHIN).sum()}/{ratio.size} [{' '.join(f'{v:.2f}' for v in on_revisits)}]"
+    ]
 
 
 def continual_lines(trials: pd.DataFrame, gt_981: float) -> list[str]:
