@@ -28,7 +28,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--no-run", action="store_true", help="report finished sweep runs only")
-    parser.add_argument("--gt-again", type=Path, help="folder of a second GT MPC sample")
+    parser.add_argument(
+        "--gt-again",
+        type=Path,
+        help="folder of a second GT MPC sample (run there if missing, ~25 ms a control step; "
+        "resumes finished runs even without --no-run)",
+    )
     args = parser.parse_args()
     trials = pd.read_csv(args.episodic / "trials.csv")
     picks = segments.runs_picks(args.episodic, "bam_segments")

@@ -74,3 +74,26 @@ def test_gt_against_a_second_gt_sample() -> None:
     (line,) = cartpole_segments.gt_self_lines(trials, again)
     # revisits: 0.38 / 0.4 = 0.95 is within 10 %, 0.3 / 0.4 = 0.75 is not
     assert "within 10 % on revisits in 1/2" in line and "first trial in 5/6" in line
+
+
+def test_sweep_takes_keyword_variants(monkeypatch, tmp_path) -> None:
+    """A dict variant's keyword arguments reach the agent beside the sweep's fixed ones."""
+    import bam_rl.harness as harness
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_make_grid(methods, *args, **kwargs):
+        seen.update(methods)
+        raise Stop
+
+    monkeypatch.setattr(harness, "make_grid", fake_make_grid)
+    variants = {"f400": {"readout_after_steps": (5, 10), "n_features": 400}, "k5": 5}
+    with pytest.raises(Stop):
+        cartpole.segment_sweep(tmp_path, 1, 1, variants)
+    assert seen["f400"][0] == "mppi-bam-segments"
+    assert seen["f400"][1]["n_features"] == 400 and seen["f400"][1]["announced"] is True
+    assert seen["f400"][1]["readout_after_steps"] == (5, 10)
+    assert seen["k5"][1]["readout_after_steps"] == 5 and "n_features" not in seen["k5"][1]

@@ -103,3 +103,37 @@ def test_summary_bounds_and_claims(tmp_path) -> None:
     assert table[0]["holds"] == "partly" and "d-klucb 501 vs 1456" in table[0]["measured"]
     assert table[1]["holds"] == "yes" and "thompson-bocd 35 vs GLR 74" in table[1]["measured"]
     assert all(row["holds"] == "not run" for row in claims(None))
+
+
+def test_problem_4_long_and_the_published_columns(monkeypatch, tmp_path) -> None:
+    table = piecewise.problem_table("4-long", np.random.SeedSequence(0))
+    assert table == {"problem": 4, "max_steps": 10_000}
+    codes = [piecewise._problem_code(p) for p in piecewise.PROBLEMS]
+    assert len(set(codes)) == len(codes)  # every problem its own streams
+    assert piecewise.PUBLISHED["4-long"]["klucb"] == (1218.0, 123.0)
+    assert piecewise.PUBLISHED[3]["dts"] == (2492.0, 52.0)
+    assert piecewise.PUBLISHED[5]["oracle-restart-klucb-ref"] == (126.0, 54.0)
+    # a cell's file name changes with its horizon: no stale cells after a change
+    before = piecewise._cell_path(tmp_path, 3, "klucb", 30, 0)
+    monkeypatch.setitem(piecewise.HORIZONS, 3, 20_000)
+    assert piecewise._cell_path(tmp_path, 3, "klucb", 30, 0) != before
+
+
+def test_claims_let_the_published_runs_code_stand_in(tmp_path) -> None:
+    frame = pd.concat(
+        [
+            _frame("1", "dts", [420.0, 430.0, 425.0, 428.0]),  # published 209: outside
+            _frame("1", "dts-ref", [205.0, 210.0, 212.0, 208.0]),  # within: stands in
+            _frame("1", "d-klucb", [500.0, 510.0, 490.0, 505.0]),  # outside, its -ref too
+            _frame("1", "d-klucb-ref", [900.0, 910.0, 905.0, 902.0]),
+            _frame("1", "glr-klucb", [70.0, 300.0, 75.0, 71.0]),  # within by 3 SE only
+        ]
+    )
+    summary = summarize(frame)
+    rows = summary.set_index("method")
+    # SE 57 against a tenth of the published std (3.1): too few runs for the bar
+    assert not bool(rows.loc["glr-klucb", "se_under_tenth"])
+    summary.to_csv(tmp_path / "piecewise_summary.csv", index=False)
+    measured = claims(tmp_path)[0]["measured"]
+    assert measured.startswith("1 of 3 cells within, 2 with the published runs' code")
+    assert "P1 d-klucb 501 vs 1456" in measured and "dts" not in measured.split("outside")[1]

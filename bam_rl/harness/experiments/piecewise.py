@@ -140,17 +140,19 @@ _PUBLISHED_ROWS = {
     "glr-klucb": ((74, 31), (113, 34), (513, 97), (99, 32), (128, 42), (149, 34)),
     "glr-klucb-global": ((97, 32), (134, 33), (621, 103), (128, 32), (185, 47), (152, 32)),
 }
+#: The columns of :data:`_PUBLISHED_ROWS`, in order.
+_PUBLISHED_COLUMNS: tuple[int | str, ...] = (1, 2, 3, 4, "4-long", 5)
 PUBLISHED: dict[int | str, dict[str, tuple[float, float]]] = {
-    problem: {
-        method: (float(cells[i][0]), float(cells[i][1]))
-        for method, cells in _PUBLISHED_ROWS.items()
-    }
-    for i, problem in enumerate(PROBLEMS[:6])  # the published columns: all but "random"
+    problem: {} for problem in _PUBLISHED_COLUMNS
 }
+for _method, _row in _PUBLISHED_ROWS.items():
+    for _problem, (_mean, _std) in zip(_PUBLISHED_COLUMNS, _row, strict=True):
+        PUBLISHED[_problem][_method] = (float(_mean), float(_std))
 for _cells in PUBLISHED.values():  # the reference code's variants against the same cells
     _cells["d-klucb-ref"] = _cells["d-klucb"]
     _cells["dts-ref"] = _cells["dts"]
     _cells["oracle-restart-klucb-ref"] = _cells["oracle-restart-klucb"]
+del _method, _row, _problem, _mean, _std, _cells
 
 
 def problem_table(problem: int | str, seed_sequence: np.random.SeedSequence) -> dict[str, Any]:
@@ -259,8 +261,8 @@ def _warm_up(problem: int | str, method: str) -> None:
 
 
 def _problem_code(problem: int | str) -> int:
-    """The problem's entry in the seed sequence (1..5 their number, so their streams are the
-    same at any horizon's run)."""
+    """The problem's entry in the seed sequence: 1..5 their number, ``"4-long"`` its own (6),
+    so its runs are independent of problem 4's at T = 5000; the random instances 0."""
     codes = {"random": 0, "4-long": 6}
     return codes[str(problem)] if str(problem) in codes else int(problem)
 
@@ -412,7 +414,11 @@ def plot_piecewise(frame: pd.DataFrame, path: str | Path | None = None) -> Any:
                 alpha=0.12,
                 linewidth=0,
             )
-        title = "random instances" if problem == "random" else f"Problem {problem[0]}"
+        title = (
+            "random instances"
+            if problem == "random"
+            else f"Problem {_besson_number(_parse_problem(problem))}"
+        )
         horizon = f"{HORIZONS[_parse_problem(problem)]:,}".replace(",", " ")
         title += f", T = {horizon}"
         axis.set(title=title, xlabel="step $t$", ylabel="cumulative regret (log scale)")
@@ -448,8 +454,9 @@ def reproduce(
     Args:
         out: Output directory.
         seeds: Runs per (problem, method) of the baselines on problems 1-5 (default 100, as
-            the benchmark: standard errors of a tenth of the standard deviations; ``quick``:
-            3); fewer for the others (:func:`runs_for`).
+            the benchmark: standard errors of about a tenth of the published standard
+            deviations, the summary's ``se_under_tenth``; ``quick``: 3); fewer for the others
+            and at T = 100 000 (:data:`VERY_LONG_RUNS`, :func:`runs_for`).
         quick: Problem 1 only, 3 runs.
         n_jobs: Parallel workers (cells).
         progress: Show a progress bar.
