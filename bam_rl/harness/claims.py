@@ -1,18 +1,22 @@
 """Claims on a sweep's output folder, so that many processes and machines can share it.
 
 Before computing a run, a sweep takes a *claim* on its key: the file
-``out_dir/.claims/<key>.claim``, created with ``O_CREAT | O_EXCL`` (atomic on local file
+``out_dir/.claims/<key>.claim``, created exclusively (a hard link, atomic on local file
 systems and on NFS v3+), holding who took it (host, pid, a random token, the time). Only the
 holder computes the run and writes its file; everyone else skips it, and at the end waits for
 it to appear. When the holder's run file is written, the claim is removed.
 
-A holder keeps its claims alive: a daemon thread rewrites the time in each held claim every
-:data:`HEARTBEAT` seconds. A claim is *stale*, and may be taken over, when its holder is a dead
-process on this host, or when it was not refreshed for :data:`STALE_AFTER` seconds (the holder
-died on another machine, or lost the file system). Taking over renames the stale claim to a
-unique name first, which only one process can do, then claims afresh. The timeout can be
-changed with the environment variable ``BAM_RL_CLAIM_TIMEOUT`` (seconds; it must exceed a few
-heartbeats: a holder stalled longer than it loses its claims).
+A claim is written whole: the record goes to a temporary file that is hard-linked into place
+(``os.link`` fails if the claim exists), so a holder killed mid-way never leaves an empty claim;
+an unreadable claim (a file system without hard links, an older version) is stale once
+untouched for the timeout. A holder keeps its claims alive: a daemon thread rewrites the time
+in each held claim (replacing the file whole) every :data:`HEARTBEAT` seconds. A claim is
+*stale*, and may be taken over, when its holder is a dead process on this host, or when it was
+not refreshed for :data:`STALE_AFTER` seconds (the holder died on another machine, or lost the
+file system). Taking over renames the stale claim to a unique name first, which only one
+process can do, then claims afresh. The timeout can be changed with the environment variable
+``BAM_RL_CLAIM_TIMEOUT`` (seconds; it must exceed a few heartbeats: a holder stalled longer
+than it loses its claims).
 """
 
 from __future__ import annotations
@@ -66,6 +70,20 @@ def _alive_here(pid: int) -> bool:
     return True
 
 
+def _link_or_create(temporary: Path, path: Path, record: dict[str, Any]) -> None:
+    """Puts a claim in place exclusively: a hard link of the whole record (atomic), or on a
+    file system without hard links an ``O_EXCL`` create and write (a writer killed in between
+    leaves an empty claim, stale after the timeout). Raises ``FileExistsError`` if claimed."""
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links here (e.g. some FUSE or FAT mounts)
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(handle, "w") as stream:
+            stream.write(json.dumps(record))
+
+
 class ClaimBook:
     """The claims one process holds in one output folder.
 
@@ -91,23 +109,31 @@ class ClaimBook:
         return self.folder / f"{key}.claim"
 
     def _write(self, path: Path, token: str, exclusive: bool) -> bool:
+        """Writes a claim whole or not at all: the record goes to a private temporary file,
+        then ``os.link`` (exclusive: fails if a claim exists) or ``os.replace`` (a heartbeat)
+        puts it in place, so no process ever sees a half-written or empty claim, even when the
+        writer is killed mid-way."""
         record = {"host": self.host, "pid": self.pid, "token": token, "time": time.time()}
-        flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
         for attempt in range(5):  # the last process of a sweep removes the empty folder
             self.folder.mkdir(exist_ok=True)
+            temporary = path.with_name(f"{path.name}.{self.pid}.{secrets.token_hex(4)}.tmp")
             try:
-                handle = os.open(path, flags, 0o644)
-                break
+                temporary.write_text(json.dumps(record))
+                try:
+                    if exclusive:
+                        _link_or_create(temporary, path, record)
+                    else:
+                        os.replace(temporary, path)
+                finally:
+                    with contextlib.suppress(FileNotFoundError):
+                        temporary.unlink()
+                return True
             except FileExistsError:
                 return False
-            except FileNotFoundError:  # removed between mkdir and open: make it again
+            except FileNotFoundError:  # removed between mkdir and write: make it again
                 if attempt == 4:
                     raise
-        else:  # pragma: no cover - the loop breaks or raises
-            return False
-        with os.fdopen(handle, "w") as stream:
-            stream.write(json.dumps(record))
-        return True
+        return False  # pragma: no cover - the loop returns or raises
 
     def read(self, key: str) -> dict[str, Any] | None:
         """The claim on ``key`` (``None``: none, or one being written or removed)."""
@@ -135,7 +161,12 @@ class ClaimBook:
             self._hold(key, token)
             return True
         claim = self.read(key)
-        if not self.is_stale(claim):
+        if claim is None:
+            # unreadable (a claim file of an older version killed while writing, or foreign):
+            # stale once untouched for the timeout, as a claim whose holder stopped beating
+            if not self._untouched_for_timeout(path):
+                return False
+        elif not self.is_stale(claim):
             return False
         # take over: only the process whose rename succeeds may claim afresh
         tomb = path.with_name(f"{path.name}.stale.{secrets.token_hex(6)}")
@@ -150,6 +181,12 @@ class ClaimBook:
             self.taken_over.append(key)
             return True
         return False
+
+    def _untouched_for_timeout(self, path: Path) -> bool:
+        try:
+            return time.time() - path.stat().st_mtime > self.timeout
+        except FileNotFoundError:
+            return False
 
     def _hold(self, key: str, token: str) -> None:
         with self._lock:
@@ -171,6 +208,11 @@ class ClaimBook:
         for key in list(self.held):
             self.release(key)
         self._stop.set()
+        # temporaries of writers killed between writing and linking, once surely abandoned
+        for temporary in self.folder.glob("*.tmp") if self.folder.is_dir() else ():
+            if self._untouched_for_timeout(temporary):
+                with contextlib.suppress(FileNotFoundError):
+                    temporary.unlink()
         with contextlib.suppress(OSError):  # not empty: other processes hold claims
             self.folder.rmdir()
 

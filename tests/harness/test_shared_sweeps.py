@@ -144,3 +144,39 @@ def test_the_api_reports_what_it_computed(tmp_path):
     again = run_many(grid, backend="serial", out_dir=tmp_path, progress=False)
     assert len(first.attrs["sweep"]["computed"]) == 2 and first.attrs["sweep"]["loaded"] == 0
     assert again.attrs["sweep"]["computed"] == [] and again.attrs["sweep"]["loaded"] == 2
+
+
+def test_an_empty_claim_is_taken_over_after_the_timeout_and_never_written(tmp_path, monkeypatch):
+    """A holder killed between creating its claim file and writing it left an empty claim that
+    nobody could take over (a killed-sweep test hung on it): claims are now linked into place
+    whole, and an unreadable one is stale once untouched for the timeout."""
+    monkeypatch.setenv("BAM_RL_CLAIM_TIMEOUT", "30")
+    book = ClaimBook(tmp_path)
+    book.folder.mkdir()
+    empty = book.folder / "k.claim"
+    empty.touch()
+    assert book.read("k") is None and not book.try_claim("k")  # fresh: maybe being written
+    old = time.time() - 31
+    os.utime(empty, (old, old))
+    assert book.try_claim("k") and book.taken_over == ["k"]
+    assert json.loads(empty.read_text())["pid"] == os.getpid()  # a whole record
+    stray = book.folder / "j.claim.999.abcd.tmp"  # a writer killed before linking
+    stray.write_text("{}")
+    os.utime(stray, (old, old))
+    book.release_all()
+    assert not book.folder.exists()  # released, the stray temporary removed, folder gone
+
+
+def test_claims_work_without_hard_links(tmp_path, monkeypatch):
+    """On a file system without hard links a claim is created with O_EXCL instead."""
+
+    def no_links(*args):
+        raise PermissionError("hard links not supported")
+
+    monkeypatch.setattr(os, "link", no_links)
+    book, other = ClaimBook(tmp_path), ClaimBook(tmp_path)
+    assert book.try_claim("k") and not other.try_claim("k")
+    assert json.loads((book.folder / "k.claim").read_text())["token"] == book.held["k"]
+    book.release_all()
+    assert other.try_claim("k")
+    other.release_all()
