@@ -125,6 +125,13 @@ def check_array(agent: Any, name: str, shape: tuple[int, ...], finite: bool = Tr
         raise ValueError(f"{name} must be finite")
 
 
+def check_variant(value: Any, accepted: tuple[str, ...]) -> str:
+    """``value`` if it names one of ``accepted`` variants, else ``ValueError`` naming it."""
+    if value not in accepted:
+        raise ValueError(f"variant must be one of {accepted}, got {value!r}")
+    return str(value)
+
+
 class BernoulliBanditAgent(BanditAgent):
     """A bandit agent for rewards in [0, 1] (Bernoulli): checks the range, then :meth:`_learn`.
 
@@ -255,10 +262,9 @@ class OracleRestartKLUCB(KLUCB):
     ):
         if breakpoints is None:
             raise ValueError("breakpoints must be given to oracle-restart-klucb (the true ones)")
-        if variant not in self.VARIANTS:
-            raise ValueError(f"variant must be one of {self.VARIANTS}, got {variant!r}")
+        variant = check_variant(variant, self.VARIANTS)
         super().__init__(n_arms, seed)
-        self.variant = str(variant)
+        self.variant = variant
         self.breakpoints = np.array([positive_int("breakpoints", int(b)) for b in breakpoints])
         if means is None:
             self.changes = np.ones((self.breakpoints.size, self.n_arms), dtype=bool)
@@ -272,8 +278,7 @@ class OracleRestartKLUCB(KLUCB):
         self.restart_times = np.zeros(self.n_arms)
 
     def _check_restored(self) -> None:
-        if self.variant not in self.VARIANTS:
-            raise ValueError(f"variant must be one of {self.VARIANTS}, got {self.variant!r}")
+        self.variant = check_variant(self.variant, self.VARIANTS)
         super()._check_restored()
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
@@ -308,6 +313,7 @@ class _RestartingKLUCB(KLUCB):
     arm.
     """
 
+    _ARM_ARRAYS = ("pulls", "sums", "restart_times")
     local: bool = True
     check_every: int = 10
 
@@ -324,7 +330,6 @@ class _RestartingKLUCB(KLUCB):
 
     def _check_restored(self) -> None:
         super()._check_restored()
-        check_array(self, "restart_times", (self.n_arms,))
         history = getattr(self, "history", None)
         if not isinstance(history, np.ndarray) or history.dtype != np.float64 or history.ndim != 2:
             raise ValueError("history must be a 2-D float64 array")
@@ -435,8 +440,10 @@ class GLRKLUCB(_RestartingKLUCB):
     def act(self, observation: Any) -> int:
         """Forced exploration of arm ``(t - tau) mod ceil(K / alpha)`` if below K, else klUCB."""
         check_observation(observation)
-        if self.period and (self.t - self.last_restart) % self.period < self.n_arms:
-            return int((self.t - self.last_restart) % self.period)
+        if self.period:
+            slot = (self.t - self.last_restart) % self.period
+            if slot < self.n_arms:
+                return int(slot)
         return self._best_index()
 
     def _test(self, arm: int, n: int) -> int:

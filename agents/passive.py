@@ -16,19 +16,13 @@ from typing import Any
 import numpy as np
 
 from .base import beta_draws, check_observation
-from .klucb import KLUCB, BernoulliBanditAgent, kernels, positive_int, tuning
+from .klucb import KLUCB, BernoulliBanditAgent, check_variant, kernels, positive_int, tuning
 
 __all__ = ["VARIANTS", "DiscountedKLUCB", "DiscountedThompson", "Exp3S", "SlidingWindowKLUCB"]
 
 
 #: ``variant`` values: the paper's algorithm, or the reference code as the benchmark ran it.
 VARIANTS = ("paper", "smpybandits-0.9.7")
-
-
-def _variant(value: Any) -> str:
-    if value not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {value!r}")
-    return str(value)
 
 
 def _discount(name: str, value: Any) -> float:
@@ -76,7 +70,7 @@ class DiscountedKLUCB(KLUCB):
             horizon_, upsilon = tuning("d-klucb", horizon, n_breakpoints)
             gamma = 1.0 - math.sqrt(upsilon / horizon_) / 4.0
         self.gamma = _discount("gamma", gamma)
-        self.variant = _variant(variant)
+        self.variant = check_variant(variant, VARIANTS)
         self.last_pull = np.zeros(self.n_arms)
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
@@ -191,7 +185,7 @@ class DiscountedThompson(BernoulliBanditAgent):
     ):
         super().__init__(n_arms, seed)
         self.gamma = _discount("gamma", gamma)
-        self.variant = _variant(variant)
+        self.variant = check_variant(variant, VARIANTS)
         self.successes = np.zeros(self.n_arms)
         self.failures = np.zeros(self.n_arms)
 

@@ -134,14 +134,26 @@ def cartpole_grid(setting: str, seeds: int, quick: bool = False) -> list[Any]:
         methods, {setting: (spec["env_id"], env_kwargs)}, seeds=seeds, n_episodes=len(gravities)
     )
     if reference:
-        firsts = tuple(gravities[i] for i in episode_starts(gravities))
-        grid += make_grid(
-            reference,
-            {setting: (spec["env_id"], {"gravity_schedule": firsts})},
-            seeds=seeds,
-            n_episodes=len(firsts),
-        )
+        grid += reference_grid(setting, reference, seeds, gravities)
     return grid
+
+
+def reference_grid(
+    setting: str,
+    reference: dict[str, tuple[str, dict[str, Any]]],
+    seeds: int,
+    gravities: Any,
+    root_seed: int = 0,
+) -> list[Any]:
+    """The GT MPC reference's runs: the first trial of every episode of ``gravities`` only
+    (see :func:`cartpole_grid`)."""
+    from bam_rl.harness import make_grid
+
+    firsts = tuple(gravities[i] for i in episode_starts(gravities))
+    env = (SETTINGS[setting]["env_id"], {"gravity_schedule": firsts})
+    return make_grid(
+        reference, {setting: env}, seeds=seeds, n_episodes=len(firsts), root_seed=root_seed
+    )
 
 
 def per_trial(steps: pd.DataFrame, gravities: Any) -> pd.DataFrame:
@@ -363,24 +375,14 @@ def gt_resample(out: Path, seeds: int, jobs: int, root_seed: int = 1) -> pd.Data
     the reproduction runs its ``gt`` rows; resumable under ``out/runs``. Returns per-trial rows
     (``seed_index``, ``trial``, ``reward``) placed at their episode's start, for comparing GT
     MPC with itself (:func:`~bam_rl.harness.experiments.cartpole_segments.gt_self_lines`)."""
-    from bam_rl.harness import make_grid, run_many
+    from bam_rl.harness import run_many
 
     gravities = schedule("episodic")
-    starts = episode_starts(gravities)
-    firsts = tuple(gravities[i] for i in starts)
-    spec = SETTINGS["episodic"]
-    grid = make_grid(
-        {"gt_resample": SETTINGS["episodic"]["methods"]["gt"]},
-        {"episodic": (spec["env_id"], {"gravity_schedule": firsts})},
-        seeds=seeds,
-        n_episodes=len(firsts),
-        root_seed=root_seed,
-    )
+    reference = {"gt": SETTINGS["episodic"]["methods"]["gt"]}
+    grid = reference_grid("episodic", reference, seeds, gravities, root_seed)
     backend = "serial" if jobs == 1 else "loky"
     steps = run_many(grid, backend=backend, n_jobs=jobs, out_dir=out / "runs", progress=False)
-    rows = steps.groupby(["seed_index", "episode"])["reward"].mean().reset_index()
-    rows["trial"] = starts[rows["episode"].to_numpy()]
-    return rows.drop(columns="episode")
+    return per_trial(steps, gravities)[["seed_index", "trial", "reward"]]
 
 
 def reproduce(

@@ -50,6 +50,20 @@ def episode_starts(gravities: Any) -> np.ndarray:
     return np.flatnonzero(np.r_[True, gravities[1:] != gravities[:-1]])
 
 
+def visit_starts(trials: pd.DataFrame) -> tuple[list[int], list[int]]:
+    """The trials (ids) at which an episode starts on a gravity seen before (revisits) and on
+    a new one (first visits), from any rows with ``trial`` and ``gravity``."""
+    per_trial = trials.groupby("trial")["gravity"].first()
+    gravity, trial_ids = per_trial.to_numpy(), per_trial.index.to_numpy()
+    seen: set[float] = set()
+    revisits: list[int] = []
+    firsts: list[int] = []
+    for start in episode_starts(gravity):
+        (revisits if gravity[start] in seen else firsts).append(int(trial_ids[start]))
+        seen.add(float(gravity[start]))
+    return revisits, firsts
+
+
 def runs_trials(folder: Path, label: str) -> pd.DataFrame:
     """Per-trial rows of one method from the run files found so far (a sweep under way)."""
     frames = []
@@ -89,12 +103,7 @@ def episodic_lines(
     gravity = trials.groupby("trial")["gravity"].first().to_numpy()
     starts = episode_starts(gravity)
     gt = trials[trials["method"] == "gt"].set_index(["seed_index", "trial"])["reward"]
-    seen: set[float] = set()
-    revisits: list[int] = []
-    firsts: list[int] = []
-    for start in starts:
-        (revisits if gravity[start] in seen else firsts).append(int(start))
-        seen.add(float(gravity[start]))
+    revisits, firsts = visit_starts(trials)
     reward = trials.set_index(["method", "seed_index", "trial"])["reward"]
     seeds = sorted(trials["seed_index"].unique())
     lines.append(f"revisit starts {revisits}; first visits {firsts}; seeds {seeds}")
@@ -150,14 +159,7 @@ def gt_self_lines(trials: pd.DataFrame, resample: pd.DataFrame) -> list[str]:
     """How often a second GT MPC sample (:func:`~bam_rl.harness.experiments.cartpole.
     gt_resample`) lands within 10 % of the reproduction's GT on the revisits' first trials:
     the noise floor of the trial-2 bar, whose reference is one GT sample."""
-    per_trial = trials.groupby("trial")["gravity"].first()
-    gravity, trial_ids = per_trial.to_numpy(), per_trial.index.to_numpy()
-    seen: set[float] = set()
-    revisits = []
-    for start in episode_starts(gravity):
-        if gravity[start] in seen:
-            revisits.append(int(trial_ids[start]))
-        seen.add(float(gravity[start]))
+    revisits, _ = visit_starts(trials)
     gt = trials[trials["method"] == "gt"][["seed_index", "trial", "reward"]]
     both = gt.merge(resample, on=["seed_index", "trial"], suffixes=("", "_again"))
     ratio = (both["reward_again"] / both["reward"]).to_numpy()
