@@ -7,6 +7,7 @@ both build on these; neither imports the other.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,24 @@ def ucb_confidence(t: int) -> float:
     return math.log(1.0 + t * log_t * log_t)
 
 
+#: Per Beta-Binomial model: the statistics of a Bernoulli 0 and 1, built once (read-only
+#: arrays; statistics are never changed in place, only added), since a bandit step needs one.
+_BERNOULLI_STATS: weakref.WeakKeyDictionary[Any, tuple[NaturalParams, NaturalParams]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _bernoulli_statistics(model: BetaBinomial, value: float) -> NaturalParams:
+    both = _BERNOULLI_STATS.get(model)
+    if both is None:
+        both = (model.stats(successes=0.0, trials=1), model.stats(successes=1.0, trials=1))
+        for stats in both:
+            for array in (*stats.fields.values(), stats.log_h):
+                array.flags.writeable = False
+        _BERNOULLI_STATS[model] = both
+    return both[int(value)]
+
+
 def reward_statistics(model: ConjugateFamily, reward: float) -> NaturalParams:
     """Sufficient statistics of one reward as one datum of ``model``.
 
@@ -56,7 +75,7 @@ def reward_statistics(model: ConjugateFamily, reward: float) -> NaturalParams:
             raise ValueError(
                 f"reward must be 0 or 1 for Bernoulli arms (BetaBinomial), got {reward!r}"
             )
-        return model.stats(successes=value, trials=1)
+        return _bernoulli_statistics(model, value)
     if isinstance(model, (NormalKnownVariance, NormalGamma)):
         return model.stats(value)
     if isinstance(model, GammaPoisson):

@@ -106,7 +106,7 @@ class SegmentBAM(BAM):
         detector = None
         split: int | None = None
         if self.detector is not None:
-            detector = copy.deepcopy(self.detector)  # kept only if the whole update succeeds
+            detector = self.detector.snapshot()  # kept only if the whole update succeeds
             detector.update(s)
             run = int(detector.filtered_run_lengths[np.argmax(detector.filtered_weights)])
             start = self.t + 1 - run

@@ -785,3 +785,72 @@ def test_sample_index_draws_what_rng_choice_draws(seed, n_data):
     one, stacked = detector.belief_at(row), detector.beliefs[row]
     for name in one.fields:
         assert np.array_equal(one.fields[name], stacked.fields[name])
+
+
+def test_sample_index_follows_every_update_reset_and_snapshot():
+    """``sample_index`` keeps its cumulative sum between draws; an update, a reset or another
+    detector (a snapshot) must never draw from a stale one."""
+    model = BetaBinomial()
+    detector = ChangepointDetector(model, 0.05)
+    ours, theirs = np.random.default_rng(3), np.random.default_rng(3)
+    data = np.random.default_rng(4).integers(0, 2, 60)
+
+    def check(bocd):
+        probabilities = bocd.run_length_probabilities
+        for _ in range(3):
+            assert bocd.sample_index(ours) == int(
+                theirs.choice(probabilities.size, p=probabilities)
+            )
+
+    for i, y in enumerate(data):
+        detector.update(model.stats(successes=int(y), trials=1))
+        check(detector)
+        if i == 30:
+            detector.reset()
+            check(detector)
+    copy_ = detector.snapshot()
+    copy_.update(model.stats(successes=1, trials=1))
+    check(copy_)
+    check(detector)
+
+
+def test_a_snapshot_and_its_original_update_independently():
+    model = BetaBinomial()
+    original = ChangepointDetector(model, 0.05, max_run_length=20)
+    for y in [1, 0, 1, 1, 0, 1] * 5:
+        original.update(model.stats(successes=y, trials=1))
+    before = (
+        original.t,
+        original.run_lengths.copy(),
+        original.log_run_length_probabilities.copy(),
+        {k: v.copy() for k, v in original.beliefs.fields.items()},
+        original.log_evidence,
+    )
+    snapshot = original.snapshot()
+    for y in [0, 0, 0, 1]:
+        snapshot.update(model.stats(successes=y, trials=1))
+    after = (
+        original.t,
+        original.run_lengths,
+        original.log_run_length_probabilities,
+        original.beliefs.fields,
+        original.log_evidence,
+    )
+    assert after[0] == before[0] and after[4] == before[4]
+    np.testing.assert_array_equal(after[1], before[1])
+    np.testing.assert_array_equal(after[2], before[2])
+    for name in before[3]:
+        np.testing.assert_array_equal(after[3][name], before[3][name])
+    # and the other way round: the original moves on, the snapshot stays
+    frozen = (snapshot.t, snapshot.run_lengths.copy(), snapshot.log_evidence)
+    original.update(model.stats(successes=1, trials=1))
+    assert (snapshot.t, snapshot.log_evidence) == (frozen[0], frozen[2])
+    np.testing.assert_array_equal(snapshot.run_lengths, frozen[1])
+    # both continue exactly like a deep copy would
+    deep = copy.deepcopy(snapshot)
+    for y in [1, 1, 0]:
+        snapshot.update(model.stats(successes=y, trials=1))
+        deep.update(model.stats(successes=y, trials=1))
+    np.testing.assert_array_equal(
+        snapshot.log_run_length_probabilities, deep.log_run_length_probabilities
+    )
