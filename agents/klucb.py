@@ -528,8 +528,18 @@ class MonitoredKLUCB(KLUCB):
     exploration clock counts from the restart (0.9.7 mixes its reset ``t`` with the old
     ``tau``, a phase shift).
 
+    ``window`` sets ``w`` by hand (``b`` and ``gamma`` follow from it): the configuration of
+    the published runs' code (SMPyBandits at cfa5059, 2019-01-24, the Oracle-Restart's, see
+    :class:`OracleRestartKLUCB`) overrode the formula with ``WINDOW_SIZE = 150  # FIXME
+    manually set`` for every problem and horizon (the override went four days later, in
+    489c5e6); at T = 5000 with 3 arms the formula gives 150 too. ``per_arm_restart=True``
+    keeps the other arms' windows at a detection (the klUCB still restarts in full), as that
+    configuration passed until 2019-01-31 (``PER_ARM_RESTART = [True]``, SMPyBandits'
+    ``_per_arm_restart``); the default clears every window, as the paper's M-UCB restarts.
+
     Raises:
-        ValueError: If ``horizon`` is missing or not a positive int.
+        ValueError: If ``horizon`` is missing or not a positive int, ``window`` is not an int
+            >= 2 or ``per_arm_restart`` not a bool.
     """
 
     def __init__(
@@ -538,12 +548,22 @@ class MonitoredKLUCB(KLUCB):
         horizon: int | None = None,
         n_breakpoints: int | None = None,
         seed: int | None = None,
+        window: int | None = None,
+        per_arm_restart: bool = False,
     ):
         if horizon is None:
             raise ValueError("horizon must be given to m-klucb (its window and b use T)")
+        if not isinstance(per_arm_restart, bool | np.bool_):
+            raise ValueError(f"per_arm_restart must be a bool, got {per_arm_restart!r}")
+        self.per_arm_restart = bool(per_arm_restart)
         super().__init__(n_arms, seed)
         self.horizon = positive_int("horizon", horizon)
-        self.window = self.n_arms * math.ceil(self.horizon / 100)
+        if window is None:
+            self.window = self.n_arms * math.ceil(self.horizon / 100)
+        else:
+            self.window = positive_int("window", window)
+            if self.window < 2:
+                raise ValueError(f"window must be an int >= 2, got {window!r}")
         self.b = math.sqrt(self.window / 2 * math.log(2 * self.n_arms * self.horizon**2))
         gamma = math.sqrt(
             self.n_arms * (2 * self.b + 3 * math.sqrt(self.window)) / (2 * self.horizon)
@@ -588,6 +608,7 @@ class MonitoredKLUCB(KLUCB):
         self.last_restart = self.t
         self.pulls[:] = 0.0
         self.sums[:] = 0.0
-        self.filled[:] = 0
+        if not self.per_arm_restart:
+            self.filled[:] = 0
         self.recent[arm, 0] = reward
         self.filled[arm] = 1

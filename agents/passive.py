@@ -80,13 +80,13 @@ class DiscountedKLUCB(KLUCB):
     def _fill_indices(self) -> tuple[int, int]:
         """Every arm's discounted index into ``_index`` (``inf`` while ``N_k < 1``); returns
         (first best arm, number of ties)."""
-        pulls = np.where(self.pulls < 1.0, 0.0, self.pulls)
-        self._log_t.fill(math.log(self.pulls.sum()) if self.t > 0 else 0.0)
+        pulls = self.pulls  # the kernel gives inf below 1
+        self._log_t.fill(math.log(pulls.sum()) if self.t > 0 else 0.0)
         best, ties = kernels().klucb_indices(self.sums, pulls, self._log_t, self._index)
-        if self.variant != "paper":  # a "mean" above 1: the reference's bisection never runs
-            with np.errstate(divide="ignore", invalid="ignore"):
-                over = (pulls >= 1.0) & (self.sums > pulls)
-                self._index[over] = 0.5 * (self.sums[over] / pulls[over] + 1.0)
+        # a "mean" above 1 (the reference's integer counts): its bisection never runs
+        if self.variant != "paper" and (self.sums > pulls).any():
+            over = (pulls >= 1.0) & (self.sums > pulls)
+            self._index[over] = 0.5 * (self.sums[over] / pulls[over] + 1.0)
             best = int(np.argmax(self._index))
             ties = int(np.count_nonzero(self._index == self._index[best]))
         return best, ties
@@ -261,8 +261,8 @@ class Exp3S(BernoulliBanditAgent):
         )
 
     def _learn(self, arm: int, reward: float) -> None:
-        p = self.probabilities()[arm]
         total = self.weights.sum()
+        p = (1.0 - self.gamma) * self.weights[arm] / total + self.gamma / self.n_arms  # p[arm]
         share = math.e * self.alpha / self.n_arms * total
         grown = self.weights[arm] * math.exp(self.gamma * reward / (p * self.n_arms))
         self.weights += share

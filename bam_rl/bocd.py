@@ -688,7 +688,11 @@ class ChangepointDetector:
         """A copy that later updates of either detector leave unchanged, in O(1): an update
         replaces the state's arrays and never writes into them, so the copy shares them
         (``copy.deepcopy`` would copy every live run length's row)."""
-        return copy.copy(self)
+        twin = copy.copy(self)
+        stacked = _STACKED.get(self)
+        if stacked is not None:  # the same fields: the same matrix
+            _STACKED[twin] = stacked
+        return twin
 
     @property
     def beliefs(self) -> NaturalParams:

@@ -75,8 +75,11 @@ class BetaBinomial(ConjugateFamily):
         return make_stats(self, "successes and trials", fields, log_h)
 
     def _check_belief(self, fields: Fields) -> None:
-        # the array methods: a bandit step checks a few scalar beliefs, np.any costs 2x more
-        if not ((np.asarray(fields["alpha"]) > 0).all() and (np.asarray(fields["beta"]) > 0).all()):
+        alpha, beta = np.asarray(fields["alpha"]), np.asarray(fields["beta"])
+        if alpha.ndim == beta.ndim == 0:  # one belief (a bandit arm's, every step): no reduce
+            if not (float(alpha) > 0 and float(beta) > 0):  # NaN fails too
+                raise ValueError("belief alpha and beta must be > 0")
+        elif not ((alpha > 0).all() and (beta > 0).all()):
             raise ValueError("belief alpha and beta must be > 0")
 
     def log_partition_fields(self, fields: Fields) -> np.ndarray:

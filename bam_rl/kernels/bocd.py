@@ -76,12 +76,15 @@ def _beta_binomial_log_ratio(a: float, b: float, k: float, m: float) -> float:  
     """``A(a + k, b + m) − A(a, b)`` for small integer counts ``k, m``: the identity
     ``Γ(z + 1) = z Γ(z)`` turns the six ``lgamma`` into one product of ratios in (0, 1] and one
     log; NaN when the product underflows (the caller then takes the ``lgamma`` path)."""
-    ratio = 1.0
     total = a + b
-    for j in range(int(k)):
-        ratio *= (a + j) / (total + j)
-    for j in range(int(m)):
-        ratio *= (b + j) / (total + k + j)
+    if k + m == 1.0:  # a Bernoulli datum: the loops below, unrolled
+        ratio = (a if k == 1.0 else b) / total
+    else:
+        ratio = 1.0
+        for j in range(int(k)):
+            ratio *= (a + j) / (total + j)
+        for j in range(int(m)):
+            ratio *= (b + j) / (total + k + j)
     if not ratio > 1e-280:
         return np.nan
     return math.log(ratio)
@@ -132,16 +135,15 @@ def step(  # pragma: no cover - compiled
     # Bernoulli and small Binomial data: the log-partition's increment without lgamma
     counts = kind == 2 and _is_small_count(s[0]) and _is_small_count(s[1])
     for i in range(n_old):
-        row = new_fields[i + 1]
         for j in range(width):
-            row[j] = fields[i, j] + s[j]
+            new_fields[i + 1, j] = fields[i, j] + s[j]
         value = np.nan
         if counts:
             value = log_partition[i] + _beta_binomial_log_ratio(
                 fields[i, 0], fields[i, 1], s[0], s[1]
             )
         if np.isnan(value):
-            value = _log_partition(kind, row)
+            value = _log_partition(kind, new_fields[i + 1])
         if np.isnan(value):
             return fields, log_post, log_partition, belief_log_h, run_lengths, joint, np.nan
         new_lp[i + 1] = value
@@ -203,17 +205,22 @@ def step(  # pragma: no cover - compiled
         new_h, new_lp, filtered = new_h[index], new_lp[index], filtered[index[1:] - 1]
         n = new_post.shape[0]
     # pruning: small masses go, never r = 0, the MAP, nor the filtered MAP; then renormalise
+    below = False  # any run length to drop (a scan, no mask, in the usual case of none)
     if log_threshold > -np.inf:
+        for i in range(n):
+            if not new_post[i] >= log_threshold:
+                below = True
+                break
+    if below:
         keep = new_post >= log_threshold
-        if not keep.all():
-            keep[0] = True
-            keep[int(np.argmax(new_post))] = True
-            keep[1 + int(np.argmax(filtered))] = True
-            index = np.flatnonzero(keep)
-            new_post = new_post[index]
-            new_post = new_post - _logsumexp(new_post)
-            new_runs, new_fields = new_runs[index], new_fields[index]
-            new_h, new_lp, filtered = new_h[index], new_lp[index], filtered[index[1:] - 1]
+        keep[0] = True
+        keep[int(np.argmax(new_post))] = True
+        keep[1 + int(np.argmax(filtered))] = True
+        index = np.flatnonzero(keep)
+        new_post = new_post[index]
+        new_post = new_post - _logsumexp(new_post)
+        new_runs, new_fields = new_runs[index], new_fields[index]
+        new_h, new_lp, filtered = new_h[index], new_lp[index], filtered[index[1:] - 1]
     return new_fields, new_post, new_lp, new_h, new_runs, filtered, total
 
 

@@ -143,6 +143,42 @@ def test_bad_input_names_the_argument() -> None:
         DiscountedKLUCB(3).observe(0, 1.5, 0, False, False, {})
 
 
+def test_m_klucb_window_by_hand_sets_b_and_gamma() -> None:
+    """The published runs' configuration passed w = 150 whatever the horizon: b and gamma
+    follow from it by the same formulas; at T = 5000 with 3 arms the formula gives 150 too."""
+    formula = MonitoredKLUCB(3, horizon=5000)
+    by_hand = MonitoredKLUCB(3, horizon=5000, window=150)
+    assert formula.window == by_hand.window == 150
+    assert (formula.b, formula.gamma, formula.period) == (by_hand.b, by_hand.gamma, by_hand.period)
+    long = MonitoredKLUCB(6, horizon=100_000, window=150)
+    assert long.window == 150 and long.recent.shape == (6, 150)
+    assert long.b == pytest.approx(math.sqrt(75 * math.log(2 * 6 * 100_000**2)))
+    assert long.gamma == pytest.approx(math.sqrt(6 * (2 * long.b + 3 * math.sqrt(150)) / 200_000))
+    assert MonitoredKLUCB(6, horizon=100_000).window == 6000
+    for bad in (1, 0, 2.5, True, "150"):
+        with pytest.raises(ValueError, match="window"):
+            MonitoredKLUCB(3, horizon=5000, window=bad)
+    with pytest.raises(ValueError, match="per_arm_restart"):
+        MonitoredKLUCB(3, horizon=5000, per_arm_restart="yes")
+
+
+def test_m_klucb_per_arm_restart_keeps_the_other_windows() -> None:
+    """A detection restarts the klUCB in full either way; the paper's M-UCB also empties every
+    window, the published configuration's per-arm restart only the detecting arm's."""
+    for per_arm in (False, True):
+        agent = MonitoredKLUCB(2, horizon=200, window=4, per_arm_restart=per_arm, seed=0)
+        agent.b = 1.5  # a jump of 2 between the window's halves alarms
+        agent.observe(1, 0.0, 0, False, False, {})
+        agent.observe(1, 1.0, 0, False, False, {})
+        for reward in (0.0, 0.0, 1.0):
+            agent.observe(0, reward, 0, False, False, {})
+        assert agent.last_restart == 0 and agent.filled.tolist() == [3, 2]
+        agent.observe(0, 1.0, 0, False, False, {})  # window [0, 0 | 1, 1]: |0 - 2| > 1.5
+        assert agent.last_restart == 6 and agent.pulls.sum() == 0.0
+        assert agent.filled.tolist() == ([1, 2] if per_arm else [1, 0])
+        assert agent.recent[0, 0] == 1.0
+
+
 def test_segment_ucbam_beliefs_are_its_segment_rules() -> None:
     """Each arm's belief is its SegmentBAM rule's (BOCD over the arm closes segments), and a
     change of the arm's mean is detected and read out over its closed segments."""

@@ -2,8 +2,8 @@
 
 The NumPy path of :class:`ChangepointDetector` is the literal reference: with the kernel
 switched off every scalar family runs it, and both must give the same run-length posterior,
-beliefs and evidence (to 1e-10 relative; bitwise but for the Beta-Binomial ratio path's rounding), with the cap's tail row and
-threshold pruning on and off.
+beliefs and evidence (to 1e-10 relative; bitwise but for the Beta-Binomial ratio path's
+rounding), with the cap's tail row and threshold pruning on and off.
 """
 
 from __future__ import annotations

@@ -29,6 +29,21 @@ def test_runs_per_cell() -> None:
     for problem in (3, "4-long", 5, "random"):  # the per-observation readouts at T = 5000 only
         assert runs_for(problem, "thompson-bam", 100) == 0
     assert runs_for(1, "ucbam", 3) == 3
+    # the reference code's variants only where a published cell is there to compare with
+    for method in ("d-klucb-ref", "dts-ref", "oracle-restart-klucb-ref", "m-klucb-ref"):
+        assert runs_for("random", method, 100) == 0
+        assert runs_for(3, method, 100) == piecewise.VERY_LONG_RUNS
+    assert piecewise.PUBLISHED[3]["m-klucb-ref"] == piecewise.PUBLISHED[3]["m-klucb"]
+
+
+def test_cells_run_longest_first() -> None:
+    """Longest processing time first: the estimate orders the cells as their measured agent
+    times did (BOCD's at T = 100 000 before a baseline's, a baseline's at T = 100 000 before
+    the same at 5000)."""
+    cost = piecewise.estimated_seconds
+    assert cost(3, "thompson-bocd", 5) > cost(3, "glr-klucb", 30) > cost(1, "glr-klucb", 100)
+    assert cost(1, "ucbam", 5) > cost(1, "thompson-bocd", 20) > cost(1, "klucb", 100)
+    assert cost(1, "klucb", 0) == 0.0
 
 
 def test_tuning_inputs_come_from_the_problem() -> None:
@@ -41,6 +56,7 @@ def test_tuning_inputs_come_from_the_problem() -> None:
     oracle = agent_kwargs("oracle-restart-klucb", env)
     assert oracle["breakpoints"] == [1000, 2000, 3000, 4000] and oracle["means"].shape == (5, 3)
     assert agent_kwargs("dts-ref", env) == {"variant": "smpybandits-0.9.7"}
+    assert agent_kwargs("m-klucb-ref", env) == {"window": 150, "horizon": 5000}
 
 
 def test_cells_are_reproducible_and_share_streams() -> None:

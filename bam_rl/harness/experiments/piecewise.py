@@ -84,6 +84,8 @@ METHODS: dict[str, tuple[str, dict[str, Any], str]] = {
         {"variant": "smpybandits-2019-01"},
         "Oracle-Restart klUCB, the published runs' code",
     ),
+    # the configuration of the same code (cfa5059 to 4fa6468, 2019-01-24..28) set w = 150
+    "m-klucb-ref": ("m-klucb", {"window": 150}, "M-klUCB, the published runs' w = 150"),
     "thompson-bam": ("thompson-bam", _CAPPED, "BAM + Thompson, memory 200/arm (beyond)"),
     "thompson-bam-segments": ("thompson-bam-segments", {}, "segment BAM + Thompson (beyond)"),
     "ucbam": ("ucbam", _CAPPED, "UCBAM, memory 200/arm (beyond)"),
@@ -108,8 +110,11 @@ VERY_LONG_RUNS = 30
 
 
 def runs_for(problem: int | str, method: str, runs: int) -> int:
-    """Runs of the (problem, method) cell when the baselines run ``runs`` (0: not run)."""
+    """Runs of the (problem, method) cell when the baselines run ``runs`` (0: not run; the
+    reference code's variants run where there are published cells to compare with)."""
     horizon = HORIZONS[problem]
+    if method.endswith("-ref") and problem not in _PUBLISHED_COLUMNS:
+        return 0
     if method in SLOW_BAM:
         return min(runs, SLOW_BAM_RUNS) if horizon <= 5000 else 0
     if problem == "random":
@@ -119,6 +124,21 @@ def runs_for(problem: int | str, method: str, runs: int) -> int:
     if method in BAM_METHODS:
         return min(runs, BAM_RUNS if horizon <= 5000 else LONG_BAM_RUNS)
     return runs
+
+
+def estimated_seconds(problem: int | str, method: str, runs: int) -> float:
+    """A cell's agent time as measured on 2026-11-25 (order of magnitude, for scheduling):
+    ~12 µs a step for the baselines, ~2 ms for the per-observation readouts, and for BOCD's
+    run-length posterior ~40 µs plus 7 µs per thousand steps of horizon, up to 0.3 ms (its
+    cap of 10⁴ live run lengths)."""
+    horizon = HORIZONS[problem]
+    if method in SLOW_BAM:
+        per_step = 2e-3
+    elif method in BAM_METHODS:
+        per_step = min(40e-6 + 7e-9 * horizon, 300e-6)
+    else:
+        per_step = 12e-6
+    return runs * horizon * per_step
 
 
 #: Agents tuned from (horizon, n_breakpoints); m-klucb from the horizon only.
@@ -152,6 +172,7 @@ for _cells in PUBLISHED.values():  # the reference code's variants against the s
     _cells["d-klucb-ref"] = _cells["d-klucb"]
     _cells["dts-ref"] = _cells["dts"]
     _cells["oracle-restart-klucb-ref"] = _cells["oracle-restart-klucb"]
+    _cells["m-klucb-ref"] = _cells["m-klucb"]
 del _method, _row, _problem, _mean, _std, _cells
 
 
@@ -310,10 +331,11 @@ def piecewise_experiment(
             raise ValueError(f"problem must be one of {PROBLEMS}, got {problem!r}")
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    # the slow cells (BAM's agents, the random instance) first, so the workers finish together
+    # longest first (LPT), so the workers finish together instead of one waiting on a late
+    # long cell
     cells = sorted(
         ((p, m) for p in problems for m in methods if runs_for(p, m, runs)),
-        key=lambda cell: (cell[1] not in BAM_METHODS, cell[0] != "random"),
+        key=lambda cell: -estimated_seconds(*cell, runs_for(*cell, runs)),
     )
     jobs = (delayed(_cell)(folder, p, m, runs_for(p, m, runs), root_seed) for p, m in cells)
     parallel = Parallel(n_jobs=n_jobs, return_as="generator")  # joblib >= 1.3
