@@ -103,9 +103,29 @@ def fast_greedy(
 
 
 # ----------------------------------------------------------- repeated records (grouping)
+#: Most rounds scored ahead in one call of the objective (see :func:`_grouped_greedy`).
+_MAX_LOOKAHEAD = 256
+#: Rounds scored ahead for a new guess: a wrong guess costs a few spare evaluations of ``J``,
+#: a short one another call, which costs more than ~20 evaluations.
+_NEW_GUESS_LOOKAHEAD = 8
+
+
 def _grouped_greedy(
     model: ConjugateFamily, memory: Memory, s_t: NaturalParams, score: Score
 ) -> FastGreedy | None:
+    """The greedy over groups of identical records, several rounds scored per call.
+
+    The coming rounds are scored in one batch on a guess that one group keeps winning (the
+    last winner, or after it runs out the best other group of its last round; the Bernoulli
+    records of a bandit arm win ~100 rounds in a row): round ``r`` of the batch scores every
+    available group added to the running sum after ``r`` more picks of the guessed group,
+    the sum accumulated in the generic loop's order (``np.add.accumulate``), so every value
+    is the generic loop's bit for bit. The rounds the guess wins outright (a unique,
+    strictly improving maximum) are taken at once; the first other round is decided by the
+    generic rule and ends the batch. The look-ahead doubles while a guess holds. A batch
+    whose objective refuses (a value that is not finite) is rescored one round at a time,
+    so only the rounds the generic greedy reaches can refuse.
+    """
     size = len(memory)
     stats = memory.stats.fields
     flat = np.concatenate([v.reshape(size, -1) for v in stats.values()], axis=1)
@@ -126,27 +146,102 @@ def _grouped_greedy(
     # the groups still available, in a fixed order, with one record's statistics each
     available = np.arange(n_groups)
     group_stats = {k: v[order[starts]] for k, v in stats.items()}
+
+    def drop(column: int, row: np.ndarray) -> int:
+        """Removes an exhausted group; returns the next guess: the best other group of
+        ``row`` (-1 if none is left)."""
+        nonlocal available, group_stats
+        keep = np.arange(available.size) != column
+        available = available[keep]
+        group_stats = {k: v[keep] for k, v in group_stats.items()}
+        return int(available[np.argmax(row[keep])]) if available.size else -1
+
+    guess = -1  # the group assumed to win the coming rounds (-1: none yet)
+    lookahead = _NEW_GUESS_LOOKAHEAD
     while available.size:
-        candidates = {k: current[k] + group_stats[k] for k in current}
-        values = score(candidates)
-        top = accept(values, best)
+        rows = 1 if guess < 0 else min(lookahead, int(ends[guess] - pointer[guess]))
+        sums, values = _score_ahead(score, current, group_stats, available, guess, rows)
+        rows = values.shape[0]  # one, if scoring ahead was refused
+        taken = 0  # the leading rounds the guess wins outright, taken at once
+        if guess >= 0:
+            column = int(np.flatnonzero(available == guess)[0])
+            mine = values[:, column]
+            clean = (values.argmax(axis=1) == column) & (mine > np.append(best, mine[:-1]))
+            clean &= (values == mine[:, None]).sum(axis=1) == 1
+            taken = rows if clean.all() else int(np.argmin(clean))
+            if taken:
+                picks.extend(order[pointer[guess] : pointer[guess] + taken].tolist())
+                pointer[guess] += taken
+                best = float(mine[taken - 1])
+                if taken < rows:
+                    current = {k: v[taken] for k, v in sums.items()}
+                else:
+                    current = {k: sums[k][-1] + group_stats[k][column] for k in sums}
+            if taken == rows:
+                if pointer[guess] == ends[guess]:
+                    guess, lookahead = drop(column, values[-1]), _NEW_GUESS_LOOKAHEAD
+                else:
+                    lookahead = min(2 * lookahead, _MAX_LOOKAHEAD)
+                continue
+        # round ``taken`` went otherwise than guessed: the generic rule decides it
+        row = values[taken]
+        top = accept(row, best)
         if top is None:
             break
-        ties = np.flatnonzero(values == values[top])
+        ties = np.flatnonzero(row == row[top])
         if ties.size > 1:  # equal J: the lowest memory index, as the generic argmax picks
             top = int(ties[np.argmin(order[pointer[available[ties]]])])
-        best = float(values[top])
+        best = float(row[top])
         group = int(available[top])
         pick = int(order[pointer[group]])
         picks.append(pick)
-        current = {k: current[k] + stats[k][pick] for k in current}
         pointer[group] += 1
-        if pointer[group] == ends[group]:
-            keep = np.arange(available.size) != top
-            available = available[keep]
-            group_stats = {k: v[keep] for k, v in group_stats.items()}
+        if group == guess and taken + 1 < rows:
+            current = {k: v[taken + 1] for k, v in sums.items()}
+        else:
+            current = {k: sums[k][taken] + stats[k][pick] for k in sums}
+        guess = drop(top, row) if pointer[group] == ends[group] else group
+        lookahead = _NEW_GUESS_LOOKAHEAD
     result = finish(model, memory, score, picks, "grouped")
     return result._replace(objective=best if picks else result.base_objective)
+
+
+def _score_ahead(
+    score: Score,
+    current: dict[str, np.ndarray],
+    group_stats: dict[str, np.ndarray],
+    available: np.ndarray,
+    guess: int,
+    rows: int,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The running sums after ``0..rows-1`` more picks of group ``guess`` (shape
+    ``(rows, …)``) and the objective of every available group added to each,
+    ``(rows, groups)``."""
+    if guess >= 0 and rows > 1:
+        column = int(np.flatnonzero(available == guess)[0])
+        sums = {
+            k: np.add.accumulate(
+                np.concatenate([v[None], np.repeat(group_stats[k][column][None], rows - 1, 0)]),
+                axis=0,
+            )
+            for k, v in current.items()
+        }
+    else:
+        sums = {k: np.asarray(v)[None] for k, v in current.items()}
+    n = next(iter(sums.values())).shape[0]
+    n_available = available.size
+    candidates = {
+        k: (sums[k][:, None] + group_stats[k][None]).reshape(n * n_available, *v.shape[1:])
+        for k, v in group_stats.items()
+    }
+    try:
+        values = score(candidates).reshape(n, n_available)
+    except ValueError:
+        if n == 1:
+            raise
+        # a refusal beyond the rounds the generic greedy reaches must not surface: one round
+        return _score_ahead(score, current, group_stats, available, guess, 1)
+    return sums, values
 
 
 # -------------------------------------------------------------- one-point Gaussian records

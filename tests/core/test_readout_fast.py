@@ -165,6 +165,57 @@ def test_bernoulli_memory_is_grouped():
     _same_readout(fast, slow, rel=0)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    capacity=st.integers(5, 60),
+    adds=st.integers(1, 400),
+    success=st.integers(0, 1),
+)
+def test_grouped_scoring_ahead_matches_the_generic_loop_on_a_bandit_arms_memory(
+    seed, capacity, adds, success
+):
+    # a bounded memory of Bernoulli rewards merges them into records of 2^k successes or
+    # failures: few groups, each winning many rounds in a row (the batches scored ahead)
+    rng = np.random.default_rng(seed)
+    model = BetaBinomial()
+    memory = Memory(capacity=capacity)
+    for reward in rng.random(adds) < rng.uniform(0.1, 0.9):
+        memory.add(model.stats(successes=int(reward), trials=1))
+    fast, slow = _both(model, memory, model.stats(successes=success, trials=1), 0.0)
+    np.testing.assert_array_equal(fast.weights, slow.weights)
+    assert fast.objective == slow.objective
+    for a, b in zip(fast.scores, slow.scores, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_refusal_in_rounds_scored_ahead_is_not_the_greedys():
+    # the objective refuses any batch of more than one round: the rounds are rescored one at a
+    # time and the readout is the generic one, with no error
+    from bam_rl.readout.greedy import _grouped_greedy
+    from bam_rl.readout.select import _Objective
+
+    model = BetaBinomial()
+    memory = Memory()
+    for k in [1, 1, 0, 1, 1, 1, 0, 1] * 10:
+        memory.add(model.stats(successes=k, trials=1))
+    s_t = model.stats(successes=1, trials=1)
+    objective = _Objective(model, s_t, 0.0)
+    calls = []
+
+    def one_round_only(candidates):
+        calls.append(candidates["alpha"].size)
+        if candidates["alpha"].size > 2:  # two groups: more is a batch of rounds
+            raise ValueError("readout objective is not finite")
+        return objective(candidates)
+
+    fast = _grouped_greedy(model, memory, s_t, one_round_only)
+    slow = select(model, memory, s_t, method="greedy", fast=False)
+    assert max(calls) > 2  # it did score ahead, and fell back
+    np.testing.assert_array_equal(fast.weights, slow.weights)
+    assert fast.objective == slow.objective
+
+
 # ------------------------------------------------------------------- linear regression
 def _regression_memory(rng, model, size, rows, new_rows, dead=0):
     d, p = model.dim_in, model.dim_out
