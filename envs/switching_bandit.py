@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gymnasium as gym
@@ -71,6 +72,31 @@ class _BlockBandit(gym.Env[np.int64, np.int64]):
                 f"need 0 <= start <= stop <= max_steps={self.max_steps}, got {start=}, {stop=}"
             )
         return self._means_block(int(start), int(stop))
+
+    def noise_stream(self) -> np.ndarray:
+        """The reward noise of every step of the episode just reset, in the order
+        :meth:`step` draws it: uniforms in [0, 1) for Bernoulli rewards (the reward is
+        ``1.0 if noise[t] < mean else 0.0``), standard normals for Gaussian ones (``mean +
+        noise_std * noise[t]``).
+
+        Drawn from a copy of :attr:`np_random`, so the episode is unchanged: a harness can
+        replay the rewards of any sequence of pulls without stepping (common random numbers
+        across methods, as the piecewise benchmark does).
+
+        Raises:
+            RuntimeError: If the episode has already begun (``step`` since ``reset``).
+        """
+        if self._t != 0:
+            raise RuntimeError("noise_stream() must be called right after reset()")
+        generator = copy.deepcopy(self.np_random)
+        noise = np.empty(self.max_steps)
+        for start in range(0, self.max_steps, _BLOCK):  # step() draws block by block
+            n = min(_BLOCK, self.max_steps - start)
+            if self._bernoulli:
+                noise[start : start + n] = generator.random(n)
+            else:
+                noise[start : start + n] = generator.standard_normal(n)
+        return noise
 
     def _make_block(self, start: int) -> tuple[int, np.ndarray, list, list[float], list[int]]:
         means = self._means_block(start, min(start + _BLOCK, self.max_steps))

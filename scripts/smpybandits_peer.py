@@ -41,7 +41,11 @@ NAMES = (
     "cusum-klucb",
     "glr-klucb",
     "glr-klucb-global",
+    "d-klucb-ref",
+    "dts-ref",
 )
+#: Our agents run as the reference code (its bugs included): the same policy on their side.
+REFERENCE_VARIANTS = {"d-klucb-ref": "d-klucb", "dts-ref": "dts"}
 
 
 def dump(path: str, problem: int, runs: int, horizon: int) -> None:
@@ -95,15 +99,17 @@ def ours(path: str, names: list[str]) -> None:
     tuning = {"horizon": horizon, "n_breakpoints": int(breakpoints.size)}
     kwargs = {n: tuning for n in ("glr-klucb", "glr-klucb-global", "cusum-klucb", "sw-klucb")}
     kwargs |= {"exp3s": tuning, "m-klucb": {"horizon": horizon}}
+    kwargs |= {name: {"variant": "smpybandits-0.9.7"} for name in REFERENCE_VARIANTS}
     for name in names:
-        warm = make_agent(name, env, seed=0, **kwargs.get(name, {}))
+        registered = REFERENCE_VARIANTS.get(name, name)
+        warm = make_agent(registered, env, seed=0, **kwargs.get(name, {}))
         for _ in range(50):  # compiled kernels load (or compile) on first use: not timed
             warm.observe(warm.act(0), 1.0, 0, False, False, {})
         regrets, spent = [], 0.0
         for run, u in enumerate(uniforms):
             # not ``run``: the environment's generator is seeded with it, and an agent drawing
             # the same uniforms as the rewards would be correlated with them
-            agent = make_agent(name, env, seed=1_000_003 + run, **kwargs.get(name, {}))
+            agent = make_agent(registered, env, seed=1_000_003 + run, **kwargs.get(name, {}))
 
             def learn(arm: int, reward: float, agent=agent) -> None:
                 agent.observe(arm, reward, 0, False, False, {})
@@ -181,7 +187,7 @@ def theirs(path: str, names: list[str]) -> None:  # pragma: no cover - needs SMP
         ),
     }
     for name in names:
-        cls, kwargs = config[name]
+        cls, kwargs = config[REFERENCE_VARIANTS.get(name, name)]
         regrets, spent = [], 0.0
         for run, u in enumerate(uniforms):
             np.random.seed(run)  # noqa: NPY002 - SMPyBandits draws from NumPy's global state

@@ -510,7 +510,13 @@ def _add_reproduce(commands: Any) -> None:
     )
     reproduce.add_argument("--quick", action="store_true", help="short smoke-test runs")
     reproduce.add_argument(
-        "--seeds", type=_seeds, default=None, help="number of seeds (default: the paper's)"
+        "--seeds",
+        "--runs",
+        dest="seeds",
+        type=_seeds,
+        default=None,
+        help="number of seeds, or runs per cell (default: the paper's; piecewise-bandits: "
+        "until each SE is a tenth of the published std)",
     )
     reproduce.add_argument(
         "--out", default="results", metavar="DIR", help="output directory (results)"

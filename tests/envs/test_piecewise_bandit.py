@@ -122,3 +122,30 @@ def test_means_table_range_checked() -> None:
     env = PiecewiseBanditEnv(max_steps=100)
     with pytest.raises(ValueError, match="max_steps=100"):
         env.means_table(0, 101)
+
+
+@pytest.mark.parametrize("reward", ["bernoulli", "gaussian"])
+def test_noise_stream_is_the_noise_step_draws(reward: str) -> None:
+    # across the 4096-step block boundary; the episode is the same with or without the call
+    env = PiecewiseBanditEnv(MEANS, BREAKPOINTS, reward=reward, max_steps=5000)
+    env.reset(seed=3)
+    noise = env.noise_stream()
+    assert noise.shape == (5000,)
+    records, rewards = infos(env, 5000, seed=3)
+    plain = PiecewiseBanditEnv(MEANS, BREAKPOINTS, reward=reward, max_steps=5000)
+    _, plain_rewards = infos(plain, 5000, seed=3)
+    assert rewards == plain_rewards
+    for t, ((arm, info), got) in enumerate(zip(records, rewards, strict=True)):
+        mean = info["means"][arm]
+        expected = (
+            (1.0 if noise[t] < mean else 0.0) if reward == "bernoulli" else mean + 0.25 * noise[t]
+        )
+        assert got == expected
+
+
+def test_noise_stream_only_at_the_start_of_an_episode() -> None:
+    env = PiecewiseBanditEnv(MEANS, BREAKPOINTS, max_steps=100)
+    env.reset(seed=0)
+    env.step(0)
+    with pytest.raises(RuntimeError, match="right after reset"):
+        env.noise_stream()

@@ -178,3 +178,11 @@ def test_console_script_unknown_agent_exit_code():
     )
     assert result.returncode == 2
     assert "unknown agent 'nope'" in result.stderr and "thompson-bam" in result.stderr
+
+
+def test_reproduce_takes_runs_as_the_seeds_count() -> None:
+    from bam_rl.harness.cli import build_parser
+
+    args = build_parser().parse_args(["reproduce", "piecewise-bandits", "--runs", "7"])
+    assert args.seeds == 7
+    assert build_parser().parse_args(["reproduce", "piecewise-bandits"]).seeds is None

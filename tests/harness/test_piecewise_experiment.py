@@ -153,3 +153,55 @@ def test_claims_let_the_published_runs_code_stand_in(tmp_path) -> None:
     measured = claims(tmp_path)[0]["measured"]
     assert measured.startswith("1 of 3 cells within, 2 with the published runs' code")
     assert "P1 d-klucb 501 vs 1456" in measured and "dts" not in measured.split("outside")[1]
+
+
+@pytest.mark.parametrize("method", ["glr-klucb", "thompson-bocd", "exp3s"])
+def test_replayed_rewards_are_the_environments(method: str) -> None:
+    """A cell replays the environment's rewards instead of stepping it: the pulls are those of
+    the same agent stepping the environment itself."""
+    import gymnasium as gym
+
+    from bam_rl.harness.registry import make_agent
+
+    env = gym.make("bam_rl/PiecewiseBandit-v0", problem=1, max_steps=600).unwrapped
+
+    def fresh_agent():
+        return make_agent(method, env, 5, **agent_kwargs(method, env))
+
+    observation, info = env.reset(seed=11)
+    agent = fresh_agent()
+    agent.reset(observation, info)
+    replayed, _ = piecewise._pulls(agent, observation, env.noise_stream(), env.means_table())
+    observation, info = env.reset(seed=11)
+    agent = fresh_agent()
+    agent.reset(observation, info)
+    stepped = []
+    for _ in range(600):
+        arm = agent.act(observation)
+        observation, reward, terminated, truncated, info = env.step(arm)
+        agent.observe(arm, reward, observation, terminated, truncated, info)
+        stepped.append(int(arm))
+    np.testing.assert_array_equal(replayed, stepped)
+
+
+def test_runs_stop_at_a_tenth_of_the_published_std() -> None:
+    assert piecewise.target_se(1, "glr-klucb") == pytest.approx(3.1)  # published 74 ± 31
+    assert piecewise.target_se(3, "m-klucb-ref") == pytest.approx(14.1)
+    assert piecewise.target_se("random", "glr-klucb") is None  # no published cell
+    assert piecewise.target_se(1, "thompson-bocd") is None
+    fixed = run_cell(1, "klucb", 5)
+    early = run_cell(1, "klucb", 5, stop_se=1e9, min_runs=3)  # any SE will do: 3 runs
+    assert sorted(early["run"].unique()) == [0, 1, 2]
+    # the runs of a shorter cell are the first runs of a longer one
+    pd.testing.assert_frame_equal(
+        early.drop(columns="agent_seconds"),
+        fixed[fixed["run"] < 3].drop(columns="agent_seconds").reset_index(drop=True),
+    )
+    never = run_cell(1, "klucb", 4, stop_se=0.0, min_runs=2)
+    assert never["run"].nunique() == 4
+
+
+def test_a_stopping_cell_is_another_file(tmp_path) -> None:
+    plain = piecewise._cell_path(tmp_path, 1, "klucb", 100, 0)
+    stopping = piecewise._cell_path(tmp_path, 1, "klucb", 100, 0, stop_se=7.6)
+    assert plain != stopping

@@ -126,6 +126,20 @@ def runs_for(problem: int | str, method: str, runs: int) -> int:
     return runs
 
 
+#: The default size: a baseline's cell with a published mean ± std runs until its standard
+#: error is at most a tenth of the published std (the issue's definition of "enough"), at
+#: least :data:`MIN_RUNS` times and at most :func:`runs_for`'s count (100; 30 at T = 100 000).
+MIN_RUNS = 20
+SE_FRACTION = 0.1
+
+
+def target_se(problem: int | str, method: str) -> float | None:
+    """The standard error a cell's runs stop at by default (``None``: run them all), a tenth
+    of the published standard deviation of its cell."""
+    published = PUBLISHED.get(problem, {}).get(method)
+    return None if published is None else SE_FRACTION * published[1]
+
+
 def estimated_seconds(problem: int | str, method: str, runs: int) -> float:
     """A cell's agent time as measured on 2026-11-25 (order of magnitude, for scheduling):
     ~12 µs a step for the baselines, ~2 ms for the per-observation readouts, and for BOCD's
@@ -205,22 +219,36 @@ def agent_kwargs(method: str, env: Any) -> dict[str, Any]:
 
 
 def run_cell(
-    problem: int | str, method: str, runs: int, root_seed: int = 0, points: int = 50
+    problem: int | str,
+    method: str,
+    runs: int,
+    root_seed: int = 0,
+    points: int = 50,
+    stop_se: float | None = None,
+    min_runs: int = MIN_RUNS,
 ) -> pd.DataFrame:
     """``runs`` runs of ``method`` on ``problem``: one row per (run, grid step) with the
-    cumulative regret, plus the run's agent time (seconds in ``act`` + ``observe``)."""
+    cumulative regret, plus the run's agent time (seconds in ``act`` + ``observe``).
+
+    With ``stop_se``, the runs stop early, after at least ``min_runs`` of them, once the
+    standard error of the final regret is at most ``stop_se`` (run ``r`` is the same run
+    either way: the runs of a shorter cell are the first runs of a longer one)."""
     import gymnasium as gym
 
     from bam_rl.harness.registry import make_agent
 
     rows = []
-    clock = time.perf_counter
+    finals: list[float] = []
     _warm_up(problem, method)
+    env: Any = None
     for run in range(runs):
         sequence = np.random.SeedSequence([root_seed, _problem_code(problem), run])
         table_seq, env_seq, agent_seq = sequence.spawn(3)
-        env = gym.make("bam_rl/PiecewiseBandit-v0", **problem_table(problem, table_seq))
-        bandit: Any = env.unwrapped  # stepped directly: the same draws, no wrapper overhead
+        if env is None or problem == "random":  # a fixed problem's table is every run's
+            if env is not None:
+                env.close()
+            env = gym.make("bam_rl/PiecewiseBandit-v0", **problem_table(problem, table_seq))
+        bandit: Any = env.unwrapped  # its rewards replayed (_pulls): no wrapper, no step
         env_seed = int(env_seq.generate_state(1)[0])
         agent = make_agent(
             METHODS[method][0],
@@ -232,18 +260,7 @@ def run_cell(
         agent.reset(observation, info)
         horizon = bandit.max_steps
         means = bandit.means_table(0, horizon)
-        arms = np.empty(horizon, dtype=np.int64)
-        spent = 0.0
-        for t in range(horizon):
-            start = clock()
-            arm = agent.act(observation)
-            spent += clock() - start
-            observation, reward, terminated, truncated, info = bandit.step(arm)
-            start = clock()
-            agent.observe(arm, reward, observation, terminated, truncated, info)
-            spent += clock() - start
-            arms[t] = arm
-        env.close()
+        arms, spent = _pulls(agent, observation, bandit.noise_stream(), means)
         regret = np.cumsum(means.max(axis=1) - means[np.arange(horizon), arms])
         grid = np.unique(np.linspace(1, horizon, points).astype(np.int64))
         rows.append(
@@ -259,7 +276,43 @@ def run_cell(
                 }
             )
         )
+        finals.append(float(regret[-1]))
+        if stop_se is not None and len(finals) >= min_runs:
+            if np.std(finals, ddof=1) / np.sqrt(len(finals)) <= stop_se:
+                break
+    if env is not None:
+        env.close()
     return pd.concat(rows, ignore_index=True)
+
+
+def _pulls(
+    agent: Any, observation: Any, noise: np.ndarray, means: np.ndarray
+) -> tuple[np.ndarray, float]:
+    """The arm ``agent`` pulls at every step of the episode, and its seconds in ``act`` and
+    ``observe``.
+
+    The rewards are the environment's own (``1.0 if noise[t] < mean else 0.0`` with the
+    noise of :meth:`~bam_rl.envs.piecewise_bandit.PiecewiseBanditEnv.noise_stream`, exactly
+    what ``step`` returns, tested), replayed without stepping it: a step's bookkeeping
+    (an ``info`` dict, a copy of the means) costs more than the fastest agents' whole step.
+    The agent sees the step's observation, ``terminated=False``, ``truncated`` at the last
+    step and an empty ``info``; the time spent includes the reward's look-up (~0.1 µs).
+    """
+    horizon = means.shape[0]
+    noise_list, means_list = noise.tolist(), means.tolist()
+    arms: list[Any] = [0] * horizon
+    act, observe, clock = agent.act, agent.observe, time.perf_counter
+    info: dict[str, Any] = {}
+    spent = 0.0
+    last = horizon - 1
+    for t in range(horizon):
+        start = clock()
+        arm = act(observation)
+        reward = 1.0 if noise_list[t] < means_list[t][arm] else 0.0
+        observe(arm, reward, observation, False, t == last, info)
+        spent += clock() - start
+        arms[t] = arm
+    return np.asarray(arms, dtype=np.int64), spent
 
 
 def _warm_up(problem: int | str, method: str) -> None:
@@ -292,19 +345,35 @@ def _besson_number(problem: int | str) -> int:
     return 4 if problem == "4-long" else int(problem)
 
 
-def _cell_path(folder: Path, problem: int | str, method: str, runs: int, root_seed: int) -> Path:
+def _cell_path(
+    folder: Path,
+    problem: int | str,
+    method: str,
+    runs: int,
+    root_seed: int,
+    stop_se: float | None = None,
+) -> Path:
     agent, fixed, _ = METHODS[method]
     settings = {"agent": agent, "kwargs": fixed, "runs": runs, "root_seed": root_seed}
     settings |= {"horizon": HORIZONS[problem], "v": 2}
+    if stop_se is not None:  # runs that stop early are another cell than a fixed count
+        settings |= {"stop_se": stop_se, "min_runs": MIN_RUNS}
     digest = hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
     return folder / f"p{problem}__{method}__{digest}.csv"
 
 
-def _cell(folder: Path, problem: int | str, method: str, runs: int, root_seed: int) -> pd.DataFrame:
-    path = _cell_path(folder, problem, method, runs, root_seed)
+def _cell(
+    folder: Path,
+    problem: int | str,
+    method: str,
+    runs: int,
+    root_seed: int,
+    stop_se: float | None = None,
+) -> pd.DataFrame:
+    path = _cell_path(folder, problem, method, runs, root_seed, stop_se)
     if path.exists():
         return pd.read_csv(path, dtype={"problem": str})
-    frame = run_cell(problem, method, runs, root_seed)
+    frame = run_cell(problem, method, runs, root_seed, stop_se=stop_se)
     write_frame(frame, path)
     return frame
 
@@ -317,9 +386,11 @@ def piecewise_experiment(
     n_jobs: int = 1,
     root_seed: int = 0,
     progress: bool = True,
+    until_se: bool = False,
 ) -> pd.DataFrame:
     """Runs every (problem, method) cell not yet in ``out_dir`` (in parallel with ``n_jobs``)
-    and returns all their rows (:func:`run_cell`'s columns)."""
+    and returns all their rows (:func:`run_cell`'s columns). With ``until_se``, a cell with
+    a published std stops early at :func:`target_se` (at most :func:`runs_for`'s runs)."""
     from joblib import Parallel, delayed
     from tqdm.auto import tqdm
 
@@ -337,7 +408,12 @@ def piecewise_experiment(
         ((p, m) for p in problems for m in methods if runs_for(p, m, runs)),
         key=lambda cell: -estimated_seconds(*cell, runs_for(*cell, runs)),
     )
-    jobs = (delayed(_cell)(folder, p, m, runs_for(p, m, runs), root_seed) for p, m in cells)
+    jobs = (
+        delayed(_cell)(
+            folder, p, m, runs_for(p, m, runs), root_seed, target_se(p, m) if until_se else None
+        )
+        for p, m in cells
+    )
     parallel = Parallel(n_jobs=n_jobs, return_as="generator")  # joblib >= 1.3
     frames = list(tqdm(parallel(jobs), total=len(cells), disable=not progress, desc="cells"))
     return pd.concat(frames, ignore_index=True)
@@ -475,10 +551,11 @@ def reproduce(
 
     Args:
         out: Output directory.
-        seeds: Runs per (problem, method) of the baselines on problems 1-5 (default 100, as
-            the benchmark: standard errors of about a tenth of the published standard
-            deviations, the summary's ``se_under_tenth``; ``quick``: 3); fewer for the others
-            and at T = 100 000 (:data:`VERY_LONG_RUNS`, :func:`runs_for`).
+        seeds: Runs per (problem, method) of the baselines on problems 1-5, fewer for the
+            others and at T = 100 000 (:data:`VERY_LONG_RUNS`, :func:`runs_for`). Default:
+            enough for a standard error of at most a tenth of the published standard
+            deviation (:func:`target_se`; the summary's ``se_under_tenth``), at least
+            :data:`MIN_RUNS` and at most 100 runs (30 at T = 100 000); ``quick``: 3.
         quick: Problem 1 only, 3 runs.
         n_jobs: Parallel workers (cells).
         progress: Show a progress bar.
@@ -490,7 +567,12 @@ def reproduce(
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2:
         raise ValueError(f"seeds must be an int >= 2 (runs per cell), got {runs!r}")
     frame = piecewise_experiment(
-        out / "runs", problems, runs=runs, n_jobs=n_jobs, progress=progress
+        out / "runs",
+        problems,
+        runs=runs,
+        n_jobs=n_jobs,
+        progress=progress,
+        until_se=seeds is None and not quick,
     )
     by_step = frame.groupby(["problem", "method", "step"])["cumulative_regret"]
     curves = by_step.agg(
@@ -589,4 +671,5 @@ __all__ = [
     "run_cell",
     "runs_for",
     "summarize",
+    "target_se",
 ]
