@@ -38,6 +38,7 @@ def main() -> None:
     trials = pd.read_csv(args.episodic / "trials.csv")
     picks = segments.runs_picks(args.episodic, "bam_segments")
     lines = segments.episodic_lines(trials, segments.EPISODIC_METHODS, picks)
+    lines += segments.settled_lines(trials, segments.EPISODIC_METHODS)
     if args.sweep:
         if args.no_run:
             swept = pd.concat([segments.runs_trials(args.sweep, k) for k in segments.SWEEP])
@@ -52,6 +53,7 @@ def main() -> None:
             lines.append(f"--- sweep {label}: {steps!r}")
             picked = segments.runs_picks(args.sweep, label)
             lines += segments.episodic_lines(both, [label], picked)
+            lines += segments.settled_lines(both, [label])
     if args.gt_again:
         again = cartpole.gt_resample(args.gt_again, args.seeds, args.jobs)
         lines += segments.gt_self_lines(trials, again)

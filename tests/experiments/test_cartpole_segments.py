@@ -97,3 +97,29 @@ def test_sweep_takes_keyword_variants(monkeypatch, tmp_path) -> None:
     assert seen["f400"][1]["n_features"] == 400 and seen["f400"][1]["announced"] is True
     assert seen["f400"][1]["readout_after_steps"] == (5, 10)
     assert seen["k5"][1]["readout_after_steps"] == 5 and "n_features" not in seen["k5"][1]
+
+
+def test_settled_level_against_gt(monkeypatch) -> None:
+    """The last trials of a first visit and trials 2+ of a revisit, each against GT MPC's
+    trial of its episode."""
+    gravities = [9.81] * 6 + [3.72] * 6 + [9.81] * 6  # first visits at 0 and 6, revisit at 12
+    learner = (
+        [0.0] * 3
+        + [0.39, 0.30, 0.40]
+        + [0.0] * 3
+        + [0.7, 0.7, 0.5]
+        + [0.1, 0.4, 0.2, 0.5, 0.39, 0.3]
+    )
+    rows = [
+        {"method": "bam_segments", "seed_index": 0, "trial": t, "reward": r, "gravity": g}
+        for t, (r, g) in enumerate(zip(learner, gravities, strict=True))
+    ]
+    rows += [
+        {"method": "gt", "seed_index": 0, "trial": t, "reward": r, "gravity": gravities[t]}
+        for t, r in ((0, 0.4), (6, 0.7), (12, 0.4))
+    ]
+    monkeypatch.setattr(cartpole_segments, "SETTLED_TRIALS", 3)
+    (line,) = cartpole_segments.settled_lines(pd.DataFrame(rows), ["bam_segments", "bam"])
+    # first visits' last 3: 0.39, 0.30, 0.40 of 0.4 -> 2 hits; 0.7, 0.7, 0.5 of 0.7 -> 2
+    # revisit trials 2+: 0.4, 0.2, 0.5, 0.39, 0.3 of 0.4 -> 3 hits (0.4, 0.5, 0.39)
+    assert "first visits' last trials 4/6" in line and "revisits' trials 2+ 3/5" in line
