@@ -529,11 +529,11 @@ def plot_piecewise(frame: pd.DataFrame, path: str | Path | None = None) -> Any:
     runs = frame.groupby(["problem", "method"])["run"].nunique()
     add_caption(
         figure,
-        f"Lines: mean over runs ({runs.min()}–{runs.max()} a cell: fewer on long horizons, the "
-        "random instances and for BAM's agents, see the summary's runs column); bands: 25–75 % "
-        "of runs. Dashed: BAM's agents (beyond the paper); dash-dot: the reference code's "
-        "D-klUCB, DTS and Oracle-Restart, as the published table ran them. Every method sees "
-        "the same streams.",
+        f"Lines: mean over runs ({runs.min()}–{runs.max()} a cell: a baseline's until its SE is "
+        "a tenth of the published std, fewer on long horizons, the random instances and for "
+        "BAM's agents; see the summary's runs column); bands: 25–75 % of runs. Dashed: BAM's "
+        "agents (beyond the paper); dash-dot: the published runs' code or configuration "
+        "(D-klUCB, DTS, Oracle-Restart, M-klUCB's window). Every method sees the same streams.",
     )
     return save_figure(figure, path)
 
