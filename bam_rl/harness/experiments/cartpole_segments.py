@@ -186,10 +186,11 @@ def settled_lines(trials: pd.DataFrame, methods: list[str]) -> list[str]:
             for seed in sorted(rows["seed_index"].unique()):
                 for start in episodes:
                     stop = stops[starts.index(start)]
-                    first = stop - SETTLED_TRIALS if episodes is firsts else start + 1
+                    first = max(start, stop - SETTLED_TRIALS) if episodes is firsts else start + 1
                     ratios += [reward[(seed, t)] / gt[(seed, start)] for t in range(first, stop)]
             hits = np.array(ratios) >= WITHIN
-            counts[name] = f"{hits.sum()}/{hits.size} ({hits.mean():.0%})"
+            share = f" ({hits.mean():.0%})" if hits.size else ""
+            counts[name] = f"{hits.sum()}/{hits.size}{share}"
         lines.append(
             f"{method:16s} settled, within 10 % of GT: "
             + "; ".join(f"{name} {count}" for name, count in counts.items())
