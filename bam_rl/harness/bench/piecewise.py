@@ -2,12 +2,13 @@
 
 Problem 1 of Besson et al. (T = 5000), as ``bam-rl reproduce piecewise-bandits`` runs it
 (:func:`bam_rl.harness.experiments.piecewise.run_cell`: an untimed warm-up, then the agent's
-time in ``act`` and ``observe``, with the replayed reward's look-up between them, ~0.1 µs). The peers are the per-step times published for
-SMPyBandits on Problem 1 (T = 5000): GLR-klUCB 314 µs and klUCB 120 µs (the issue's bars of
-31 and 12 µs at 10×); Oracle-Restart klUCB 711 ms, M-klUCB 943 ms and CUSUM-klUCB 46 s a run
-(Besson's thesis, appendix of ch. 6: 142 µs, 189 µs and 9.2 ms a step); the bar is 10× faster
-than that. The other agents have no published time (``scripts/smpybandits_peer.py`` times
-SMPyBandits 0.9.7 beside them on the same streams).
+time in ``act`` and ``observe``, with the replayed reward's look-up between them, ~0.1 µs).
+The peers are the per-step times published for SMPyBandits on Problem 1 (T = 5000):
+GLR-klUCB 314 µs and klUCB 120 µs (the issue's bars of 31 and 12 µs at 10×); Oracle-Restart
+klUCB 711 ms, M-klUCB 943 ms and CUSUM-klUCB 46 s a run (Besson's thesis, appendix of ch. 6:
+142 µs, 189 µs and 9.2 ms a step); the bar is 10× faster than that. The other agents have no
+published time (``scripts/smpybandits_peer.py`` times SMPyBandits 0.9.7 beside them on the
+same streams).
 
 Usage: ``python -m bam_rl.harness.bench.piecewise [--runs 5]`` (or ``bam-rl bench --only
 piecewise``).

@@ -406,7 +406,7 @@ def piecewise_experiment(
     # long cell
     cells = sorted(
         ((p, m) for p in problems for m in methods if runs_for(p, m, runs)),
-        key=lambda cell: -estimated_seconds(*cell, runs_for(*cell, runs)),
+        key=lambda cell: -estimated_seconds(cell[0], cell[1], runs_for(cell[0], cell[1], runs)),
     )
     jobs = (
         delayed(_cell)(
