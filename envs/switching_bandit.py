@@ -81,7 +81,8 @@ class _BlockBandit(gym.Env[np.int64, np.int64]):
 
         Drawn from a copy of :attr:`np_random`, so the episode is unchanged: a harness can
         replay the rewards of any sequence of pulls without stepping (common random numbers
-        across methods, as the piecewise benchmark does).
+        across methods, as the piecewise benchmark does). Unlike ``step``, which draws 4096
+        steps at a time, it holds all ``max_steps`` draws (8 bytes each) at once.
 
         Raises:
             RuntimeError: If the episode has already begun (``step`` since ``reset``).

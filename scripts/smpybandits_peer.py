@@ -57,7 +57,7 @@ def dump(path: str, problem: int, runs: int, horizon: int) -> None:
     uniforms = []
     for run in range(runs):
         env.reset(seed=run)
-        uniforms.append(env.np_random.random(horizon))  # the draws step() makes, in order
+        uniforms.append(env.noise_stream())  # the draws step() makes, in order
     breakpoints = np.array([b for b in env.breakpoints if b < horizon])
     np.savez(path, means=env.means_table(0, horizon), u=np.array(uniforms), breakpoints=breakpoints)
 

@@ -123,8 +123,9 @@ def _grouped_greedy(
     is the generic loop's bit for bit. The rounds the guess wins outright (a unique,
     strictly improving maximum) are taken at once; the first other round is decided by the
     generic rule and ends the batch. The look-ahead doubles while a guess holds. A batch
-    whose objective refuses (a value that is not finite) is rescored one round at a time,
-    so only the rounds the generic greedy reaches can refuse.
+    whose objective refuses (a value that is not finite) is rescored as one round, and the
+    rest of the readout goes round by round, so only the rounds the generic greedy reaches
+    can refuse.
     """
     size = len(memory)
     stats = memory.stats.fields
@@ -158,10 +159,13 @@ def _grouped_greedy(
 
     guess = -1  # the group assumed to win the coming rounds (-1: none yet)
     lookahead = _NEW_GUESS_LOOKAHEAD
+    most = _MAX_LOOKAHEAD  # 1 once a batch was refused: the rest goes round by round
     while available.size:
-        rows = 1 if guess < 0 else min(lookahead, int(ends[guess] - pointer[guess]))
-        sums, values = _score_ahead(score, current, group_stats, available, guess, rows)
-        rows = values.shape[0]  # one, if scoring ahead was refused
+        wanted = 1 if guess < 0 else min(lookahead, most, int(ends[guess] - pointer[guess]))
+        sums, values = _score_ahead(score, current, group_stats, available, guess, wanted)
+        rows = values.shape[0]
+        if rows < wanted:
+            most = 1
         taken = 0  # the leading rounds the guess wins outright, taken at once
         if guess >= 0:
             column = int(np.flatnonzero(available == guess)[0])
@@ -179,9 +183,9 @@ def _grouped_greedy(
                     current = {k: sums[k][-1] + group_stats[k][column] for k in sums}
             if taken == rows:
                 if pointer[guess] == ends[guess]:
-                    guess, lookahead = drop(column, values[-1]), _NEW_GUESS_LOOKAHEAD
+                    guess, lookahead = drop(column, values[-1]), min(_NEW_GUESS_LOOKAHEAD, most)
                 else:
-                    lookahead = min(2 * lookahead, _MAX_LOOKAHEAD)
+                    lookahead = min(2 * lookahead, most)
                 continue
         # round ``taken`` went otherwise than guessed: the generic rule decides it
         row = values[taken]
@@ -201,7 +205,7 @@ def _grouped_greedy(
         else:
             current = {k: sums[k][taken] + stats[k][pick] for k in sums}
         guess = drop(top, row) if pointer[group] == ends[group] else group
-        lookahead = _NEW_GUESS_LOOKAHEAD
+        lookahead = min(_NEW_GUESS_LOOKAHEAD, most)
     result = finish(model, memory, score, picks, "grouped")
     return result._replace(objective=best if picks else result.base_objective)
 

@@ -212,6 +212,7 @@ def test_a_refusal_in_rounds_scored_ahead_is_not_the_greedys():
     fast = _grouped_greedy(model, memory, s_t, one_round_only)
     slow = select(model, memory, s_t, method="greedy", fast=False)
     assert max(calls) > 2  # it did score ahead, and fell back
+    assert sum(size > 2 for size in calls) == 1  # once refused, round by round after that
     np.testing.assert_array_equal(fast.weights, slow.weights)
     assert fast.objective == slow.objective
 

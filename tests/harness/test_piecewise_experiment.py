@@ -163,7 +163,8 @@ def test_replayed_rewards_are_the_environments(method: str) -> None:
 
     from bam_rl.harness.registry import make_agent
 
-    env = gym.make("bam_rl/PiecewiseBandit-v0", problem=1, max_steps=600).unwrapped
+    # beyond the environment's first block of 4096 steps of noise
+    env = gym.make("bam_rl/PiecewiseBandit-v0", problem=1, max_steps=4500).unwrapped
 
     def fresh_agent():
         return make_agent(method, env, 5, **agent_kwargs(method, env))
@@ -176,7 +177,7 @@ def test_replayed_rewards_are_the_environments(method: str) -> None:
     agent = fresh_agent()
     agent.reset(observation, info)
     stepped = []
-    for _ in range(600):
+    for _ in range(4500):
         arm = agent.act(observation)
         observation, reward, terminated, truncated, info = env.step(arm)
         agent.observe(arm, reward, observation, terminated, truncated, info)

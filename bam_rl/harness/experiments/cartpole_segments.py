@@ -50,6 +50,12 @@ def episode_starts(gravities: Any) -> np.ndarray:
     return np.flatnonzero(np.r_[True, gravities[1:] != gravities[:-1]])
 
 
+def episode_stops(gravities: Any) -> dict[int, int]:
+    """Each episode's first trial -> one past its last (from the trials' gravities)."""
+    starts = [int(s) for s in episode_starts(gravities)]
+    return dict(zip(starts, starts[1:] + [len(gravities)], strict=True))
+
+
 def visit_starts(trials: pd.DataFrame) -> tuple[list[int], list[int]]:
     """The trials (ids) at which an episode starts on a gravity seen before (revisits) and on
     a new one (first visits), from any rows with ``trial`` and ``gravity``."""
@@ -101,7 +107,7 @@ def episodic_lines(
     recursive Bayes, and the readouts' picks on revisits, one line each."""
     lines: list[str] = []
     gravity = trials.groupby("trial")["gravity"].first().to_numpy()
-    starts = episode_starts(gravity)
+    stops = episode_stops(gravity)
     gt = trials[trials["method"] == "gt"].set_index(["seed_index", "trial"])["reward"]
     revisits, firsts = visit_starts(trials)
     reward = trials.set_index(["method", "seed_index", "trial"])["reward"]
@@ -129,10 +135,9 @@ def episodic_lines(
         # first visits: trials until the median over seeds reaches 90 % of GT's median
         medians = trials[trials["method"] == method].groupby("trial")["reward"].median()
         gt_median = trials[trials["method"] == "gt"].groupby("trial")["reward"].median()
-        stops = list(starts[1:]) + [len(gravity)]
         recovery = []
         for start in firsts:
-            stop = stops[list(starts).index(start)]
+            stop = stops[start]
             target = gt_median[start] - 0.1 * abs(gt_median[start])
             hits = np.flatnonzero(medians.iloc[start:stop].to_numpy() >= target)
             recovery.append(int(hits[0]) + 1 if hits.size else stop - start + 1)
@@ -161,14 +166,13 @@ SETTLED_TRIALS = 5
 
 
 def settled_lines(trials: pd.DataFrame, methods: list[str]) -> list[str]:
-    """How often a learner's trial lands within 10 % of GT MPC (the same ratio to GT's trial
-    of its episode as the trial-2 bar) once it has settled: the last
-    :data:`SETTLED_TRIALS` trials of every first visit, and trials 2 onwards of every
-    revisit. The trial-2 bar cannot be passed more often than the planner passes it from a
-    model it has finished learning."""
+    """How often a learner's trial lands within 10 % of GT MPC once its model has settled:
+    the last :data:`SETTLED_TRIALS` trials of every first visit and trials 2 onwards of every
+    revisit, each against GT's trial of its episode (the trial-2 bar's ratio). A readout
+    cannot lift trial 2 of a revisit above this rate: it is how often the planner passes the
+    bar from a model that has every earlier trial of the gravity."""
     gravity = trials.groupby("trial")["gravity"].first().to_numpy()
-    starts = list(episode_starts(gravity))
-    stops = starts[1:] + [len(gravity)]
+    stops = episode_stops(gravity)
     revisits, firsts = visit_starts(trials)
     gt = trials[trials["method"] == "gt"].set_index(["seed_index", "trial"])["reward"]
     lines = []
@@ -178,15 +182,15 @@ def settled_lines(trials: pd.DataFrame, methods: list[str]) -> list[str]:
             continue
         reward = rows.set_index(["seed_index", "trial"])["reward"]
         counts = {}
-        for name, episodes in (
-            ("first visits' last trials", firsts),
-            ("revisits' trials 2+", revisits),
+        for name, episodes, last_only in (
+            ("first visits' last trials", firsts, True),
+            ("revisits' trials 2+", revisits, False),
         ):
             ratios = []
             for seed in sorted(rows["seed_index"].unique()):
                 for start in episodes:
-                    stop = stops[starts.index(start)]
-                    first = max(start, stop - SETTLED_TRIALS) if episodes is firsts else start + 1
+                    stop = stops[start]
+                    first = max(start, stop - SETTLED_TRIALS) if last_only else start + 1
                     ratios += [reward[(seed, t)] / gt[(seed, start)] for t in range(first, stop)]
             hits = np.array(ratios) >= WITHIN
             share = f" ({hits.mean():.0%})" if hits.size else ""

@@ -260,6 +260,8 @@ def run_cell(
         agent.reset(observation, info)
         horizon = bandit.max_steps
         means = bandit.means_table(0, horizon)
+        if bandit.reward != "bernoulli":  # _pulls replays Bernoulli rewards only
+            raise ValueError(f"the benchmark's rewards are Bernoulli, got {bandit.reward!r}")
         arms, spent = _pulls(agent, observation, bandit.noise_stream(), means)
         regret = np.cumsum(means.max(axis=1) - means[np.arange(horizon), arms])
         grid = np.unique(np.linspace(1, horizon, points).astype(np.int64))
@@ -386,10 +388,10 @@ def piecewise_experiment(
     n_jobs: int = 1,
     root_seed: int = 0,
     progress: bool = True,
-    until_se: bool = False,
+    stop_early: bool = False,
 ) -> pd.DataFrame:
     """Runs every (problem, method) cell not yet in ``out_dir`` (in parallel with ``n_jobs``)
-    and returns all their rows (:func:`run_cell`'s columns). With ``until_se``, a cell with
+    and returns all their rows (:func:`run_cell`'s columns). With ``stop_early``, a cell with
     a published std stops early at :func:`target_se` (at most :func:`runs_for`'s runs)."""
     from joblib import Parallel, delayed
     from tqdm.auto import tqdm
@@ -410,7 +412,7 @@ def piecewise_experiment(
     )
     jobs = (
         delayed(_cell)(
-            folder, p, m, runs_for(p, m, runs), root_seed, target_se(p, m) if until_se else None
+            folder, p, m, runs_for(p, m, runs), root_seed, target_se(p, m) if stop_early else None
         )
         for p, m in cells
     )
@@ -529,11 +531,12 @@ def plot_piecewise(frame: pd.DataFrame, path: str | Path | None = None) -> Any:
     runs = frame.groupby(["problem", "method"])["run"].nunique()
     add_caption(
         figure,
-        f"Lines: mean over runs ({runs.min()}–{runs.max()} a cell: a baseline's until its SE is "
-        "a tenth of the published std, fewer on long horizons, the random instances and for "
-        "BAM's agents; see the summary's runs column); bands: 25–75 % of runs. Dashed: BAM's "
-        "agents (beyond the paper); dash-dot: the published runs' code or configuration "
-        "(D-klUCB, DTS, Oracle-Restart, M-klUCB's window). Every method sees the same streams.",
+        f"Lines: mean over runs ({runs.min()}–{runs.max()} a cell: a baseline's runs stop once "
+        "their SE is a tenth of the published std; fewer on long horizons, the random "
+        "instances and for BAM's agents; see the summary's runs column); bands: 25–75 % of "
+        "runs. Dashed: BAM's agents (beyond the paper); dash-dot: the published runs' code or "
+        "configuration (D-klUCB, DTS, Oracle-Restart, M-klUCB's window). Every method sees the "
+        "same streams.",
     )
     return save_figure(figure, path)
 
@@ -572,7 +575,7 @@ def reproduce(
         runs=runs,
         n_jobs=n_jobs,
         progress=progress,
-        until_se=seeds is None and not quick,
+        stop_early=seeds is None and not quick,
     )
     by_step = frame.groupby(["problem", "method", "step"])["cumulative_regret"]
     curves = by_step.agg(
