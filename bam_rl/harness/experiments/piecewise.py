@@ -531,8 +531,8 @@ def plot_piecewise(frame: pd.DataFrame, path: str | Path | None = None) -> Any:
     runs = frame.groupby(["problem", "method"])["run"].nunique()
     add_caption(
         figure,
-        f"Lines: mean over runs ({runs.min()}–{runs.max()} a cell: a baseline's runs stop once "
-        "their SE is a tenth of the published std; fewer on long horizons, the random "
+        f"Lines: mean over runs ({runs.min()}–{runs.max()} a cell: by default a baseline's runs "
+        "stop once their SE is a tenth of the published std; fewer on long horizons, the random "
         "instances and for BAM's agents; see the summary's runs column); bands: 25–75 % of "
         "runs. Dashed: BAM's agents (beyond the paper); dash-dot: the published runs' code or "
         "configuration (D-klUCB, DTS, Oracle-Restart, M-klUCB's window). Every method sees the "
