@@ -96,7 +96,23 @@ def test_sweep_takes_keyword_variants(monkeypatch, tmp_path) -> None:
     assert seen["f400"][0] == "mppi-bam-segments"
     assert seen["f400"][1]["n_features"] == 400 and seen["f400"][1]["announced"] is True
     assert seen["f400"][1]["readout_after_steps"] == (5, 10)
-    assert seen["k5"][1]["readout_after_steps"] == 5 and "n_features" not in seen["k5"][1]
+    assert seen["k5"][1]["readout_after_steps"] == 5
+    # both over the paper's model, not the registered default's
+    assert seen["k5"][1]["n_features"] == 200 and seen["k5"][1]["prior_precision"] == 1e-4
+    assert seen["f400"][1]["prior_precision"] == 1e-4
+
+
+def test_reproductions_name_segment_bams_model() -> None:
+    """The reproductions' segment BAM runs with the registered model, named in its options (a
+    run's file key changes with it); the paper's methods keep the paper's model."""
+    from bam_rl.harness.registry import SEGMENT_MODEL
+
+    for setting in ("episodic", "continual"):
+        methods = cartpole.SETTINGS[setting]["methods"]
+        assert {**methods["bam_segments"][1], **SEGMENT_MODEL} == methods["bam_segments"][1]
+        for label, (_, kwargs) in methods.items():
+            if label != "bam_segments":
+                assert "n_features" not in kwargs and "prior_precision" not in kwargs
 
 
 def test_settled_level_against_gt(monkeypatch) -> None:

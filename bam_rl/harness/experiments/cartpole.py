@@ -35,7 +35,12 @@ import numpy as np
 import pandas as pd
 
 from bam_rl.harness import naming
-from bam_rl.harness.experiments.cartpole_segments import SWEEP, episode_starts, write_report
+from bam_rl.harness.experiments.cartpole_segments import (
+    PAPER_MODEL,
+    SWEEP,
+    episode_starts,
+    write_report,
+)
 from bam_rl.harness.files import write_frame
 from bam_rl.harness.plotting import (
     add_caption,
@@ -48,13 +53,15 @@ from bam_rl.harness.plotting import (
     save_figure,
     smoke_test,
 )
-from bam_rl.harness.registry import SEGMENT_READOUT_AFTER_STEPS
+from bam_rl.harness.registry import SEGMENT_MODEL, SEGMENT_READOUT_AFTER_STEPS
 
 #: The learned models' planning dtype, named in every run's options so that a run's file key
 #: (a digest of its options) changes with it and a resumed sweep never mixes dtypes.
 PLANNING = {"planning_dtype": "float32"}
-#: segment BAM's in-trial readout steps (its registered default; issue 22's sweep)
+#: segment BAM's in-trial readout steps and model (its registered defaults; issue 22's sweep),
+#: named in its runs' options so that a run's file key changes with them
 SEGMENT_STEPS = SEGMENT_READOUT_AFTER_STEPS
+SEGMENT = {"readout_after_steps": SEGMENT_STEPS, **SEGMENT_MODEL}
 #: Settings: the environment id and the methods, ``label -> (agent name, agent kwargs)``.
 SETTINGS: dict[str, dict[str, Any]] = {
     "episodic": {
@@ -66,7 +73,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
             # beyond the paper: readout tied within segments, read out in the first trial
             "bam_segments": (
                 "mppi-bam-segments",
-                {"announced": True, "readout_after_steps": SEGMENT_STEPS, **PLANNING},
+                {"announced": True, **SEGMENT, **PLANNING},
             ),
         },
     },
@@ -80,7 +87,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
             # against the first 5 steps of the trial at which a change is detected
             "bam_segments": (
                 "mppi-bam-segments",
-                {"announced": False, "readout_after_steps": SEGMENT_STEPS, **PLANNING},
+                {"announced": False, **SEGMENT, **PLANNING},
             ),
         },
     },
@@ -336,8 +343,10 @@ def segment_sweep(
     returns their per-trial rows (also ``out/trials.csv``).
 
     ``variants`` maps a label to ``readout_after_steps`` or to a dict of ``mppi-bam-segments``
-    keyword arguments (e.g. ``{"readout_after_steps": (5, 10, 25), "n_features": 400}``);
-    default :data:`~bam_rl.harness.experiments.cartpole_segments.SWEEP`.
+    keyword arguments (e.g. ``{"readout_after_steps": (5, 10, 25), "n_features": 400}``), both
+    over the paper's model (:data:`~bam_rl.harness.experiments.cartpole_segments.PAPER_MODEL`,
+    not the registered default's); default
+    :data:`~bam_rl.harness.experiments.cartpole_segments.SWEEP`.
     """
     from bam_rl.harness import make_grid, run_many
 
@@ -348,6 +357,7 @@ def segment_sweep(
             {
                 "announced": True,
                 **PLANNING,
+                **PAPER_MODEL,
                 **(dict(k) if isinstance(k, dict) else {"readout_after_steps": k}),
             },
         )

@@ -22,11 +22,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bam_rl import hyperparams
 from bam_rl._io import atomic_path
 
+#: The paper's dynamics model (App. D.1), which the sweep's older rows ran with.
+PAPER_MODEL: dict[str, Any] = {
+    "n_features": hyperparams.RFF_FEATURES,
+    "prior_precision": hyperparams.BLR_PRIOR_PRECISION,
+}
 #: Sweep variants: label -> readout_after_steps (``None``: tied readout after trial 1 only)
-#: or a dict of ``mppi-bam-segments`` keyword arguments; the default, (5, 10, 25) with 200
-#: features, is the reproductions' ``bam_segments``.
+#: with the paper's model (:data:`PAPER_MODEL`), or a dict of ``mppi-bam-segments`` keyword
+#: arguments over that model. The default, (5, 10, 25) with 400 features under a unit prior
+#: (``seg_f400_p1``, :data:`bam_rl.harness.registry.SEGMENT_MODEL`), is the reproductions'
+#: ``bam_segments``.
 SWEEP: dict[str, Any] = {
     "seg_after_trial": None,
     "seg_k5": 5,
@@ -34,11 +42,26 @@ SWEEP: dict[str, Any] = {
     "seg_k25": 25,
     "seg_k10_50": (10, 50),
     "seg_k5_15": (5, 15),
+    "seg_k5_10_25": (5, 10, 25),
     "seg_k5_10_25_50": (5, 10, 25, 50),
     "seg_k5_10_25_100": (5, 10, 25, 100),
-    # more random Fourier features than the paper's 200 (issue 22's "next idea")
+    # more random Fourier features than the paper's 200 (issue 22's "next idea") ...
     "seg_f300": {"readout_after_steps": (5, 10, 25), "n_features": 300},
     "seg_f400": {"readout_after_steps": (5, 10, 25), "n_features": 400},
+    # ... and a prior on their weights that is not nearly flat (the paper's 1e-4 is a ridge
+    # of 1e-10 at noise variance 1e-6)
+    "seg_f200_p100": {"readout_after_steps": (5, 10, 25), "prior_precision": 100.0},
+    "seg_f400_p1": {"readout_after_steps": (5, 10, 25), "n_features": 400, "prior_precision": 1.0},
+    "seg_f400_p100": {
+        "readout_after_steps": (5, 10, 25),
+        "n_features": 400,
+        "prior_precision": 100.0,
+    },
+    "seg_f400_p1e4": {
+        "readout_after_steps": (5, 10, 25),
+        "n_features": 400,
+        "prior_precision": 1e4,
+    },
 }
 FIRST_TRIAL_RATIO = 0.7
 WITHIN = 0.9
