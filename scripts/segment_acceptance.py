@@ -1,5 +1,6 @@
 """Segment BAM's numbers (issue 22) for finished cart-pole folders, and the sweep of
-``readout_after_steps`` and feature counts (:mod:`bam_rl.harness.experiments.cartpole_segments`).
+``readout_after_steps``, feature counts and prior precisions
+(:mod:`bam_rl.harness.experiments.cartpole_segments`).
 
 ``bam-rl reproduce cartpole-episodic`` / ``cartpole-continual`` write the same lines to
 ``segments.txt``; this prints them for any folders and runs (or reports) the sweep::
@@ -36,12 +37,20 @@ def main() -> None:
     )
     args = parser.parse_args()
     trials = pd.read_csv(args.episodic / "trials.csv")
-    picks = segments.runs_picks(args.episodic, "bam_segments")
+    # only the runs of the current options (a reused folder keeps older runs under other keys)
+    n_seeds = int(trials["seed_index"].max()) + 1
+    current = [
+        s.key for s in cartpole.cartpole_grid("episodic", n_seeds) if s.method == "bam_segments"
+    ]
+    picks = segments.runs_picks(args.episodic, "bam_segments", current)
     lines = segments.episodic_lines(trials, segments.EPISODIC_METHODS, picks)
     lines += segments.settled_lines(trials, segments.EPISODIC_METHODS)
     if args.sweep:
+        sweep_keys = [spec.key for spec in cartpole.sweep_grid(args.seeds)]
         if args.no_run:
-            swept = pd.concat([segments.runs_trials(args.sweep, k) for k in segments.SWEEP])
+            swept = pd.concat(
+                [segments.runs_trials(args.sweep, k, sweep_keys) for k in segments.SWEEP]
+            )
         else:
             swept = cartpole.segment_sweep(args.sweep, args.seeds, args.jobs)
         gt = trials[trials["method"] == "gt"]
@@ -51,7 +60,7 @@ def main() -> None:
                 continue
             both = pd.concat([gt[gt["seed_index"].isin(done["seed_index"])], done])
             lines.append(f"--- sweep {label}: {steps!r}")
-            picked = segments.runs_picks(args.sweep, label)
+            picked = segments.runs_picks(args.sweep, label, sweep_keys)
             lines += segments.episodic_lines(both, [label], picked)
             lines += segments.settled_lines(both, [label])
     if args.gt_again:

@@ -204,13 +204,6 @@ def _mppi(memory: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[s
 #: ``mppi-bam-segments``' in-trial readout steps (the best of the measured sweep,
 #: docs/experiments.md): read out after 5, 10 and 25 steps of an announced change's first trial.
 SEGMENT_READOUT_AFTER_STEPS = (5, 10, 25)
-#: ``mppi-bam-segments``' dynamics model (beyond the paper, docs/experiments.md's sweep): 400
-#: random Fourier features under a unit prior on their weights. The paper's model (200
-#: features, prior precision 1e-4 with noise variance 1e-6) is a ridge of 1e-10, nearly none:
-#: 400 features then fit a first trial's 200 transitions exactly and first visits learn slower;
-#: a unit prior (a prior function of about the size of a step's change of state) lets them
-#: learn faster than the paper's model, and 400 features settle closer to GT MPC.
-SEGMENT_MODEL: dict[str, Any] = {"n_features": 400, "prior_precision": 1.0}
 
 
 def build_mppi_bam_segments(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
@@ -218,10 +211,7 @@ def build_mppi_bam_segments(env: gym.Env, seed: int | None = None, **kwargs: Any
     two changes; BOCD over trials, hazard 0.11, finds them when changes are not announced),
     reading out after the first ``readout_after_steps`` ((5, 10, 25): after 5, again after 10
     and 25; by default only those inside the trial) steps of an announced change's first trial
-    (``None``: only at the trial's end). Its model defaults to :data:`SEGMENT_MODEL` (400
-    features, prior precision 1); ``n_features`` and ``prior_precision`` override it (200 and
-    1e-4 are the paper's)."""
-    kwargs = {**SEGMENT_MODEL, **kwargs}
+    (``None``: only at the trial's end)."""
     # the cart-pole's trial length (max_steps), else a TimeLimit's
     limit = getattr(env.unwrapped, "max_steps", None) or getattr(
         getattr(env, "spec", None), "max_episode_steps", None

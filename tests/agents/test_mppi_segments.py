@@ -117,14 +117,6 @@ def test_registry_defaults_and_trial_length_check():
     agent = make_agent("mppi-bam-segments", env, seed=0, **SMALL)
     assert agent.memory == "bam_segments" and agent.readout_after_steps == (5, 10, 25)
     assert agent.announced and agent.rule.detector is None
-    # beyond the paper: 400 features under a unit prior (the paper's model on request)
-    assert agent.model.n_features == 400
-    np.testing.assert_array_equal(agent.model.family.prior.fields["precision"], np.eye(400))
-    paper = make_agent(
-        "mppi-bam-segments", env, seed=0, n_features=200, prior_precision=1e-4, **SMALL
-    )
-    assert paper.model.n_features == 200
-    np.testing.assert_array_equal(paper.model.family.prior.fields["precision"], 1e-4 * np.eye(200))
     with pytest.raises(ValueError, match="readout_after_steps"):
         make_agent("mppi-bam-segments", env, seed=0, readout_after_steps=200, **SMALL)
 

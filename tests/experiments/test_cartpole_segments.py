@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -102,19 +103,6 @@ def test_sweep_takes_keyword_variants(monkeypatch, tmp_path) -> None:
     assert seen["f400"][1]["prior_precision"] == 1e-4
 
 
-def test_reproductions_name_segment_bams_model() -> None:
-    """The reproductions' segment BAM runs with the registered model, named in its options (a
-    run's file key changes with it); the paper's methods keep the paper's model."""
-    from bam_rl.harness.registry import SEGMENT_MODEL
-
-    for setting in ("episodic", "continual"):
-        methods = cartpole.SETTINGS[setting]["methods"]
-        assert {**methods["bam_segments"][1], **SEGMENT_MODEL} == methods["bam_segments"][1]
-        for label, (_, kwargs) in methods.items():
-            if label != "bam_segments":
-                assert "n_features" not in kwargs and "prior_precision" not in kwargs
-
-
 def test_settled_level_against_gt(monkeypatch) -> None:
     """The last trials of a first visit and trials 2+ of a revisit, each against GT MPC's
     trial of its episode."""
@@ -139,3 +127,79 @@ def test_settled_level_against_gt(monkeypatch) -> None:
     # first visits' last 3: 0.39, 0.30, 0.40 of 0.4 -> 2 hits; 0.7, 0.7, 0.5 of 0.7 -> 2
     # revisit trials 2+: 0.4, 0.2, 0.5, 0.39, 0.3 of 0.4 -> 3 hits (0.4, 0.5, 0.39)
     assert "first visits' last trials 4/6" in line and "revisits' trials 2+ 3/5" in line
+
+
+def _episodic_rows(method, rewards_by_seed, gravities):
+    return [
+        {"method": method, "seed_index": seed, "trial": t, "reward": r, "gravity": gravities[t]}
+        for seed, rewards in enumerate(rewards_by_seed)
+        for t, r in enumerate(rewards)
+    ]
+
+
+def test_segment_claims_count_pairs_against_the_bars() -> None:
+    """Segment BAM's claim rows: pairs at >= 0.7 x GT (and the median), pairs within 10 % on
+    trial 2, first visits against recursive Bayes; "not run" rows without segment BAM."""
+    gravities = [9.81] * 4 + [3.72] * 4 + [9.81] * 4  # first visits at 0 and 4, revisit at 8
+    first = [0.72, 0.8, 0.6, 1.0, 0.85]  # x GT 0.4 on the revisit's trial 1: 4 of 5 >= 0.7
+    second = [0.95, 0.85, 1.0, 0.92, 0.5]  # trial 2: 3 of 5 within 10 %
+    learner = [
+        [0.0, 0.4, 0.4, 0.4, 0.0, 0.7, 0.7, 0.7, 0.4 * a, 0.4 * b, 0.4, 0.4]
+        for a, b in zip(first, second, strict=True)
+    ]
+    slow = [[0.0, 0.0, 0.4, 0.4, 0.0, 0.0, 0.7, 0.7, 0.0, 0.0, 0.4, 0.4]] * 5
+    rows = _episodic_rows("bam_segments", learner, gravities)
+    rows += _episodic_rows("recursive", slow, gravities)
+    rows += [
+        {"method": "gt", "seed_index": s, "trial": t, "reward": r, "gravity": gravities[t]}
+        for s in range(5)
+        for t, r in ((0, 0.4), (4, 0.7), (8, 0.4))
+    ]
+    trials = pd.DataFrame(rows)
+    one, two, visits = cartpole_segments.claims(trials, "episodic")
+    assert one["section"] == "beyond" and one["holds"] == "yes"
+    assert one["measured"] == "4 of 5 pairs, median ratio 0.80"
+    assert two["holds"] == "no" and two["measured"] == "3 of 5 pairs"
+    assert visits["holds"] == "yes" and visits["measured"].endswith("2, 2; recursive Bayes 3, 3")
+    missing = cartpole_segments.claims(trials[trials["method"] != "bam_segments"], "episodic")
+    assert [row["holds"] for row in missing] == ["not run"] * 3
+    # a median below 0.8 fails the first bar even with enough pairs at 0.7
+    lower = trials.copy()
+    revisit = (lower["method"] == "bam_segments") & (lower["trial"] == 8)
+    lower.loc[revisit, "reward"] = 0.4 * np.array([0.72, 0.75, 0.6, 1.0, 0.85])
+    one, _, _ = cartpole_segments.claims(lower, "episodic")
+    assert one["measured"] == "4 of 5 pairs, median ratio 0.75" and one["holds"] == "no"
+    # continual: the episodic run's GT MPC at 9.81 is needed; median of 1, 2, 3 trials is 2
+    curves = [[0.4] * 4 + [0.0] * 4 + [0.0] * k + [0.4] * (4 - k) for k in (0, 1, 2)]
+    continual = pd.DataFrame(_episodic_rows("bam_segments", curves, gravities))
+    (row,) = cartpole_segments.claims(continual, "continual", gt_981=0.4)
+    assert row["holds"] == "yes" and "per seed 1, 2, 3, median 2" in row["measured"]
+    (row,) = cartpole_segments.claims(continual, "continual")
+    assert row["holds"] == "not run"
+
+
+def test_reproductions_claim_table_has_segment_rows(quick_runs) -> None:
+    """The results report's claim table gets segment BAM's rows from both reproductions."""
+    episodic = cartpole.claims_episodic(quick_runs / "cartpole-episodic")
+    continual = cartpole.claims_continual(quick_runs / "cartpole-continual")
+    assert [r["section"] for r in episodic].count("beyond") == 3
+    assert [r["section"] for r in continual].count("beyond") == 1
+    assert all(r["holds"] != "not run" for r in episodic + continual)
+
+
+def test_run_files_refuse_runs_of_other_options(tmp_path) -> None:
+    """A folder reused after a change of defaults keeps the older runs under other keys: the
+    report takes the current keys only, and refuses a seed with runs of both."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    old, new, other = (
+        "bam_segments__episodic__s0__aaaaaaaaaaaa",
+        "bam_segments__episodic__s0__bbbbbbbbbbbb",
+        "bam_segments__episodic__s1__cccccccccccc",
+    )
+    for name in (old, new, other):
+        (runs / f"{name}.parquet").write_bytes(b"")
+    with pytest.raises(ValueError, match="different options for seed 0"):
+        cartpole_segments.run_files(tmp_path, "bam_segments")
+    chosen = cartpole_segments.run_files(tmp_path, "bam_segments", [new, other])
+    assert [path.name for path in chosen] == [f"{new}.parquet", f"{other}.parquet"]

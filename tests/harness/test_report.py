@@ -27,8 +27,11 @@ from bam_rl.harness.experiments import tracking as tracking_module
 #: Claims of §4 per experiment: the report must have exactly these rows.
 CLAIM_COUNTS = {
     "tracking": len(tracking_module.CLAIMS),
-    "cartpole-episodic": len(cartpole_module.CLAIMS["episodic"]),
-    "cartpole-continual": len(cartpole_module.CLAIMS["continual"]),
+    # the paper's claims, then segment BAM's (beyond the paper)
+    "cartpole-episodic": len(cartpole_module.CLAIMS["episodic"])
+    + len(cartpole_module.SEGMENT_CLAIMS["episodic"]),
+    "cartpole-continual": len(cartpole_module.CLAIMS["continual"])
+    + len(cartpole_module.SEGMENT_CLAIMS["continual"]),
     "bandits": len(bandits_module.CLAIMS),
     "mnist": len(mnist_module.CLAIMS),
     "cartpole-readout": len(cartpole_readout_module.CLAIMS),

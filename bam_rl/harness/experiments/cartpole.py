@@ -35,12 +35,15 @@ import numpy as np
 import pandas as pd
 
 from bam_rl.harness import naming
+from bam_rl.harness.experiments.cartpole_segments import CLAIMS as SEGMENT_CLAIMS
 from bam_rl.harness.experiments.cartpole_segments import (
     PAPER_MODEL,
     SWEEP,
     episode_starts,
+    gt_at_981,
     write_report,
 )
+from bam_rl.harness.experiments.cartpole_segments import claims as segment_claims
 from bam_rl.harness.files import write_frame
 from bam_rl.harness.plotting import (
     add_caption,
@@ -53,15 +56,13 @@ from bam_rl.harness.plotting import (
     save_figure,
     smoke_test,
 )
-from bam_rl.harness.registry import SEGMENT_MODEL, SEGMENT_READOUT_AFTER_STEPS
+from bam_rl.harness.registry import SEGMENT_READOUT_AFTER_STEPS
 
 #: The learned models' planning dtype, named in every run's options so that a run's file key
 #: (a digest of its options) changes with it and a resumed sweep never mixes dtypes.
 PLANNING = {"planning_dtype": "float32"}
-#: segment BAM's in-trial readout steps and model (its registered defaults; issue 22's sweep),
-#: named in its runs' options so that a run's file key changes with them
+#: segment BAM's in-trial readout steps (its registered default; issue 22's sweep)
 SEGMENT_STEPS = SEGMENT_READOUT_AFTER_STEPS
-SEGMENT = {"readout_after_steps": SEGMENT_STEPS, **SEGMENT_MODEL}
 #: Settings: the environment id and the methods, ``label -> (agent name, agent kwargs)``.
 SETTINGS: dict[str, dict[str, Any]] = {
     "episodic": {
@@ -73,7 +74,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
             # beyond the paper: readout tied within segments, read out in the first trial
             "bam_segments": (
                 "mppi-bam-segments",
-                {"announced": True, **SEGMENT, **PLANNING},
+                {"announced": True, "readout_after_steps": SEGMENT_STEPS, **PLANNING},
             ),
         },
     },
@@ -87,7 +88,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
             # against the first 5 steps of the trial at which a change is detected
             "bam_segments": (
                 "mppi-bam-segments",
-                {"announced": False, **SEGMENT, **PLANNING},
+                {"announced": False, "readout_after_steps": SEGMENT_STEPS, **PLANNING},
             ),
         },
     },
@@ -336,19 +337,9 @@ def run_setting(
     return trials, summary
 
 
-def segment_sweep(
-    out: Path, seeds: int, jobs: int, variants: dict[str, Any] | None = None
-) -> pd.DataFrame:
-    """Runs segment BAM's variants on the episodic schedule, resumable under ``out/runs``;
-    returns their per-trial rows (also ``out/trials.csv``).
-
-    ``variants`` maps a label to ``readout_after_steps`` or to a dict of ``mppi-bam-segments``
-    keyword arguments (e.g. ``{"readout_after_steps": (5, 10, 25), "n_features": 400}``), both
-    over the paper's model (:data:`~bam_rl.harness.experiments.cartpole_segments.PAPER_MODEL`,
-    not the registered default's); default
-    :data:`~bam_rl.harness.experiments.cartpole_segments.SWEEP`.
-    """
-    from bam_rl.harness import make_grid, run_many
+def sweep_grid(seeds: int, variants: dict[str, Any] | None = None) -> list[Any]:
+    """The runs of :func:`segment_sweep` (their keys name the files under ``out/runs``)."""
+    from bam_rl.harness import make_grid
 
     variants = SWEEP if variants is None else variants
     methods = {
@@ -365,12 +356,29 @@ def segment_sweep(
     }
     spec = SETTINGS["episodic"]
     gravities = schedule("episodic")
-    grid = make_grid(
+    return make_grid(
         methods, {"episodic": (spec["env_id"], {})}, seeds=seeds, n_episodes=len(gravities)
     )
+
+
+def segment_sweep(
+    out: Path, seeds: int, jobs: int, variants: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    """Runs segment BAM's variants on the episodic schedule, resumable under ``out/runs``;
+    returns their per-trial rows (also ``out/trials.csv``).
+
+    ``variants`` maps a label to ``readout_after_steps`` or to a dict of ``mppi-bam-segments``
+    keyword arguments (e.g. ``{"readout_after_steps": (5, 10, 25), "n_features": 400}``), both
+    over the paper's model (:data:`~bam_rl.harness.experiments.cartpole_segments.PAPER_MODEL`,
+    not the registered default's); default
+    :data:`~bam_rl.harness.experiments.cartpole_segments.SWEEP`.
+    """
+    from bam_rl.harness import run_many
+
+    grid = sweep_grid(seeds, variants)
     backend = "serial" if jobs == 1 else "loky"
     steps = run_many(grid, backend=backend, n_jobs=jobs, out_dir=out / "runs", progress=False)
-    trials = per_trial(steps, gravities)
+    trials = per_trial(steps, schedule("episodic"))
     for column in ("belief_in_trial_readout_same_gravity",):
         if column in steps:
             last = steps.groupby(["method", "seed_index", "episode"])[column].last()
@@ -471,10 +479,18 @@ def _episodes(trials: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[int, int, 
 
 def claims(folder: str | Path | None, setting: str = "episodic") -> list[dict[str, str]]:
     """The claims of §4.2 for one setting, measured from ``folder/trials.csv`` and
-    ``folder/summary.csv`` (``None`` or missing files: "not run")."""
-    from bam_rl.harness.report import claim, not_run
+    ``folder/summary.csv`` (``None`` or missing files: "not run"), then segment BAM's
+    (beyond the paper: :func:`~bam_rl.harness.experiments.cartpole_segments.claims`)."""
+    from bam_rl.harness.report import claim
+    from bam_rl.harness.report import not_run as paper_not_run
 
     name, section, texts = f"cartpole-{setting}", _SECTION[setting], CLAIMS[setting]
+
+    def not_run(name: str, section: str, texts: Any, reason: str = "not run") -> list[dict]:
+        # segment BAM's rows (beyond the paper) follow the paper's, run or not
+        beyond = paper_not_run(name, "beyond", SEGMENT_CLAIMS[setting], reason)
+        return paper_not_run(name, section, texts, reason) + beyond
+
     if (
         folder is None
         or not (Path(folder) / "trials.csv").exists()
@@ -498,6 +514,7 @@ def claims(folder: str | Path | None, setting: str = "episodic") -> list[dict[st
         bam = recovery.get("bam", [])
         rec = recovery.get("recursive", [])
         reference = "GT MPC" if "gt" in set(summary["method"]) else "the best method"
+        beyond = segment_claims(trials, "episodic")
         return [
             claim(
                 name,
@@ -527,6 +544,7 @@ def claims(folder: str | Path | None, setting: str = "episodic") -> list[dict[st
                 if rec and bam
                 else None,
             ),
+            *beyond,
         ]
     needed = {"bam", "bam_bocd", "bocd"}
     if not needed <= set(medians.columns):
@@ -560,6 +578,9 @@ def claims(folder: str | Path | None, setting: str = "episodic") -> list[dict[st
         else pd.Series(dtype=float)
     )
     faster_ok = [b < c and m < c for m, b, c in faster]
+    episodic = Path(folder).parent / "cartpole-episodic" / "trials.csv"
+    gt_981 = gt_at_981(pd.read_csv(episodic)) if episodic.exists() else None
+    beyond = segment_claims(trials, "continual", gt_981)
     return [
         claim(
             name,
@@ -611,6 +632,7 @@ def claims(folder: str | Path | None, setting: str = "episodic") -> list[dict[st
             if len(selections)
             else None,
         ),
+        *beyond,
     ]
 
 
