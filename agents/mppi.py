@@ -39,6 +39,7 @@ from bam_rl.beliefs import (
     make_rule,
 )
 from bam_rl.checks import as_float_array, check_finite_scalar, check_int
+from bam_rl.families import NaturalParams
 from bam_rl.readout import ReadoutResult
 
 from .base import BaseAgent, Transition
@@ -230,6 +231,9 @@ class MPPIAgent(BaseAgent):
         readout_after_steps: ``memory="bam_segments"`` only: the step (a positive int, or an
             increasing tuple of them) after which the first trial of an announced change reads
             out over the segments; ``None`` (default) reads out only at the trial's end.
+        refresh_every_steps: ``memory="bam_segments"`` only (beyond the paper): every this many
+            steps of a trial without in-trial readouts, the trial's transitions so far join
+            the belief it plans with (``None``, default: the belief changes at trials' ends).
         angle_pairs: ``(cos, sin)`` index pairs projected onto the unit circle in planning
             rollouts; the default ``((2, 3),)`` is the cart-pole's pole angle, as the default
             reward assumes (``()``: none, the paper's plain rollout). Without it the learned
@@ -266,11 +270,13 @@ class MPPIAgent(BaseAgent):
         feature_states: Any = None,
         angle_pairs: Any = ((2, 3),),
         readout_after_steps: Any = None,
+        refresh_every_steps: Any = None,
         **planner_options: Any,
     ):
         super().__init__(seed)
         memory = _memory_name(memory)
         self.readout_after_steps = _check_readout_steps(readout_after_steps, memory)
+        self.refresh_every_steps = _check_refresh_steps(refresh_every_steps, memory)
         if not isinstance(announced, (bool, np.bool_)):
             raise ValueError(f"announced must be a bool, got {announced!r}")
         self.state_dim = _observation_dim(observation_space, "observation_space")
@@ -316,6 +322,8 @@ class MPPIAgent(BaseAgent):
         self.trial_gravities: list[float] = []
         self.n_trials = 0
         self._readouts_due: list[int] = []
+        self._refreshing = False
+        self._trial_readouts = 0  # in-trial readouts made so far in this trial
         self.in_trial_readouts: list[ReadoutResult] = []
         self.segment_pick_fractions: list[float] = []
         self.in_trial_pick_fractions: list[float] = []
@@ -350,11 +358,6 @@ class MPPIAgent(BaseAgent):
         planner.check_planning_memory(model)
         model.family.check_compatible(self.rule.model, "rule")
         model.family.check_params(self.rule.belief, "rule belief")
-        if any(
-            not np.array_equal(model.belief.fields[name], self.rule.belief.fields[name])
-            for name in model.belief.fields
-        ):
-            raise ValueError("the model's belief must be the rule's")
         states, actions = self._trial.states, self._trial.actions
         if not isinstance(states, list) or not isinstance(actions, list):
             raise ValueError("the pending trial must hold lists of states and actions")
@@ -381,10 +384,33 @@ class MPPIAgent(BaseAgent):
         ):
             vars(self).setdefault(name, [])
         vars(self).setdefault("readout_after_steps", None)
+        vars(self).setdefault("refresh_every_steps", None)
+        vars(self).setdefault("_refreshing", False)
+        vars(self).setdefault("_trial_readouts", 0)
+        self.refresh_every_steps = _check_refresh_steps(self.refresh_every_steps, self.memory)
+        if not isinstance(self._refreshing, bool) or (
+            self._refreshing and self.refresh_every_steps is None
+        ):
+            raise ValueError("_refreshing must be a bool, False without refresh_every_steps")
         self.readout_after_steps = _check_readout_steps(self.readout_after_steps, self.memory)
         due = self._readouts_due
         if not isinstance(due, list) or any(k not in (self.readout_after_steps or ()) for k in due):
             raise ValueError("_readouts_due must be a list of readout_after_steps entries")
+        done = self._trial_readouts
+        if not isinstance(done, int) or not 0 <= done <= len(self.readout_after_steps or ()):
+            raise ValueError("_trial_readouts must count readout_after_steps entries")
+        if done and len(self._trial.actions) < cast(tuple, self.readout_after_steps)[done - 1]:
+            raise ValueError("_trial_readouts must count readouts the pending trial has made")
+        # the model plans with the rule's belief, or with what this trial made of it so far
+        expected = self._planning_belief()
+        if any(
+            not np.array_equal(self.model.belief.fields[name], expected.fields[name])
+            for name in expected.fields
+        ):
+            raise ValueError(
+                "the model's belief must be the rule's (with the pending trial's in-trial "
+                "readout or refresh)"
+            )
         for name in ("in_trial_readouts", "segment_pick_fractions", "in_trial_pick_fractions"):
             if not isinstance(getattr(self, name), list):
                 raise ValueError(f"{name} must be a list")
@@ -408,6 +434,9 @@ class MPPIAgent(BaseAgent):
             self._readouts_due = list(self.readout_after_steps or ())
         else:
             self._readouts_due = []
+        self._trial_readouts = 0
+        # a trial that reads out inside itself plans with its readouts instead
+        self._refreshing = self.refresh_every_steps is not None and not self._readouts_due
         self._trial = _TrialRecorder()
         self._trial.states.append(state)
         self._last_info = dict(info or {})
@@ -439,6 +468,15 @@ class MPPIAgent(BaseAgent):
             self._readouts_due.pop(0)
             if not (terminated or truncated):
                 self._read_out_in_trial()
+        elif (
+            self._refreshing
+            and not (terminated or truncated)
+            and len(self._trial.actions) % cast(int, self.refresh_every_steps) == 0
+        ):
+            # the trial's transitions so far join the belief it plans with (the same sum the
+            # trial's datum adds at its end)
+            s = self.model.stats(np.asarray(self._trial.states), np.asarray(self._trial.actions))
+            self.model.set_belief(self.rule.belief + s)
         if terminated or truncated:
             self._end_trial()
             self._trial = _TrialRecorder()
@@ -451,9 +489,25 @@ class MPPIAgent(BaseAgent):
         s = self.model.stats(np.asarray(self._trial.states), np.asarray(self._trial.actions))
         readout, belief = rule.preview(s)
         self.model.set_belief(belief)
+        self._trial_readouts += 1
         if readout is not None:
             self.in_trial_readouts.append(readout)
             self.in_trial_pick_fractions.append(self._same_gravity(readout))
+
+    def _planning_belief(self) -> NaturalParams:
+        """The belief the model plans with at this point of the pending trial: after its last
+        in-trial readout, that readout's; after a refresh, the rule's plus the trial up to it;
+        otherwise the rule's (recomputed, as the agent made it, to check a restored agent)."""
+        states, actions = np.asarray(self._trial.states), np.asarray(self._trial.actions)
+        if self._trial_readouts:
+            k = cast(tuple, self.readout_after_steps)[self._trial_readouts - 1]
+            s = self.model.stats(states[: k + 1], actions[:k])
+            return cast(SegmentBAM, self.rule).preview(s)[1]
+        every = self.refresh_every_steps
+        if self._refreshing and every is not None and len(actions) >= every:
+            m = len(actions) // every * every
+            return self.rule.belief + self.model.stats(states[: m + 1], actions[:m])
+        return self.rule.belief
 
     def _end_trial(self) -> None:
         """The finished trial's datum goes through the memory rule into the model.
@@ -552,6 +606,18 @@ class MPPIAgent(BaseAgent):
             f"MPPIAgent(memory={self.memory!r}, announced={self.announced}, "
             f"seed={self.seed!r}, model={self.model!r}, planner={self.planner!r})"
         )
+
+
+def _check_refresh_steps(value: Any, memory: str) -> int | None:
+    """``refresh_every_steps`` as a positive int (or ``None``), or ``ValueError``; only
+    ``memory="bam_segments"`` refreshes its belief inside a trial (beyond the paper)."""
+    if value is None:
+        return None
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"refresh_every_steps must be a positive int or None, got {value!r}")
+    if memory != "bam_segments":
+        raise ValueError(f"refresh_every_steps needs memory='bam_segments', got memory={memory!r}")
+    return int(value)
 
 
 def _check_readout_steps(value: Any, memory: str) -> tuple[int, ...] | None:

@@ -87,6 +87,35 @@ def test_in_trial_readout_repeats_at_each_listed_step_and_not_on_unannounced_tri
     assert len(agent.in_trial_readouts) == 2  # both in trial 1; trial 2 announced no change
 
 
+def test_refresh_adds_the_trials_transitions_so_far_except_on_readout_trials():
+    """refresh_every_steps: every k steps of a trial without in-trial readouts the planning
+    belief is the rule's plus the trial so far; the trial's end leaves the rule's belief."""
+    env = short_env(schedule=(9.81, 9.81, 3.72), announce=True, steps=10)
+    agent = segment_agent(env, announced=True, readout_after_steps=6, refresh_every_steps=4)
+    runner = Runner(env, agent).start(seed=0)
+
+    def trial_so_far():
+        states, actions = np.asarray(agent._trial.states), np.asarray(agent._trial.actions)
+        return agent.model.stats(states, actions)
+
+    runner.run(10)  # trial 1: the first of the schedule, no readout scheduled: refreshes
+    assert agent.model.belief.allclose(agent.rule.belief)  # its end: the rule's belief
+    runner.run(3)
+    assert agent.model.belief.allclose(agent.rule.belief)  # not yet 4 steps
+    runner.run(1)
+    assert agent.model.belief.allclose(agent.rule.belief + trial_so_far())
+    runner.run(4)
+    assert agent.model.belief.allclose(agent.rule.belief + trial_so_far())
+    runner.run(2)  # trial 3 begins: an announced change with an in-trial readout, no refresh
+    runner.run(4)
+    assert agent.model.belief.allclose(agent.model.family.prior)
+    runner.run(2)  # the readout after 6 steps; the 8th step refreshes nothing
+    assert len(agent.in_trial_readouts) == 1
+    assert agent.model.belief.allclose(agent.rule.preview(trial_so_far())[1])
+    with pytest.raises(AssertionError):  # (the readout's belief is not the refresh's)
+        assert agent.model.belief.allclose(agent.rule.belief + trial_so_far())
+
+
 def test_unannounced_changes_use_bocd_over_trials():
     env = short_env(steps=8)
     agent = segment_agent(env, hazard=0.3)
@@ -96,16 +125,26 @@ def test_unannounced_changes_use_bocd_over_trials():
     assert sum(agent.rule.segment_sizes) + agent.rule.n_open == 5
 
 
-def test_save_load_continues_identically(tmp_path):
-    spec = {"schedule": (9.81, 3.72, 9.81), "announce": True, "steps": 8}
+@pytest.mark.parametrize(
+    ("schedule", "saved_at"),
+    [
+        ((9.81, 3.72, 9.81), 12),  # inside trial 2, an announced change, after its readout
+        ((9.81, 3.72, 9.81), 17),  # inside trial 3, an announced change, before its readout
+        ((9.81, 9.81, 9.81), 13),  # inside trial 2, which refreshes its belief every 2 steps
+    ],
+)
+def test_save_load_continues_identically(tmp_path, schedule, saved_at):
+    spec = {"schedule": schedule, "announce": True, "steps": 8}
     env = short_env(**spec)
-    agent = segment_agent(env, seed=5, announced=True, readout_after_steps=3)
+    agent = segment_agent(env, seed=5, announced=True, readout_after_steps=3, refresh_every_steps=2)
     runner = Runner(env, agent).start(seed=2)
-    before = runner.run(17)  # inside trial 2, after its in-trial readout was planned
+    before = runner.run(saved_at)
+    assert agent._refreshing == (schedule[1] == schedule[0])
+    assert agent._trial_readouts == (saved_at == 12)
     agent.save(tmp_path / "agent.npz")
     uninterrupted = runner.run(7)
     replay = Runner(short_env(**spec), None).start(seed=2)
-    replay.run(17, actions=before)
+    replay.run(saved_at, actions=before)
     replay.agent = MPPIAgent.load(tmp_path / "agent.npz")
     np.testing.assert_array_equal(uninterrupted, replay.run(7))
     assert replay.agent.summary() == agent.summary()
@@ -133,6 +172,10 @@ def test_registry_defaults_and_trial_length_check():
         ({"readout_after_steps": ()}, "readout_after_steps"),
         ({"readout_after_steps": 5, "memory": "bam"}, "readout_after_steps"),
         ({"hazard": 0.0}, "hazard"),
+        ({"refresh_every_steps": 0}, "refresh_every_steps"),
+        ({"refresh_every_steps": 2.5}, "refresh_every_steps"),
+        ({"refresh_every_steps": True}, "refresh_every_steps"),
+        ({"refresh_every_steps": 5, "memory": "bam"}, "refresh_every_steps"),
     ],
 )
 def test_bad_arguments(kwargs, name):

@@ -60,6 +60,9 @@ SWEEP: dict[str, Any] = {
         "n_features": 400,
         "prior_precision": 100.0,
     },
+    # the planning belief refreshed with the trial's transitions every 10 steps (trials
+    # without in-trial readouts): faster first visits, not more second trials
+    "seg_refresh10": {"readout_after_steps": (5, 10, 25), "refresh_every_steps": 10},
     "seg_f400_p1e4": {
         "readout_after_steps": (5, 10, 25),
         "n_features": 400,
