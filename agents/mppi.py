@@ -331,8 +331,9 @@ class MPPIAgent(BaseAgent):
     def _check_restored(self) -> None:
         """A restored agent is checked as the constructor checks its arguments: a known
         memory rule of the class it names, a model, rule and planner that fit each other
-        (sizes within the memory budget, one family, the model's belief the rule's), and a
-        pending trial of finite states and actions in their spaces."""
+        (sizes within the memory budget, one family, the model's belief the rule's or what
+        the pending trial's in-trial readout or refresh made of it), and a pending trial of
+        finite states and actions in their spaces."""
         super()._check_restored()
         self.memory = _memory_name(self.memory)
         if not isinstance(self.announced, bool):
@@ -396,6 +397,8 @@ class MPPIAgent(BaseAgent):
         due = self._readouts_due
         if not isinstance(due, list) or any(k not in (self.readout_after_steps or ()) for k in due):
             raise ValueError("_readouts_due must be a list of readout_after_steps entries")
+        if not self._trial.actions:  # between trials (files of 11556ec kept the last count)
+            self._trial_readouts = 0
         done = self._trial_readouts
         if not isinstance(done, int) or not 0 <= done <= len(self.readout_after_steps or ()):
             raise ValueError("_trial_readouts must count readout_after_steps entries")
@@ -481,6 +484,7 @@ class MPPIAgent(BaseAgent):
             self._end_trial()
             self._trial = _TrialRecorder()
             self._trial.states.append(state)
+            self._trial_readouts = 0  # the next trial's, until reset starts it
 
     def _read_out_in_trial(self) -> None:
         """The in-trial readout: the segments read out with this trial's transitions so far,

@@ -57,6 +57,7 @@ def main() -> None:
         for label, steps in segments.SWEEP.items():
             done = swept[swept["method"] == label]
             if done.empty:
+                lines.append(f"--- sweep {label}: no runs of the current options")
                 continue
             both = pd.concat([gt[gt["seed_index"].isin(done["seed_index"])], done])
             lines.append(f"--- sweep {label}: {steps!r}")

@@ -377,9 +377,17 @@ def _experiment_rows(experiments: Sequence[dict[str, Any]]) -> list[list[str]]:
     ]
 
 
-def _tally(rows: Sequence[dict[str, str]]) -> str:
+def _count(rows: Sequence[dict[str, str]]) -> str:
     counts = {verdict: sum(row["holds"] == verdict for row in rows) for verdict in VERDICTS}
     return ", ".join(f"{count} {verdict}" for verdict, count in counts.items() if count)
+
+
+def _tally(rows: Sequence[dict[str, str]]) -> str:
+    """The verdicts of the paper's claims, then (apart) those of the rows beyond the paper."""
+    paper = [row for row in rows if row["section"] != "beyond"]
+    beyond = [row for row in rows if row["section"] == "beyond"]
+    text = f"The paper's claims: {_count(paper) or 'none'}"
+    return text + (f"; beyond the paper: {_count(beyond)}" if beyond else "")
 
 
 # ------------------------------------------------------------------------------ HTML

@@ -139,7 +139,6 @@ def test_save_load_continues_identically(tmp_path, schedule, saved_at):
     agent = segment_agent(env, seed=5, announced=True, readout_after_steps=3, refresh_every_steps=2)
     runner = Runner(env, agent).start(seed=2)
     before = runner.run(saved_at)
-    assert agent._refreshing == (schedule[1] == schedule[0])
     assert agent._trial_readouts == (saved_at == 12)
     agent.save(tmp_path / "agent.npz")
     uninterrupted = runner.run(7)
@@ -148,6 +147,45 @@ def test_save_load_continues_identically(tmp_path, schedule, saved_at):
     replay.agent = MPPIAgent.load(tmp_path / "agent.npz")
     np.testing.assert_array_equal(uninterrupted, replay.run(7))
     assert replay.agent.summary() == agent.summary()
+
+
+def test_save_load_between_trials_after_an_in_trial_readout(tmp_path):
+    """Saved after a trial's last step and before the next reset (a save after each episode)
+    the agent loads and plans the next trial as it would have."""
+    spec = {"schedule": (9.81, 3.72, 9.81), "announce": True, "steps": 8}
+
+    def to_trial_boundary():
+        env = short_env(**spec)
+        agent = segment_agent(
+            env, seed=5, announced=True, readout_after_steps=3, refresh_every_steps=2
+        )
+        observation, info = env.reset(seed=2)
+        agent.reset(observation, info)
+        for step in range(16):  # trials 1 and 2; trial 2 (a change) reads out after 3 steps
+            action = agent.act(observation)
+            observation, reward, terminated, truncated, info = env.step(action)
+            agent.observe(action, reward, observation, terminated, truncated, info)
+            if truncated and step < 15:
+                observation, info = env.reset()
+                agent.reset(observation, info)
+        return env, agent
+
+    def next_trial(env, agent):
+        observation, info = env.reset()
+        agent.reset(observation, info)
+        actions = []
+        for _ in range(8):
+            actions.append(agent.act(observation))
+            observation, reward, terminated, truncated, info = env.step(actions[-1])
+            agent.observe(actions[-1], reward, observation, terminated, truncated, info)
+        return np.array(actions)
+
+    env, agent = to_trial_boundary()
+    assert not agent._trial.actions and len(agent.in_trial_readouts) == 1
+    agent.save(tmp_path / "agent.npz")
+    loaded = MPPIAgent.load(tmp_path / "agent.npz")
+    replay_env, _ = to_trial_boundary()
+    np.testing.assert_array_equal(next_trial(env, agent), next_trial(replay_env, loaded))
 
 
 def test_registry_defaults_and_trial_length_check():

@@ -103,7 +103,12 @@ def run_files(folder: Path, label: str, keys: Any = None) -> list[Path]:
     """The run files of ``label`` under ``folder/runs`` (only those of ``keys``, run keys,
     when given), or ``ValueError`` when one seed has files of different options: a folder
     reused after a change of defaults keeps the older runs, and mixing them would be wrong."""
-    paths = sorted((folder / "runs").glob(f"{label}__*.parquet"))
+
+    def seed_order(path: Path) -> tuple[int, str]:
+        match = re.search(r"__s(\d+)__", path.name)
+        return (int(match.group(1)) if match else -1, path.name)
+
+    paths = sorted((folder / "runs").glob(f"{label}__*.parquet"), key=seed_order)
     if keys is not None:
         keys = set(keys)
         paths = [path for path in paths if path.name.removesuffix(".parquet") in keys]
@@ -368,7 +373,7 @@ def claims(trials: pd.DataFrame, setting: str, gt_981: float | None = None) -> l
                 "beyond",
                 texts[0],
                 f"trials after the return until {target:.3f}: per seed "
-                f"{', '.join(map(str, per_seed))}, median {np.median(per_seed):.0f}"
+                f"{', '.join(map(str, per_seed))}, median {np.median(per_seed):g}"
                 + (f" ({others})" if others else ""),
                 bool(np.median(per_seed) <= 2),
             )
