@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 
 import bam_rl  # noqa: F401  (registers the environments)
+from bam_rl.harness.experiments import cartpole_readout
 from bam_rl.harness.experiments.cartpole import SETTINGS
 from bam_rl.harness.registry import make_agent
 from bam_rl.harness.sweeps import RunSpec
@@ -33,16 +34,11 @@ ENV_ID = SETTINGS["episodic"]["env_id"]
 
 
 def run_trial(env: gym.Env, agent: Any, observation: np.ndarray, info: dict) -> tuple:
-    """One trial from ``observation``: its mean reward, the last observation and info."""
+    """One trial from ``observation`` (the agent told it starts): its mean reward over all its
+    steps, the last observation and info (``cartpole_readout.run_trial``'s loop)."""
     agent.reset(observation, info)
-    rewards: list[float] = []
-    while True:
-        action = agent.act(observation)
-        observation, reward, terminated, truncated, info = env.step(action)
-        agent.observe(action, reward, observation, terminated, truncated, info)
-        rewards.append(float(reward))
-        if terminated or truncated:
-            return float(np.mean(rewards)), observation, info
+    _, states, _, rewards, info = cartpole_readout.run_trial(env, agent, observation, info)
+    return float(np.mean(rewards)), states[-1], info
 
 
 def replan(trial: int, start: tuple[np.ndarray, np.ndarray], info: dict, build: Any) -> float:

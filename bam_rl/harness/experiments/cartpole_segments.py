@@ -104,18 +104,20 @@ def run_files(folder: Path, label: str, keys: Any = None) -> list[Path]:
     when given), or ``ValueError`` when one seed has files of different options: a folder
     reused after a change of defaults keeps the older runs, and mixing them would be wrong."""
 
-    def seed_order(path: Path) -> tuple[int, str]:
+    def seed_of(path: Path) -> int:  # the run key's ``__s<seed index>__`` (-1: none)
         match = re.search(r"__s(\d+)__", path.name)
-        return (int(match.group(1)) if match else -1, path.name)
+        return int(match.group(1)) if match else -1
 
-    paths = sorted((folder / "runs").glob(f"{label}__*.parquet"), key=seed_order)
+    paths = sorted(
+        (folder / "runs").glob(f"{label}__*.parquet"), key=lambda p: (seed_of(p), p.name)
+    )
     if keys is not None:
         keys = set(keys)
         paths = [path for path in paths if path.name.removesuffix(".parquet") in keys]
-    by_seed: dict[str, list[str]] = {}
+    by_seed: dict[int | str, list[str]] = {}
     for path in paths:
-        match = re.search(r"__s(\d+)__", path.name)
-        by_seed.setdefault(match.group(1) if match else path.name, []).append(path.name)
+        index = seed_of(path)
+        by_seed.setdefault(index if index >= 0 else path.name, []).append(path.name)
     mixed = {seed: names for seed, names in by_seed.items() if len(names) > 1}
     if mixed:
         seed, names = next(iter(mixed.items()))
@@ -363,7 +365,7 @@ def claims(trials: pd.DataFrame, setting: str, gt_981: float | None = None) -> l
         per_seed, _ = recovery["bam_segments"]
         # the paper's methods beside it (``bam`` is naive BAM here: no announcements)
         others = ", ".join(
-            f"{naming.label('cartpole', m)} {np.median(t):.0f}"
+            f"{naming.label('cartpole', m)} {np.median(t):g}"
             for m, (t, _) in recovery.items()
             if m in ("bam", "bam_bocd", "bocd")
         )
