@@ -25,9 +25,12 @@ from bam_rl.checks import as_float_array, check_int, check_memory, check_positiv
 from bam_rl.families import BayesianLinearRegression, NaturalParams
 from bam_rl.features import CosineTable, RandomFourierFeatures
 
-__all__ = ["RFFDynamicsModel", "check_rollout_inputs"]
+__all__ = ["PLANNING_MODELS", "RFFDynamicsModel", "check_rollout_inputs"]
 
 _HOT_DTYPES = ("float32", "float64")
+#: How planning rollouts use the belief: one draw of ``M`` per trajectory with noise (the
+#: paper's), or the posterior mean for every trajectory without noise (beyond the paper).
+PLANNING_MODELS = ("draws", "mean")
 _TINY = 5e-324  # the smallest subnormal: max(norm, _TINY) is norm unless norm is 0
 
 
@@ -69,6 +72,12 @@ def _transitions(
         )
     inputs = np.concatenate([states[:-1], actions], axis=1)
     return inputs, np.diff(states, axis=0)
+
+
+def _check_planning_models(value: Any) -> str:
+    if not isinstance(value, str) or value not in PLANNING_MODELS:
+        raise ValueError(f"planning_models must be one of {PLANNING_MODELS}, got {value!r}")
+    return value
 
 
 def _feature_states(value: Any, state_dim: int) -> tuple[int, ...]:
@@ -168,6 +177,10 @@ class RFFDynamicsModel:
         angle_pairs: Pairs ``(i, j)`` of state components holding ``(cos θ, sin θ)`` of an
             angle; planning rollouts project each predicted pair back onto the unit circle
             (``()``: none, the paper's plain rollout).
+        planning_models: ``"draws"`` (default, the paper's): every planning trajectory rolls
+            out its own draw of ``M`` with the noise ``ε``; ``"mean"`` (beyond the paper):
+            every trajectory rolls out the posterior mean of ``M`` without noise
+            (certainty-equivalent planning; the planner's action noise still explores).
 
     Attributes:
         features: The float64 feature map (used for statistics and :meth:`predict`).
@@ -188,6 +201,7 @@ class RFFDynamicsModel:
         bandwidth_data: Any = None,
         feature_states: Any = None,
         angle_pairs: Any = (),
+        planning_models: str = "draws",
     ):
         self.state_dim = check_int("state_dim", state_dim)
         self.action_dim = check_int("action_dim", action_dim)
@@ -205,6 +219,7 @@ class RFFDynamicsModel:
         if planning_dtype not in _HOT_DTYPES:
             raise ValueError(f"planning_dtype must be one of {_HOT_DTYPES}, got {planning_dtype!r}")
         self.planning_dtype = planning_dtype
+        self.planning_models = _check_planning_models(planning_models)
         dim_in = len(self.feature_states) + self.action_dim
         self.features = RandomFourierFeatures(
             dim_in, n_features, bandwidth, seed=seed, data=bandwidth_data
@@ -233,6 +248,8 @@ class RFFDynamicsModel:
             raise ValueError(
                 f"planning_dtype must be one of {_HOT_DTYPES}, got {self.planning_dtype!r}"
             )
+        # files written before the option plan with draws, as the paper does
+        self.planning_models = _check_planning_models(vars(self).get("planning_models", "draws"))
         features = self.features
         if not isinstance(features, RandomFourierFeatures) or features.dtype != "float64":
             raise ValueError("features must be float64 RandomFourierFeatures")
@@ -385,13 +402,15 @@ class RFFDynamicsModel:
         return n_samples * (horizon * (48 * dx + 8 * du + 64) + self.n_features * (32 * dx + 64))
 
     def __call__(self, state: Any, actions: Any, rng: np.random.Generator) -> np.ndarray:
-        """Planning rollouts: one model from the belief per trajectory, with noise ``ε``.
+        """Planning rollouts: one model from the belief per trajectory, with noise ``ε``
+        (``planning_models="mean"``: the posterior mean for every trajectory, no noise).
 
         Args:
             state: Start state ``(state_dim,)``.
             actions: ``(K, H, action_dim)``.
             rng: Source of the model and noise draws: ``K`` models first
-                (:meth:`sample`), then the noise, ``σ · standard_normal((H, K, state_dim))``.
+                (:meth:`sample`), then the noise, ``σ · standard_normal((H, K, state_dim))``
+                (nothing is drawn with ``planning_models="mean"``).
 
         Returns:
             States ``(K, H, state_dim)`` in ``planning_dtype``.
@@ -405,6 +424,10 @@ class RFFDynamicsModel:
         """:meth:`__call__` without its input checks, for callers that built the inputs
         (the planner validates its state once per control step)."""
         k, h, _ = actions.shape
+        if self.planning_models == "mean":
+            mean = self._solved()[1]
+            models = np.broadcast_to(mean, (k, *mean.shape))
+            return self.simulate(state, actions, models, np.zeros((h, k, self.state_dim)))
         models = self.sample(k, rng)
         noise = rng.standard_normal((h, k, self.state_dim))
         noise *= math.sqrt(self.noise_var)

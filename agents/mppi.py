@@ -240,6 +240,10 @@ class MPPIAgent(BaseAgent):
             model's predicted ``(cos, sin)`` drift off the circle over the 50-step horizon
             and the agent learns the swing-up more slowly
             (``bam_rl.harness.experiments.mppi_checks``).
+        planning_models: ``"draws"`` (default, the paper's: one draw of ``M`` per planning
+            trajectory, rolled out with the model noise) or ``"mean"`` (beyond the paper: the
+            posterior mean for every trajectory, no noise); see
+            :class:`~bam_rl.agents.dynamics.RFFDynamicsModel`.
         **planner_options: :class:`MPPI` options (``horizon``, ``n_samples``, ``noise_var``
             is named ``sampling_var`` here, ``temperature``).
 
@@ -271,6 +275,7 @@ class MPPIAgent(BaseAgent):
         angle_pairs: Any = ((2, 3),),
         readout_after_steps: Any = None,
         refresh_every_steps: Any = None,
+        planning_models: str = "draws",
         **planner_options: Any,
     ):
         super().__init__(seed)
@@ -295,6 +300,7 @@ class MPPIAgent(BaseAgent):
             planning_dtype=planning_dtype,
             feature_states=feature_states,
             angle_pairs=angle_pairs,
+            planning_models=planning_models,
         )
         family = self.model.family
         if memory in ("bocd", "bam_bocd"):

@@ -5,17 +5,23 @@ reproduction's seeds and options) up to each trial of ``--trials`` and, there, p
 ``--reps`` times with a copy of the agent whose generator is reseeded (other planner draws
 only: same belief, same start state), and ``--reps`` times with GT MPC from the same state.
 Then it goes on with the original agent, whose score of the trial is printed as ``actual`` (the
-reproduction's own, run for run). docs/experiments.md quotes it for segment BAM's missed second
-trials of a revisit (trials 46 and 76 of seeds 0 and 1)::
+reproduction's own, run for run). ``--option name=value`` (repeatable) changes the learner's
+options, e.g. the paper's model and planner; ``--replan-planning draws,mean`` replans with each
+way of rolling out the model (``RFFDynamicsModel.planning_models``; the copies only, the run is
+the learner's own). docs/experiments.md quotes it for segment BAM's missed second trials of a
+revisit with the paper's model (trials 46 and 76 of seeds 0 and 1)::
 
-    MUJOCO_GL=egl python scripts/segment_replan.py --seed 0 --trials 46,76 [--reps 10]
+    MUJOCO_GL=egl python scripts/segment_replan.py --seed 0 --trials 46,76 \
+        --option feature_states=None --option planning_models=draws --replan-planning draws,mean
 
-About 1.5 min a target trial with ten repetitions on one core, plus the run up to it.
+About 1.5 min a target trial and planning with ten repetitions on one core, plus the run up to
+it.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import json
 from pathlib import Path
@@ -50,6 +56,17 @@ def replan(trial: int, start: tuple[np.ndarray, np.ndarray], info: dict, build: 
     return run_trial(env, build(), base._get_obs(), dict(info))[0]  # type: ignore[attr-defined]
 
 
+def option(text: str) -> tuple[str, Any]:
+    """``name=value`` with a Python literal value (``feature_states=(1, 2, 3, 4)``)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected name=value, got {text!r}")
+    try:
+        return name, ast.literal_eval(value)
+    except (ValueError, SyntaxError) as error:
+        raise argparse.ArgumentTypeError(f"{text!r}: the value must be a literal") from error
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0, help="seed index of the reproduction")
@@ -57,9 +74,18 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--method", default="bam_segments", help="an episodic method's label")
     parser.add_argument("--json", type=Path, help="also write the scores here")
+    parser.add_argument(
+        "--option", type=option, action="append", default=[], help="learner option name=value"
+    )
+    parser.add_argument(
+        "--replan-planning",
+        default=None,
+        help="replan with these planning_models, comma-separated (default: the learner's)",
+    )
     args = parser.parse_args()
     targets = sorted(int(t) for t in args.trials.split(","))
     name, kwargs = SETTINGS["episodic"]["methods"][args.method]
+    kwargs = {**kwargs, **dict(args.option)}
     spec = RunSpec(
         method=args.method,
         env_id=ENV_ID,
@@ -73,6 +99,9 @@ def main() -> None:
     env = gym.make(ENV_ID)
     agent = make_agent(name, env, agent_seed, **kwargs)
     observation, info = env.reset(seed=env_seed)
+    plannings = (
+        args.replan_planning.split(",") if args.replan_planning else [agent.model.planning_models]
+    )
     scores: dict[str, dict[str, Any]] = {}
     for trial in range(targets[-1] + 1):
         if trial in targets:
@@ -80,12 +109,20 @@ def main() -> None:
             start = (base.data.qpos.copy(), base.data.qvel.copy())  # type: ignore[attr-defined]
             snapshot = copy.deepcopy(agent)
 
-            def learner(k: int, snapshot: Any = snapshot) -> Any:
+            def learner(k: int, planning: str, snapshot: Any = snapshot) -> Any:
                 copied = copy.deepcopy(snapshot)
                 copied.rng = np.random.default_rng(10_000 + k)
+                copied.model.planning_models = planning
+                copied.model._check_restored()  # refuses an unknown planning
                 return copied
 
-            ours = [replan(trial, start, info, lambda k=k: learner(k)) for k in range(args.reps)]
+            ours = {
+                planning: [
+                    replan(trial, start, info, lambda k=k, p=planning: learner(k, p))
+                    for k in range(args.reps)
+                ]
+                for planning in plannings
+            }
             gt = [
                 replan(trial, start, info, lambda k=k: make_agent("mppi-gt", env, 20_000 + k))
                 for k in range(args.reps)
@@ -93,16 +130,22 @@ def main() -> None:
             scores[str(trial)] = {"agent": ours, "gt": gt}
         score, observation, info = run_trial(env, agent, observation, info)
         if trial in targets:
-            mine, true = np.array(scores[str(trial)]["agent"]), np.array(scores[str(trial)]["gt"])
+            true = np.array(scores[str(trial)]["gt"])
             scores[str(trial)]["actual"] = score
             print(
                 f"seed {args.seed} trial {trial} (g = {info['gravity']}): actual {score:.2f}; "
-                f"{args.method} median {np.median(mine):.2f}, falls (< 0.1) "
-                f"{np.round(mine[mine < 0.1], 2).tolist()}, at >= 0.9 x GT's median "
-                f"{int((mine >= 0.9 * np.median(true)).sum())} of {mine.size}; GT MPC median "
-                f"{np.median(true):.2f}, falls {np.round(true[true < 0.1], 2).tolist()}",
+                f"GT MPC median {np.median(true):.2f}, "
+                f"falls {np.round(true[true < 0.1], 2).tolist()}",
                 flush=True,
             )
+            for planning, replans in scores[str(trial)]["agent"].items():
+                mine = np.array(replans)
+                print(
+                    f"    {args.method} planning with {planning}: median {np.median(mine):.2f}, "
+                    f"falls (< 0.1) {np.round(mine[mine < 0.1], 2).tolist()}, at >= 0.9 x GT's "
+                    f"median {int((mine >= 0.9 * np.median(true)).sum())} of {mine.size}",
+                    flush=True,
+                )
         if trial < targets[-1]:
             observation, info = env.reset()
     if args.json:

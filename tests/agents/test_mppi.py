@@ -202,6 +202,27 @@ def test_rollout_uses_one_model_per_trajectory_with_noise(cartpole_data):
             np.testing.assert_allclose(out[k, t], x, rtol=1e-10, atol=1e-12)
 
 
+def test_mean_planning_rolls_out_the_posterior_mean_without_noise(cartpole_data):
+    model = RFFDynamicsModel(
+        5, 1, n_features=40, seed=2, planning_dtype="float64", planning_models="mean"
+    )
+    states, actions = cartpole_data[9.81][0]
+    model.set_belief(model.family.prior + model.stats(states, actions))
+    plan = np.random.default_rng(0).uniform(-1, 1, size=(3, 4, 1))
+    rng = np.random.default_rng(5)
+    out = model(states[0], plan, rng)
+    # nothing is drawn: another generator gives the same rollouts, and this one is untouched
+    np.testing.assert_array_equal(out, model(states[0], plan, np.random.default_rng(6)))
+    assert rng.random() == np.random.default_rng(5).random()
+    mean = np.broadcast_to(model.mean_model(), (3, 5, 40))
+    expected = loop_rollout(model, states[0], plan, mean, np.zeros((4, 3, 5)))
+    np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-12)
+    # a model saved before the option plans with draws, as the paper does
+    del vars(model)["planning_models"]
+    model._check_restored()
+    assert model.planning_models == "draws"
+
+
 def loop_rollout(model, state, actions, models, noise):
     """The planning rollout written out: per trajectory, per step, with ``predict``."""
     k, h, _ = actions.shape
@@ -371,6 +392,7 @@ def test_model_bad_inputs(call, name):
         ({"planning_dtype": "float16"}, "planning_dtype"),
         ({"feature_states": (0, 9)}, "feature_states"),
         ({"bandwidth": 0.0}, "bandwidth"),
+        ({"planning_models": "median"}, "planning_models"),
     ],
 )
 def test_model_bad_arguments(kwargs, name):
@@ -472,12 +494,27 @@ def test_agent_same_seed_same_actions():
     assert not np.array_equal(actions(3), actions(4))
 
 
-@pytest.mark.parametrize("memory", ["bam", "bam+bocd", "bocd", "recursive"])
-def test_agent_save_load_continues_identically(tmp_path, memory):
+@pytest.mark.parametrize(
+    ("memory", "options"),
+    [
+        ("bam", {}),
+        ("bam+bocd", {}),
+        ("bocd", {}),
+        ("recursive", {}),
+        ("bam_segments", {"planning_models": "mean", "feature_states": (1, 2, 3, 4)}),
+    ],
+)
+def test_agent_save_load_continues_identically(tmp_path, memory, options):
     spec = {"schedule": (9.81, 3.72), "announce": True, "steps": 8}
     env = short_env(**spec)
     agent = MPPIAgent(
-        env.observation_space, env.action_space, memory=memory, seed=5, announced=True, **SMALL
+        env.observation_space,
+        env.action_space,
+        memory=memory,
+        seed=5,
+        announced=True,
+        **SMALL,
+        **options,
     )
     runner = Runner(env, agent).start(seed=2)
     before = runner.run(20)
@@ -516,6 +553,7 @@ def test_ground_truth_reads_gravity_and_saves(tmp_path):
         ({"hazard": 1.5, "memory": "bocd"}, "hazard"),
         ({"announced": "yes"}, "announced"),
         ({"gamma": 0.9}, "planner options"),
+        ({"planning_models": None}, "planning_models"),
     ],
 )
 def test_agent_bad_arguments(kwargs, name):

@@ -194,6 +194,15 @@ def test_registry_defaults_and_trial_length_check():
     agent = make_agent("mppi-bam-segments", env, seed=0, **SMALL)
     assert agent.memory == "bam_segments" and agent.readout_after_steps == (5, 10, 25)
     assert agent.announced and agent.rule.detector is None
+    # beyond the paper: features blind to the cart position, planning with the mean model
+    assert agent.model.feature_states == (1, 2, 3, 4)
+    assert agent.model.planning_models == "mean"
+    assert agent.model.features.dim_in == 5  # four state components and the action
+    paper = make_agent(
+        "mppi-bam-segments", env, seed=0, feature_states=None, planning_models="draws", **SMALL
+    )
+    assert paper.model.feature_states == (0, 1, 2, 3, 4)
+    assert paper.model.planning_models == "draws"
     with pytest.raises(ValueError, match="readout_after_steps"):
         make_agent("mppi-bam-segments", env, seed=0, readout_after_steps=200, **SMALL)
 

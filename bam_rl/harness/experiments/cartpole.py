@@ -56,13 +56,16 @@ from bam_rl.harness.plotting import (
     save_figure,
     smoke_test,
 )
-from bam_rl.harness.registry import SEGMENT_READOUT_AFTER_STEPS
+from bam_rl.harness.registry import SEGMENT_MODEL_OPTIONS, SEGMENT_READOUT_AFTER_STEPS
 
 #: The learned models' planning dtype, named in every run's options so that a run's file key
 #: (a digest of its options) changes with it and a resumed sweep never mixes dtypes.
 PLANNING = {"planning_dtype": "float32"}
 #: segment BAM's in-trial readout steps (its registered default; issue 22's sweep)
 SEGMENT_STEPS = SEGMENT_READOUT_AFTER_STEPS
+#: segment BAM's options in the reproductions: its registered defaults, named so that its run
+#: files' keys change with them (features blind to the cart position, mean-model planning)
+SEGMENT_OPTIONS = {"readout_after_steps": SEGMENT_STEPS, **SEGMENT_MODEL_OPTIONS, **PLANNING}
 #: Settings: the environment id and the methods, ``label -> (agent name, agent kwargs)``.
 SETTINGS: dict[str, dict[str, Any]] = {
     "episodic": {
@@ -74,7 +77,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
             # beyond the paper: readout tied within segments, read out in the first trial
             "bam_segments": (
                 "mppi-bam-segments",
-                {"announced": True, "readout_after_steps": SEGMENT_STEPS, **PLANNING},
+                {"announced": True, **SEGMENT_OPTIONS},
             ),
         },
     },
@@ -88,7 +91,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
             # against the first 5 steps of the trial at which a change is detected
             "bam_segments": (
                 "mppi-bam-segments",
-                {"announced": False, "readout_after_steps": SEGMENT_STEPS, **PLANNING},
+                {"announced": False, **SEGMENT_OPTIONS},
             ),
         },
     },
