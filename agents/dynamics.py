@@ -75,6 +75,7 @@ def _transitions(
 
 
 def _check_planning_models(value: Any) -> str:
+    """``value`` if it is one of :data:`PLANNING_MODELS`, else a ``ValueError`` naming it."""
     if not isinstance(value, str) or value not in PLANNING_MODELS:
         raise ValueError(f"planning_models must be one of {PLANNING_MODELS}, got {value!r}")
     return value
@@ -148,9 +149,11 @@ class RFFDynamicsModel:
     agent's memory rule through :meth:`set_belief`).
 
     Planning (:meth:`__call__`) draws one ``M`` per trajectory from the belief and rolls the
-    model out *with* the noise ``ε``, as the paper does. The planner's hot loop runs in
-    ``planning_dtype``: ``"float32"`` by default, about 2× faster than ``"float64"`` (whose
-    ``cos`` is the table-based :class:`~bam_rl.features.CosineTable`, accurate to rounding).
+    model out *with* the noise ``ε``, as the paper does (``planning_models="draws"``); with
+    ``planning_models="mean"`` every trajectory rolls out the posterior mean without noise.
+    The planner's hot loop runs in ``planning_dtype``: ``"float32"`` by default, about 2×
+    faster than ``"float64"`` (whose ``cos`` is the table-based
+    :class:`~bam_rl.features.CosineTable`, accurate to rounding).
     One float32 step agrees with float64 to within 1e-4, a tenth of the model noise
     ``σ = 1e-3`` every planning step adds, so the two dtypes plan equally well (same swing-up
     learning curves, ``python -m bam_rl.harness.experiments.mppi_checks learn``) but not
@@ -402,8 +405,10 @@ class RFFDynamicsModel:
         return n_samples * (horizon * (48 * dx + 8 * du + 64) + self.n_features * (32 * dx + 64))
 
     def __call__(self, state: Any, actions: Any, rng: np.random.Generator) -> np.ndarray:
-        """Planning rollouts: one model from the belief per trajectory, with noise ``ε``
-        (``planning_models="mean"``: the posterior mean for every trajectory, no noise).
+        """Planning rollouts of ``actions`` from ``state`` with the belief's models.
+
+        One model from the belief per trajectory, with noise ``ε`` (``planning_models=
+        "mean"``: the posterior mean for every trajectory, no noise).
 
         Args:
             state: Start state ``(state_dim,)``.
@@ -553,5 +558,6 @@ class RFFDynamicsModel:
         return (
             f"RFFDynamicsModel(state_dim={self.state_dim}, action_dim={self.action_dim}, "
             f"n_features={self.n_features}, bandwidth={self.features.bandwidth:g}, "
-            f"noise_var={self.noise_var:g})"
+            f"noise_var={self.noise_var:g}, feature_states={self.feature_states}, "
+            f"planning_models={self.planning_models!r})"
         )

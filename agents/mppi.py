@@ -178,7 +178,8 @@ class MPPIAgent(BaseAgent):
     """MPPI on a Bayesian random-Fourier-feature dynamics model with a memory rule (§4.2).
 
     Each trial (one episode of the environment) the agent plans with MPPI, drawing one
-    dynamics model per planning trajectory from the current belief over ``M``. At the end of
+    dynamics model per planning trajectory from the current belief over ``M`` (as the paper
+    does; ``planning_models="mean"`` rolls out the posterior mean instead). At the end of
     a trial its transitions become one datum (sufficient statistics) and the memory rule
     updates the belief:
 

@@ -1,7 +1,8 @@
 """Held-out prediction error of the cart-pole's RFF dynamics model, with and without the cart
 position among the random features' inputs (docs/experiments.md, "The model and the planner").
 
-A recursive-Bayes MPPI learner (the paper's model) runs ``--trials`` trials at one gravity;
+A recursive-Bayes MPPI learner (the paper's model) runs one more trial than the largest
+``--fitted`` count at one gravity;
 for ``k`` in ``--fitted`` each model is fitted to the first ``k`` trials and scored on trial
 ``k + 1``: the relative one-step error (``RFFDynamicsModel.one_step_error``) and the median
 pole-angle error of 50-step open-loop rollouts of the posterior mean model under the trial's

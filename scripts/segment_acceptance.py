@@ -1,5 +1,5 @@
 """Segment BAM's numbers (issue 22) for finished cart-pole folders, and the sweep of
-``readout_after_steps``, feature counts and prior precisions
+``readout_after_steps`` and the dynamics model and planner
 (:mod:`bam_rl.harness.experiments.cartpole_segments`).
 
 ``bam-rl reproduce cartpole-episodic`` / ``cartpole-continual`` write the same lines to

@@ -7,6 +7,7 @@ Short horizons, few samples and short trials keep this file fast; the paper-scal
 
 from __future__ import annotations
 
+import copy
 import math
 
 import gymnasium as gym
@@ -217,6 +218,13 @@ def test_mean_planning_rolls_out_the_posterior_mean_without_noise(cartpole_data)
     mean = np.broadcast_to(model.mean_model(), (3, 5, 40))
     expected = loop_rollout(model, states[0], plan, mean, np.zeros((4, 3, 5)))
     np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-12)
+    # the float32 rollouts (the agents' default) draw nothing either and agree to rounding
+    fast = copy.deepcopy(model)
+    fast.planning_dtype = "float32"
+    single = fast(states[0], plan, np.random.default_rng(7))
+    assert single.dtype == np.float32
+    np.testing.assert_array_equal(single, fast(states[0], plan, np.random.default_rng(8)))
+    np.testing.assert_allclose(single, out, rtol=0, atol=1e-3)
     # a model saved before the option plans with draws, as the paper does
     del vars(model)["planning_models"]
     model._check_restored()

@@ -101,6 +101,21 @@ def test_sweep_takes_keyword_variants(monkeypatch, tmp_path) -> None:
     # both over the paper's model, not the registered default's
     assert seen["k5"][1]["n_features"] == 200 and seen["k5"][1]["prior_precision"] == 1e-4
     assert seen["f400"][1]["prior_precision"] == 1e-4
+    # ... and planner, named so that a run file's key says which agent it holds
+    assert seen["k5"][1]["feature_states"] is None
+    assert seen["k5"][1]["planning_models"] == "draws"
+
+
+def test_reproductions_name_segment_bams_registered_model_and_planner() -> None:
+    """The reproductions' segment BAM runs with the registered defaults, named in its options
+    (a run file's key is a digest of them), and the paper's methods with neither."""
+    from bam_rl.harness.registry import SEGMENT_MODEL_OPTIONS
+
+    assert SEGMENT_MODEL_OPTIONS == {"feature_states": (1, 2, 3, 4), "planning_models": "mean"}
+    for setting in ("episodic", "continual"):
+        for method, (_, kwargs) in cartpole.SETTINGS[setting]["methods"].items():
+            named = {k: kwargs[k] for k in SEGMENT_MODEL_OPTIONS if k in kwargs}
+            assert named == (SEGMENT_MODEL_OPTIONS if method == "bam_segments" else {}), method
 
 
 def test_settled_level_against_gt(monkeypatch) -> None:

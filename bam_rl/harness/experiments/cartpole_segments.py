@@ -12,7 +12,8 @@ From the per-trial rows of ``bam-rl reproduce cartpole-episodic`` / ``cartpole-c
 The reproductions write these lines to ``segments.txt`` (:func:`write_report`) and the same
 bars as rows of the results report's claim table (:func:`claims`);
 ``scripts/segment_acceptance.py`` prints them for given folders and runs the sweep of
-``readout_after_steps``, feature counts and prior precisions (:data:`SWEEP`,
+``readout_after_steps``, feature counts, prior precisions, the features' state inputs and the
+planning rollouts (:data:`SWEEP`,
 :func:`bam_rl.harness.experiments.cartpole.segment_sweep`).
 """
 
