@@ -1,4 +1,4 @@
-"""Replan one trial of the episodic cart-pole many times from its own start state and belief.
+"""Replan trials of the episodic cart-pole many times from their own start state and belief.
 
 Runs a learner of ``bam-rl reproduce cartpole-episodic`` (seed index ``--seed``, the
 reproduction's seeds and options) up to each trial of ``--trials`` and, there, plans that trial
@@ -10,14 +10,15 @@ reproduction's own, run for run, unless ``--option`` changes the learner).
 and planner; ``--replan-planning draws,mean`` replans with each way of rolling out the model
 (``RFFDynamicsModel.planning_models``; the copies only, the run is the learner's own).
 docs/experiments.md quotes it for segment BAM's missed second trials of a revisit with the
-paper's model (trials 46 and 76 of seeds 0 and 1), and with the features blind to the cart
-position (``--option planning_models=draws`` alone)::
+paper's model (trials 46 and 76 of seeds 0 and 1), and for the same trials with the features
+blind to the cart position (``--option planning_models=draws`` alone)::
 
     MUJOCO_GL=egl python scripts/segment_replan.py --seed 0 --trials 46,76 \
         --option feature_states=None --option planning_models=draws --replan-planning draws,mean
 
-About 1.5 min a target trial and planning with ten repetitions on one core, plus the run up to
-it.
+Per target trial, ten GT MPC repetitions take about 1.2 min on one core and ten of the
+learner's about 10 s for each planning, plus the run up to the trial: 4–6 min for the command
+above.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from bam_rl.harness.experiments import cartpole
 from bam_rl.harness.experiments import cartpole_segments as segments
 from bam_rl.harness.registry import SEGMENT_MODEL_OPTIONS
 
-#: label -> (registered agent, options over the model and planner)
+#: label -> (registered agent, its own options; the model and planner options are added)
 ROWS = {
     "recursive_new_model": ("mppi-recursive", {}),
     "bam_new_model": ("mppi-bam", {"announced": True}),
