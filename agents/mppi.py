@@ -485,8 +485,7 @@ class MPPIAgent(BaseAgent):
         ):
             # the trial's transitions so far join the belief it plans with (the same sum the
             # trial's datum adds at its end)
-            s = self.model.stats(np.asarray(self._trial.states), np.asarray(self._trial.actions))
-            self.model.set_belief(self.rule.belief + s)
+            self.model.set_belief(self._planning_belief())
         if terminated or truncated:
             self._end_trial()
             self._trial = _TrialRecorder()
