@@ -15,14 +15,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from bam_rl.kernels._cache import njit_cached
 
 __all__ = ["cusum_first_alarm", "glr_first_split", "kl_bernoulli", "klucb_indices"]
 
 _EPS = 1e-15
 
 
-@njit(cache=True)
+@njit_cached
 def kl_bernoulli(p: float, q: float) -> float:  # pragma: no cover - compiled
     """KL(Bernoulli(p) || Bernoulli(q)) with both clipped to [1e-15, 1 - 1e-15], >= 0."""
     p = min(max(p, _EPS), 1.0 - _EPS)
@@ -30,7 +31,7 @@ def kl_bernoulli(p: float, q: float) -> float:  # pragma: no cover - compiled
     return max(p * math.log(p / q) + (1.0 - p) * math.log((1.0 - p) / (1.0 - q)), 0.0)
 
 
-@njit(cache=True)
+@njit_cached
 def _bisection_root(mean: float, bound: float) -> float:  # pragma: no cover - compiled
     """``sup {q in [mean, 1] : kl(mean, q) <= bound}`` by 50 halvings of [mean, 1]."""
     low, high = mean, 1.0
@@ -43,7 +44,7 @@ def _bisection_root(mean: float, bound: float) -> float:  # pragma: no cover - c
     return low
 
 
-@njit(cache=True)
+@njit_cached
 def klucb_root(mean: float, bound: float) -> float:  # pragma: no cover - compiled
     """``sup {q in [mean, 1] : kl(mean, q) <= bound}`` for a mean in [0, 1].
 
@@ -75,7 +76,7 @@ def klucb_root(mean: float, bound: float) -> float:  # pragma: no cover - compil
     return q
 
 
-@njit(cache=True)
+@njit_cached
 def klucb_indices(  # pragma: no cover - compiled
     sums: np.ndarray, pulls: np.ndarray, log_times: np.ndarray, out: np.ndarray
 ) -> tuple[int, int]:
@@ -102,12 +103,12 @@ def klucb_indices(  # pragma: no cover - compiled
     return best, ties
 
 
-@njit(cache=True)
+@njit_cached
 def _isclose(a: float, b: float) -> bool:  # pragma: no cover - compiled
     return abs(a - b) <= 1e-8 + 1e-5 * abs(b)  # numpy.isclose's defaults, as the reference
 
 
-@njit(cache=True)
+@njit_cached
 def glr_first_split(  # pragma: no cover - compiled
     data: np.ndarray, n: int, split_every: int, threshold: float
 ) -> int:
@@ -143,7 +144,7 @@ def glr_first_split(  # pragma: no cover - compiled
     return -1
 
 
-@njit(cache=True)
+@njit_cached
 def cusum_first_alarm(  # pragma: no cover - compiled
     data: np.ndarray, n: int, warmup: int, epsilon: float, threshold: float
 ) -> int:

@@ -24,7 +24,7 @@ which the tests bound over thousands of live run lengths). Twice as fast a step.
 A NormalGamma belief whose ``β`` lost its precision (``β <= 1e-11 · beta_shifted``) gives
 ``NaN``: the caller then replays the step on the NumPy path, which raises the family's
 ``ValueError``. Nothing here runs at import: Numba compiles :func:`step` on its first call and
-caches the machine code on disk (``cache=True``).
+caches the machine code in a user cache directory (:mod:`bam_rl.kernels._cache`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from bam_rl.kernels._cache import njit_cached
 
 __all__ = ["FAMILY_KINDS", "run", "step"]
 
@@ -43,7 +44,7 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 _BETA_RTOL = 1e-11
 
 
-@njit(cache=True)
+@njit_cached
 def _log_partition(kind: int, row: np.ndarray) -> float:  # pragma: no cover - compiled
     if kind == 0:
         h1, h2 = row[0], row[1]
@@ -66,12 +67,12 @@ def _log_partition(kind: int, row: np.ndarray) -> float:  # pragma: no cover - c
 _SMALL_COUNT = 64
 
 
-@njit(cache=True)
+@njit_cached
 def _is_small_count(value: float) -> bool:  # pragma: no cover - compiled
     return 0.0 <= value <= _SMALL_COUNT and value == math.floor(value)
 
 
-@njit(cache=True)
+@njit_cached
 def _beta_binomial_log_ratio(a: float, b: float, k: float, m: float) -> float:  # pragma: no cover
     """``A(a + k, b + m) − A(a, b)`` for small integer counts ``k, m``: the identity
     ``Γ(z + 1) = z Γ(z)`` turns the six ``lgamma`` into one product of ratios in (0, 1] and one
@@ -90,7 +91,7 @@ def _beta_binomial_log_ratio(a: float, b: float, k: float, m: float) -> float:  
     return math.log(ratio)
 
 
-@njit(cache=True)
+@njit_cached
 def _logsumexp(values: np.ndarray) -> float:  # pragma: no cover - compiled
     top = -np.inf
     for v in values:
@@ -104,7 +105,7 @@ def _logsumexp(values: np.ndarray) -> float:  # pragma: no cover - compiled
     return top + math.log(total)
 
 
-@njit(cache=True)
+@njit_cached
 def step(  # pragma: no cover - compiled
     kind: int,
     fields: np.ndarray,
@@ -224,7 +225,7 @@ def step(  # pragma: no cover - compiled
     return new_fields, new_post, new_lp, new_h, new_runs, filtered, total
 
 
-@njit(cache=True)
+@njit_cached
 def run(  # pragma: no cover - compiled
     kind: int,
     fields: np.ndarray,

@@ -10,12 +10,13 @@ Gaussian arms. Compiled on first use and cached on disk.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from bam_rl.kernels._cache import njit_cached
 
 __all__ = ["greedy_parabola", "sequential_sum"]
 
 
-@njit(cache=True)
+@njit_cached
 def _find(parent: np.ndarray, x: int) -> int:  # pragma: no cover - compiled
     root = x
     while parent[root] != root:
@@ -27,7 +28,7 @@ def _find(parent: np.ndarray, x: int) -> int:  # pragma: no cover - compiled
     return root
 
 
-@njit(cache=True)
+@njit_cached
 def greedy_parabola(  # pragma: no cover - compiled
     values: np.ndarray, order: np.ndarray, v: float, r: float, c: np.ndarray, g: np.ndarray
 ) -> np.ndarray:
@@ -98,7 +99,7 @@ def greedy_parabola(  # pragma: no cover - compiled
     return order[chosen[:n_chosen]]
 
 
-@njit(cache=True)
+@njit_cached
 def sequential_sum(
     base: np.ndarray, rows: np.ndarray, index: np.ndarray
 ) -> np.ndarray:  # pragma: no cover - compiled
