@@ -27,17 +27,23 @@ from bam_rl.families import BetaBinomial
 from bam_rl.kernels import bandits, readout
 from bam_rl.kernels._cache import cache_dir
 
+assert 0.0 < bandits.kl_bernoulli(0.2, 0.5) < 1.0
+assert numba.config.CACHE_DIR == {expected_config!r}, numba.config.CACHE_DIR
+print(cache_dir())
+"""
+# the other two kernel modules as well (their first compilation takes some seconds)
+RUN_ALL_KERNELS = (
+    RUN_KERNELS
+    + """
 m = BetaBinomial()
 d = ChangepointDetector(m, 0.1)
 for _ in range(5):
     d.update(m.stats(successes=1, trials=2))
 assert d.map_run_length == 5
-assert 0.0 < bandits.kl_bernoulli(0.2, 0.5) < 1.0
 total = readout.sequential_sum(np.zeros(2), np.ones((3, 2)), np.array([0, 2]))
 assert total.tolist() == [2.0, 2.0]
-assert numba.config.CACHE_DIR == {expected_config!r}, numba.config.CACHE_DIR
-print(cache_dir())
 """
+)
 
 
 def _numba_files(root: Path) -> dict[Path, int]:
@@ -49,11 +55,11 @@ def _numba_files(root: Path) -> dict[Path, int]:
     return found
 
 
-def _run(env_changes: dict[str, str], expected_config: str = "") -> str:
+def _run(env_changes: dict[str, str], expected_config: str = "", code: str = RUN_KERNELS) -> str:
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
     env.update(env_changes)
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # Python's own bytecode is not the question here
-    code = RUN_KERNELS.format(expected_config=expected_config)
+    code = code.format(expected_config=expected_config)
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
     )
@@ -63,7 +69,7 @@ def _run(env_changes: dict[str, str], expected_config: str = "") -> str:
 
 def test_kernels_cache_in_the_user_cache_dir_and_write_nothing_in_the_package(tmp_path):
     before = _numba_files(PACKAGE)
-    printed = _run({"XDG_CACHE_HOME": str(tmp_path)})
+    printed = _run({"XDG_CACHE_HOME": str(tmp_path)}, code=RUN_ALL_KERNELS)
     assert printed == str(tmp_path / "bam-rl" / "numba")
     assert _numba_files(PACKAGE) == before  # nothing new, nothing rewritten
     cached = {p.name.split("-")[0] for p in _numba_files(tmp_path)}
