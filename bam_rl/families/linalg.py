@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import lapack, solve_triangular
 
 from bam_rl.families.base import (
     NaturalParams,
@@ -53,6 +52,8 @@ def solve_lower(factor: np.ndarray, rhs: np.ndarray, *, transpose: bool = False)
     broadcast. A single factor solves every right-hand side in one LAPACK call; otherwise the
     batch is looped over (one ``O(d² k)`` call per entry, independent of the SciPy version).
     """
+    from scipy.linalg import solve_triangular  # deferred: keeps scipy.linalg out of the import
+
     d = factor.shape[-1]
     k = rhs.shape[-1]
     trans = 1 if transpose else 0
@@ -130,6 +131,8 @@ def pivoted_factor(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     d = matrix.shape[-1]
     if not np.any(matrix):
         return np.zeros((d, 0)), np.arange(d), 0
+    from scipy.linalg import lapack  # deferred: keeps scipy.linalg out of the import
+
     factor, piv, rank, info = lapack.dpstrf(np.array(matrix, order="F"), lower=1, tol=-1.0)
     if info < 0:  # pragma: no cover - LAPACK argument error
         raise ValueError("pivoted Cholesky failed")
@@ -147,6 +150,8 @@ def datum_from_stats(s: NaturalParams) -> Datum:
     if rank == 0:
         coef = np.zeros((0, B.shape[-1]))
     else:
+        from scipy.linalg import solve_triangular
+
         lower = u[order[:rank]]  # the r × r lower-triangular block
         coef = solve_triangular(lower, B[order[:rank]], lower=True, check_finite=False)
     return Datum(s, u, coef, rank, float(np.sum(coef * coef)))

@@ -11,7 +11,6 @@ import math
 from collections import OrderedDict
 
 import numpy as np
-from scipy.linalg import lapack
 
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
 from bam_rl.families.linalg import Datum, EvidenceTerms, low_rank_route
@@ -128,6 +127,8 @@ class _Candidates:
 
     def factorise(self, precision: np.ndarray) -> np.ndarray:
         """Lower Cholesky factor (Fortran order) of ``precision``, computed in place."""
+        from scipy.linalg import lapack  # deferred: keeps scipy.linalg out of import bam_rl
+
         # Λ is symmetric: its transpose is the Fortran-ordered copy LAPACK factors in place
         factor, info = lapack.dpotrf(precision.T, lower=1, clean=0, overwrite_a=1)
         if info != 0:
@@ -143,6 +144,8 @@ class _Candidates:
     ) -> float:
         """Evidence of the datum under one belief ``(precision, B, extra fields)``; with a
         known ``factor`` of the precision, ``precision`` is only read by the full-rank route."""
+        from scipy.linalg import lapack
+
         model, datum = self.model, self.datum
         rank = datum.rank
         if not self.low_rank and rank:

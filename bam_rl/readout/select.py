@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
 
 from bam_rl.checks import all_finite, as_float_array, check_int, check_real
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
@@ -355,6 +354,8 @@ def _continuous(
                     _kl_gradient(model, belief)
                 ) / np.sqrt(2.0 * kl)
         return -value, -np.asarray(gradient, dtype=np.float64)
+
+    from scipy.optimize import minimize  # deferred: scipy.optimize is a fifth of import bam_rl
 
     solution = minimize(
         negative_objective,
