@@ -14,10 +14,13 @@ Ties between equal indices are broken uniformly at random from :attr:`rng`, as S
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
 import numpy as np
+
+from bam_rl.checks import as_float_array, check_int, check_memory, check_real, check_size
 
 from .base import BanditAgent, Transition, check_observation
 
@@ -95,10 +98,8 @@ def glr_statistic(rewards: Any, step: int = 1) -> float:
 
 
 def positive_int(name: str, value: Any) -> int:
-    """``value`` as an int >= 1, or ``ValueError`` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
+    """``value`` as an int >= 1, or ``ValueError`` naming ``name`` (bools and floats refused)."""
+    return check_int(name, value)
 
 
 def tuning(name: str, horizon: Any, n_breakpoints: Any) -> tuple[int, int]:
@@ -107,11 +108,34 @@ def tuning(name: str, horizon: Any, n_breakpoints: Any) -> tuple[int, int]:
         raise ValueError(f"horizon must be given to {name} (its tuning uses T)")
     if n_breakpoints is None:
         raise ValueError(f"n_breakpoints must be given to {name} (its tuning uses Upsilon_T)")
-    if isinstance(n_breakpoints, bool) or not isinstance(n_breakpoints, int | np.integer):
-        raise ValueError(f"n_breakpoints must be an int >= 0, got {n_breakpoints!r}")
-    if n_breakpoints < 0:
-        raise ValueError(f"n_breakpoints must be an int >= 0, got {n_breakpoints!r}")
-    return positive_int("horizon", horizon), max(1, int(n_breakpoints))
+    upsilon = check_int("n_breakpoints", n_breakpoints, minimum=0)
+    return check_int("horizon", horizon), max(1, upsilon)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` as a bool, or ``ValueError`` naming ``name`` (``1`` or ``"yes"`` refused)."""
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be a bool (True or False), got {value!r}")
+    return bool(value)
+
+
+def check_breakpoints(value: Any) -> np.ndarray:
+    """``value`` as an int64 array, or ``ValueError``: a sequence (not a string) of ints >= 1,
+    strictly increasing (the steps at which the means change)."""
+    expected = "a sequence of ints >= 1 in increasing order (the true breakpoints)"
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple | np.ndarray):
+        raise ValueError(f"breakpoints must be {expected}, got {value!r}")
+    items = value.tolist() if isinstance(value, np.ndarray) and value.ndim == 1 else value
+    if isinstance(value, np.ndarray) and value.ndim != 1:
+        raise ValueError(f"breakpoints must be {expected}, got an array of shape {value.shape}")
+    steps = []
+    for item in items:
+        if isinstance(item, bool | np.bool_) or not isinstance(item, int | np.integer) or item < 1:
+            raise ValueError(f"breakpoints must be {expected}, got {value!r}")
+        steps.append(int(item))
+    if any(b <= a for a, b in itertools.pairwise(steps)):
+        raise ValueError(f"breakpoints must be {expected}, got {value!r}")
+    return np.array(steps, dtype=np.int64)
 
 
 def check_array(agent: Any, name: str, shape: tuple[int, ...], finite: bool = True) -> None:
@@ -125,9 +149,19 @@ def check_array(agent: Any, name: str, shape: tuple[int, ...], finite: bool = Tr
         raise ValueError(f"{name} must be finite")
 
 
+def check_range(agent: Any, name: str, low: float, high: float, whole: bool = False) -> None:
+    """Raises ``ValueError`` unless every entry of the array ``agent.<name>`` lies in
+    ``[low, high]`` (and is a whole number with ``whole``)."""
+    value = getattr(agent, name)
+    if value.size and not (value.min() >= low and value.max() <= high):
+        raise ValueError(f"{name} must lie in [{low:g}, {high:g}]")
+    if whole and (value != np.floor(value)).any():
+        raise ValueError(f"{name} must hold whole numbers")
+
+
 def check_variant(value: Any, accepted: tuple[str, ...]) -> str:
     """``value`` if it names one of ``accepted`` variants, else ``ValueError`` naming it."""
-    if value not in accepted:
+    if not isinstance(value, str) or value not in accepted:
         raise ValueError(f"variant must be one of {accepted}, got {value!r}")
     return str(value)
 
@@ -135,22 +169,43 @@ def check_variant(value: Any, accepted: tuple[str, ...]) -> str:
 class BernoulliBanditAgent(BanditAgent):
     """A bandit agent for rewards in [0, 1] (Bernoulli): checks the range, then :meth:`_learn`.
 
-    A restored agent (``load``) checks its arm count, clock and the per-arm arrays named in
-    :attr:`_ARM_ARRAYS` (finite) and :attr:`_SCRATCH` (any float) before it is used.
+    Its settings are checked once, by :meth:`_check_settings`, which the constructor and
+    :meth:`_check_restored` both call: it checks (and normalises) the tuning arguments held as
+    attributes and returns the values derived from them (:attr:`_DERIVED`), which the
+    constructor sets and a restored agent must hold. A restored agent (``load``) also checks
+    its clock and the per-arm arrays named in :attr:`_ARM_ARRAYS` (finite) and
+    :attr:`_SCRATCH` (any float) before it is used.
     """
 
     _ARM_ARRAYS: tuple[str, ...] = ()
     _SCRATCH: tuple[str, ...] = ()
+    #: bytes allocated per arm (the arrays of :attr:`_ARM_ARRAYS` and :attr:`_SCRATCH`)
+    _BYTES_PER_ARM = 64
 
     def __init__(self, n_arms: int, seed: int | None = None):
         super().__init__(seed)
-        self.n_arms = positive_int("n_arms", n_arms)
+        self.n_arms = check_size("n_arms", n_arms, self._BYTES_PER_ARM)
         self.t = 0
 
+    def _check_settings(self) -> dict[str, Any]:
+        """Checks the settings (``ValueError`` naming the argument); returns derived values."""
+        self.n_arms = check_size("n_arms", self.n_arms, self._BYTES_PER_ARM)
+        return {}
+
+    def _settle(self) -> None:
+        """The constructor's last step on settings: check them and set what they give."""
+        for name, value in self._check_settings().items():
+            setattr(self, name, value)
+
     def _check_restored(self) -> None:
-        self.n_arms = positive_int("n_arms", self.n_arms)
-        if isinstance(self.t, bool) or not isinstance(self.t, int | np.integer) or self.t < 0:
-            raise ValueError(f"t must be an int >= 0, got {self.t!r}")
+        stored = dict(vars(self))
+        for name, value in self._check_settings().items():
+            if name not in stored or type(stored[name]) is not type(value) or stored[name] != value:
+                raise ValueError(
+                    f"{name} must be {value!r} (what the agent's settings give), got "
+                    f"{stored.get(name)!r}"
+                )
+        self.t = check_int("t", self.t, minimum=0)
         for name in self._ARM_ARRAYS:
             check_array(self, name, (self.n_arms,))
         for name in self._SCRATCH:
@@ -197,8 +252,10 @@ class KLUCB(BernoulliBanditAgent):
 
     def _check_restored(self) -> None:
         super()._check_restored()
-        if (self.pulls < 0).any():
-            raise ValueError("pulls must be >= 0")
+        check_range(self, "pulls", 0.0, self.t)
+        if self.pulls.sum() > self.t + 1e-6 * max(self.t, 1):
+            raise ValueError(f"pulls must add up to at most t = {self.t}")
+        check_range(self, "sums", 0.0, math.inf)
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         super().reset(observation, info)
@@ -262,14 +319,14 @@ class OracleRestartKLUCB(KLUCB):
     ):
         if breakpoints is None:
             raise ValueError("breakpoints must be given to oracle-restart-klucb (the true ones)")
-        variant = check_variant(variant, self.VARIANTS)
         super().__init__(n_arms, seed)
         self.variant = variant
-        self.breakpoints = np.array([positive_int("breakpoints", int(b)) for b in breakpoints])
+        self.breakpoints = breakpoints
+        self._settle()
         if means is None:
             self.changes = np.ones((self.breakpoints.size, self.n_arms), dtype=bool)
         else:
-            table = np.asarray(means, dtype=np.float64)
+            table = as_float_array("means", means)
             if table.shape != (self.breakpoints.size + 1, self.n_arms):
                 raise ValueError(
                     f"means must have shape (len(breakpoints) + 1, n_arms), got {table.shape}"
@@ -277,9 +334,18 @@ class OracleRestartKLUCB(KLUCB):
             self.changes = table[1:] != table[:-1]
         self.restart_times = np.zeros(self.n_arms)
 
-    def _check_restored(self) -> None:
+    def _check_settings(self) -> dict[str, Any]:
         self.variant = check_variant(self.variant, self.VARIANTS)
+        self.breakpoints = check_breakpoints(self.breakpoints)
+        return super()._check_settings()
+
+    def _check_restored(self) -> None:
         super()._check_restored()
+        changes = getattr(self, "changes", None)
+        shape = (self.breakpoints.size, self.n_arms)
+        if not isinstance(changes, np.ndarray) or changes.dtype != bool or changes.shape != shape:
+            raise ValueError(f"changes must be a bool array of shape {shape}")
+        check_range(self, "restart_times", 0.0, self.t, whole=True)
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         super().reset(observation, info)
@@ -317,11 +383,21 @@ class _RestartingKLUCB(KLUCB):
     local: bool = True
     check_every: int = 10
 
-    def __init__(self, n_arms: int, horizon: int, seed: int | None = None):
-        super().__init__(n_arms, seed)
-        self.history = np.zeros((self.n_arms, max(horizon, 16)))
+    horizon: int
+
+    def _allocate(self) -> None:
+        """The per-arm reward history (``n_arms x max(horizon, 16)``) and restart times."""
+        self.history = np.zeros((self.n_arms, max(self.horizon, 16)))
         self.restart_times = np.zeros(self.n_arms)
         self.n_restarts = 0
+
+    def _check_settings(self) -> dict[str, Any]:
+        derived = super()._check_settings()
+        check_memory(
+            f"horizon = {self.horizon} (a reward history of n_arms = {self.n_arms} x horizon)",
+            8.0 * self.n_arms * max(self.horizon, 16),
+        )
+        return derived
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         super().reset(observation, info)
@@ -340,6 +416,10 @@ class _RestartingKLUCB(KLUCB):
             )
         if (self.pulls != np.floor(self.pulls)).any():
             raise ValueError("pulls must be whole numbers (rewards since each arm's restart)")
+        if not np.isfinite(history).all() or (history < 0).any() or (history > 1).any():
+            raise ValueError("history must hold rewards in [0, 1]")
+        check_range(self, "restart_times", 0.0, self.t, whole=True)
+        self.n_restarts = check_int("n_restarts", self.n_restarts, minimum=0)
 
     def _test(self, arm: int, n: int) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -395,6 +475,10 @@ class GLRKLUCB(_RestartingKLUCB):
         ValueError: If ``horizon`` or ``n_breakpoints`` is missing or out of range.
     """
 
+    delta: float
+    alpha: float
+    period: int
+
     def __init__(
         self,
         n_arms: int,
@@ -406,23 +490,28 @@ class GLRKLUCB(_RestartingKLUCB):
         c: float = 3.0,
         seed: int | None = None,
     ):
-        horizon_, upsilon = tuning("glr-klucb", horizon, n_breakpoints)
-        if not (isinstance(c, int | float) and math.isfinite(c) and c > 0):
-            raise ValueError(f"c must be a finite number > 0, got {c!r}")
-        self.c = float(c)
-        super().__init__(n_arms, horizon_, seed)
-        self.horizon = horizon_
-        self.n_breakpoints = upsilon
-        self.local = bool(local)
-        self.check_every = positive_int("check_every", check_every)
-        self.split_every = positive_int("split_every", split_every)
+        super().__init__(n_arms, seed)
+        self.horizon, self.n_breakpoints = horizon, n_breakpoints  # type: ignore[assignment]
+        self.local, self.c = local, c
+        self.check_every, self.split_every = check_every, split_every
+        self._settle()
+        self._allocate()
+
+    def _check_settings(self) -> dict[str, Any]:
+        self.horizon, self.n_breakpoints = tuning("glr-klucb", self.horizon, self.n_breakpoints)
+        self.c = check_real("c", self.c, lower=0.0, open_lower=True)
+        self.local = check_bool("local", self.local)
+        self.check_every = check_int("check_every", self.check_every)
+        self.split_every = check_int("split_every", self.split_every)
+        derived = super()._check_settings()
+        horizon, upsilon = self.horizon, self.n_breakpoints
         factor = self.n_arms if self.local else 1
-        self.delta = 1.0 / math.sqrt(factor * upsilon * horizon_)
-        self.alpha = min(1.0, 0.05 * math.sqrt(factor * upsilon * math.log(horizon_) / horizon_))
+        alpha = min(1.0, 0.05 * math.sqrt(factor * upsilon * math.log(horizon) / horizon))
+        derived["delta"] = 1.0 / math.sqrt(factor * upsilon * horizon)
+        derived["alpha"] = alpha
         # alpha is 0 only for T = 1 (log T = 0): no forced exploration then, as the reference
-        self.period = (
-            0 if self.alpha == 0 else max(math.ceil(self.n_arms / self.alpha), self.n_arms)
-        )
+        derived["period"] = 0 if alpha == 0 else max(math.ceil(self.n_arms / alpha), self.n_arms)
+        return derived
 
     @property
     def last_restart(self) -> int:
@@ -466,6 +555,9 @@ class CUSUMKLUCB(_RestartingKLUCB):
         ValueError: If ``horizon`` or ``n_breakpoints`` is missing or out of range.
     """
 
+    threshold: float
+    alpha: float
+
     def __init__(
         self,
         n_arms: int,
@@ -476,23 +568,30 @@ class CUSUMKLUCB(_RestartingKLUCB):
         check_every: int = 20,
         seed: int | None = None,
     ):
-        horizon_, upsilon = tuning("cusum-klucb", horizon, n_breakpoints)
-        super().__init__(n_arms, horizon_, seed)
-        self.horizon = horizon_
-        self.n_breakpoints = upsilon
-        if not 0.0 < float(epsilon) < 1.0:
-            raise ValueError(f"epsilon must lie in (0, 1), got {epsilon!r}")
-        self.epsilon = float(epsilon)
-        self.warmup = positive_int("warmup", warmup)
-        self.check_every = positive_int("check_every", check_every)
-        if horizon_ <= upsilon:
+        super().__init__(n_arms, seed)
+        self.horizon, self.n_breakpoints = horizon, n_breakpoints  # type: ignore[assignment]
+        self.epsilon, self.warmup, self.check_every = epsilon, warmup, check_every
+        self._settle()
+        self._allocate()
+
+    def _check_settings(self) -> dict[str, Any]:
+        self.horizon, self.n_breakpoints = tuning("cusum-klucb", self.horizon, self.n_breakpoints)
+        horizon, upsilon = self.horizon, self.n_breakpoints
+        self.epsilon = check_real(
+            "epsilon", self.epsilon, lower=0.0, upper=1.0, open_lower=True, open_upper=True
+        )
+        self.warmup = check_int("warmup", self.warmup)
+        self.check_every = check_int("check_every", self.check_every)
+        if horizon <= upsilon:
             raise ValueError(
                 f"horizon must exceed n_breakpoints for cusum-klucb (h = log(T / Upsilon_T) > 0),"
-                f" got horizon={horizon_} and n_breakpoints={upsilon}"
+                f" got horizon={horizon} and n_breakpoints={upsilon}"
             )
-        ratio = horizon_ / upsilon
-        self.threshold = math.log(ratio)
-        self.alpha = min(1.0, max(0.0, math.sqrt(math.log(ratio) / ratio)))
+        derived = super()._check_settings()
+        ratio = horizon / upsilon
+        derived["threshold"] = math.log(ratio)
+        derived["alpha"] = min(1.0, max(0.0, math.sqrt(math.log(ratio) / ratio)))
+        return derived
 
     def _log_times(self) -> np.ndarray:
         self._log_t.fill(math.log(max(self.pulls.sum(), 1.0)))
@@ -542,6 +641,10 @@ class MonitoredKLUCB(KLUCB):
             >= 2 or ``per_arm_restart`` not a bool.
     """
 
+    b: float
+    gamma: float
+    period: int
+
     def __init__(
         self,
         n_arms: int,
@@ -553,26 +656,64 @@ class MonitoredKLUCB(KLUCB):
     ):
         if horizon is None:
             raise ValueError("horizon must be given to m-klucb (its window and b use T)")
-        if not isinstance(per_arm_restart, bool | np.bool_):
-            raise ValueError(f"per_arm_restart must be a bool, got {per_arm_restart!r}")
-        self.per_arm_restart = bool(per_arm_restart)
+        if n_breakpoints is not None:  # accepted and unused (see above), but an int
+            check_int("n_breakpoints", n_breakpoints, minimum=0)
         super().__init__(n_arms, seed)
-        self.horizon = positive_int("horizon", horizon)
-        if window is None:
-            self.window = self.n_arms * math.ceil(self.horizon / 100)
-        else:
-            self.window = positive_int("window", window)
-            if self.window < 2:
+        self.per_arm_restart = per_arm_restart
+        self.horizon = horizon
+        if window is not None:
+            window = check_int("window", window)
+            if window < 2:
                 raise ValueError(f"window must be an int >= 2, got {window!r}")
-        self.b = math.sqrt(self.window / 2 * math.log(2 * self.n_arms * self.horizon**2))
-        gamma = math.sqrt(
-            self.n_arms * (2 * self.b + 3 * math.sqrt(self.window)) / (2 * self.horizon)
-        )
-        self.gamma = min(1.0, gamma) if gamma <= 1.0 else 0.01 * self.n_arms
-        self.period = math.ceil(self.n_arms / self.gamma)
+            self.window = window
+        else:
+            self.horizon = check_int("horizon", horizon)
+            self.window = self.n_arms * math.ceil(self.horizon / 100)
+            check_memory(
+                f"horizon = {self.horizon} (m-klucb's windows: n_arms = {self.n_arms} x "
+                f"window = n_arms x ceil(horizon / 100))",
+                8.0 * self.n_arms * self.window,
+            )
+        self._settle()
         self.recent = np.zeros((self.n_arms, self.window))
         self.filled = np.zeros(self.n_arms, dtype=np.int64)
         self.last_restart = 0
+
+    def _check_settings(self) -> dict[str, Any]:
+        self.per_arm_restart = check_bool("per_arm_restart", self.per_arm_restart)
+        self.horizon = check_int("horizon", self.horizon)
+        self.window = check_int("window", self.window)  # the formula gives 1 for 1 arm, T <= 100
+        derived = super()._check_settings()
+        n_arms, horizon, window = self.n_arms, self.horizon, self.window
+        check_memory(
+            f"window = {window} (m-klucb's windows: n_arms = {n_arms} x window)",
+            8.0 * n_arms * window,
+        )
+        b = math.sqrt(window / 2 * math.log(2 * n_arms * horizon**2))
+        gamma = math.sqrt(n_arms * (2 * b + 3 * math.sqrt(window)) / (2 * horizon))
+        # the paper's formula, or where it exceeds 1 SMPyBandits' 0.01 K, clipped to 1 as
+        # Monitored_UCB.py does (unclipped, K > 100 arms left arms 100 and up unexplored)
+        gamma = gamma if gamma <= 1.0 else min(1.0, 0.01 * n_arms)
+        derived.update(b=b, gamma=gamma, period=math.ceil(n_arms / gamma))
+        return derived
+
+    def _check_restored(self) -> None:
+        super()._check_restored()
+        check_array(self, "recent", (self.n_arms, self.window))
+        if (self.recent < 0).any() or (self.recent > 1).any():
+            raise ValueError("recent must hold rewards in [0, 1]")
+        filled = self.filled
+        if (
+            not isinstance(filled, np.ndarray)
+            or filled.dtype != np.int64
+            or filled.shape != (self.n_arms,)
+        ):
+            raise ValueError(f"filled must be an int64 array of shape ({self.n_arms},)")
+        if filled.size and (filled.min() < 0 or filled.max() > self.window):
+            raise ValueError(f"filled must lie in [0, window = {self.window}]")
+        self.last_restart = check_int("last_restart", self.last_restart, minimum=0)
+        if self.last_restart > self.t:
+            raise ValueError(f"last_restart must be at most t = {self.t}")
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         super().reset(observation, info)

@@ -15,8 +15,18 @@ from typing import Any
 
 import numpy as np
 
+from bam_rl.checks import check_int, check_memory, check_real
+
 from .base import beta_draws, check_observation
-from .klucb import KLUCB, BernoulliBanditAgent, check_variant, kernels, positive_int, tuning
+from .klucb import (
+    KLUCB,
+    BernoulliBanditAgent,
+    check_array,
+    check_range,
+    check_variant,
+    kernels,
+    tuning,
+)
 
 __all__ = ["VARIANTS", "DiscountedKLUCB", "DiscountedThompson", "Exp3S", "SlidingWindowKLUCB"]
 
@@ -26,10 +36,8 @@ VARIANTS = ("paper", "smpybandits-0.9.7")
 
 
 def _discount(name: str, value: Any) -> float:
-    gamma = float(value)
-    if not 0.0 < gamma < 1.0:
-        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
-    return gamma
+    """A discount factor: one finite number in the open interval (0, 1) (not a string)."""
+    return check_real(name, value, lower=0.0, upper=1.0, open_lower=True, open_upper=True)
 
 
 class DiscountedKLUCB(KLUCB):
@@ -55,6 +63,7 @@ class DiscountedKLUCB(KLUCB):
     """
 
     _ARM_ARRAYS = ("pulls", "sums", "last_pull")
+    gamma: float
 
     def __init__(
         self,
@@ -66,12 +75,21 @@ class DiscountedKLUCB(KLUCB):
         seed: int | None = None,
     ):
         super().__init__(n_arms, seed)
-        if gamma == "tuned":
+        if isinstance(gamma, str) and gamma == "tuned":
             horizon_, upsilon = tuning("d-klucb", horizon, n_breakpoints)
             gamma = 1.0 - math.sqrt(upsilon / horizon_) / 4.0
-        self.gamma = _discount("gamma", gamma)
-        self.variant = check_variant(variant, VARIANTS)
+        self.gamma, self.variant = gamma, variant  # type: ignore[assignment]
+        self._settle()
         self.last_pull = np.zeros(self.n_arms)
+
+    def _check_settings(self) -> dict[str, Any]:
+        self.gamma = _discount("gamma", self.gamma)
+        self.variant = check_variant(self.variant, VARIANTS)
+        return super()._check_settings()
+
+    def _check_restored(self) -> None:
+        super()._check_restored()
+        check_range(self, "last_pull", 0.0, self.t, whole=True)
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         super().reset(observation, info)
@@ -136,9 +154,36 @@ class SlidingWindowKLUCB(KLUCB):
         if tau is None:
             horizon_, upsilon = tuning("sw-klucb", horizon, n_breakpoints)
             tau = int(2 * math.sqrt(horizon_ * math.log(horizon_) / upsilon))
-        self.tau = positive_int("tau", tau)
+            if tau < 1:  # name the arguments given, not the derived window
+                raise ValueError(
+                    f"horizon must be >= 2 for sw-klucb (its window tau = "
+                    f"int(2 sqrt(T log(T) / Upsilon_T)) must be >= 1), got horizon={horizon_}"
+                )
+            check_memory(f"horizon = {horizon_} (sw-klucb's window tau = {tau})", 16.0 * tau)
+        self.tau = tau
+        self._settle()
         self.arms = np.full(self.tau, -1, dtype=np.int64)
         self.rewards = np.zeros(self.tau)
+
+    def _check_settings(self) -> dict[str, Any]:
+        self.tau = check_int("tau", self.tau)
+        check_memory(f"tau = {self.tau} (sw-klucb's window)", 16.0 * self.tau)
+        return super()._check_settings()
+
+    def _check_restored(self) -> None:
+        super()._check_restored()
+        arms = self.arms
+        if not isinstance(arms, np.ndarray) or arms.dtype != np.int64 or arms.shape != (self.tau,):
+            raise ValueError(f"arms must be an int64 array of shape ({self.tau},)")
+        if arms.size and (arms.min() < -1 or arms.max() >= self.n_arms):
+            raise ValueError(f"arms must lie in [-1, n_arms = {self.n_arms})")
+        check_array(self, "rewards", (self.tau,))
+        check_range(self, "rewards", 0.0, 1.0)
+        inside = arms >= 0
+        counts = np.bincount(arms[inside], minlength=self.n_arms).astype(np.float64)
+        sums = np.bincount(arms[inside], weights=self.rewards[inside], minlength=self.n_arms)
+        if not np.array_equal(counts, self.pulls) or not np.allclose(sums, self.sums, atol=1e-6):
+            raise ValueError("pulls and sums must be those of the window's steps (arms, rewards)")
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         super().reset(observation, info)
@@ -184,10 +229,20 @@ class DiscountedThompson(BernoulliBanditAgent):
         self, n_arms: int, gamma: float = 0.95, variant: str = "paper", seed: int | None = None
     ):
         super().__init__(n_arms, seed)
-        self.gamma = _discount("gamma", gamma)
-        self.variant = check_variant(variant, VARIANTS)
+        self.gamma, self.variant = gamma, variant
+        self._settle()
         self.successes = np.zeros(self.n_arms)
         self.failures = np.zeros(self.n_arms)
+
+    def _check_settings(self) -> dict[str, Any]:
+        self.gamma = _discount("gamma", self.gamma)
+        self.variant = check_variant(self.variant, VARIANTS)
+        return super()._check_settings()
+
+    def _check_restored(self) -> None:
+        super()._check_restored()
+        check_range(self, "successes", 0.0, math.inf)
+        check_range(self, "failures", 0.0, math.inf)
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         super().reset(observation, info)
@@ -226,6 +281,9 @@ class Exp3S(BernoulliBanditAgent):
         ValueError: If ``horizon`` or ``n_breakpoints`` is missing or out of range.
     """
 
+    gamma: float
+    alpha: float
+
     _ARM_ARRAYS = ("weights",)
 
     def __init__(
@@ -235,14 +293,25 @@ class Exp3S(BernoulliBanditAgent):
         n_breakpoints: int | None = None,
         seed: int | None = None,
     ):
-        horizon_, upsilon = tuning("exp3s", horizon, n_breakpoints)
         super().__init__(n_arms, seed)
-        k, e = self.n_arms, math.e
-        self.gamma = min(
-            1.0, math.sqrt(k * (upsilon * math.log(k * horizon_) + e) / ((e - 1.0) * horizon_))
-        )
-        self.alpha = 1.0 / horizon_
+        self.horizon, self.n_breakpoints = horizon, n_breakpoints
+        self._settle()
         self.weights = np.full(self.n_arms, 1.0 / self.n_arms)
+
+    def _check_settings(self) -> dict[str, Any]:
+        self.horizon, self.n_breakpoints = tuning("exp3s", self.horizon, self.n_breakpoints)
+        derived = super()._check_settings()
+        k, e, horizon, upsilon = self.n_arms, math.e, self.horizon, self.n_breakpoints
+        derived["gamma"] = min(
+            1.0, math.sqrt(k * (upsilon * math.log(k * horizon) + e) / ((e - 1.0) * horizon))
+        )
+        derived["alpha"] = 1.0 / horizon
+        return derived
+
+    def _check_restored(self) -> None:
+        super()._check_restored()
+        if not (self.weights > 0).all():
+            raise ValueError("weights must be > 0 (Exp3.S mixes a share of the total back in)")
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         super().reset(observation, info)
