@@ -14,7 +14,12 @@ import ctypes.util
 import os
 import sys
 
-__all__ = ["HEADLESS_PLATFORMS", "choose_platform", "platform_advice"]
+__all__ = [
+    "HEADLESS_PLATFORMS",
+    "choose_platform",
+    "platform_advice",
+    "window_advice",
+]
 
 #: Headless platforms in the order they are tried, with the library each needs.
 HEADLESS_PLATFORMS = (("egl", "EGL"), ("osmesa", "OSMesa"))
@@ -49,4 +54,29 @@ def platform_advice(error: BaseException | str) -> str:
         f"({error}). Without a display, install EGL (Debian/Ubuntu: libegl1) or OSMesa "
         "(libosmesa6) and set MUJOCO_GL=egl or MUJOCO_GL=osmesa before MuJoCo is first "
         "imported; with a display, check DISPLAY. Rendering is disabled for this process."
+    )
+
+
+def window_advice() -> str | None:
+    """Why ``render_mode="human"`` cannot open a window here (``None``: it may).
+
+    Checked before GLFW is touched: without a display GLFW's ``glfwGetVideoMode`` fails an
+    assertion and aborts the interpreter, with no Python exception to catch. A window needs a
+    display (``DISPLAY`` or ``WAYLAND_DISPLAY`` on Linux) and MuJoCo on GLFW: with
+    ``MUJOCO_GL`` set to a headless platform (``egl``, ``osmesa``; :func:`choose_platform` sets
+    it on a machine without a display) MuJoCo and PyOpenGL render off-screen only.
+    """
+    chosen = (os.environ.get("MUJOCO_GL") or "").lower()
+    if not _has_display():
+        why = "this machine has no display (DISPLAY and WAYLAND_DISPLAY are unset)"
+    elif chosen in {platform for platform, _ in HEADLESS_PLATFORMS}:
+        why = f"MUJOCO_GL={chosen} selects off-screen rendering, which has no window"
+    else:
+        return None
+    return (
+        f'render_mode="human" needs a window, but {why}. Use render_mode="rgb_array" '
+        "(off-screen frames; without a display set MUJOCO_GL=egl or MUJOCO_GL=osmesa before "
+        "MuJoCo is first imported), or run with a display (DISPLAY set, e.g. under xvfb-run) "
+        "and MUJOCO_GL unset or glfw. Gymnasium's check_env(env, skip_render_check=True) "
+        "checks the rest without a window."
     )

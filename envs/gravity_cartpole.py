@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ._gl import choose_platform, platform_advice
+from ._gl import choose_platform, platform_advice, window_advice
 
 choose_platform()  # before MuJoCo is imported: it reads MUJOCO_GL once
 
@@ -388,11 +388,19 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
         tried and what to install; MuJoCo is not asked again in this process (a second attempt
         after a failure aborts the interpreter).
 
+        ``"human"`` needs a window: without a display, or with ``MUJOCO_GL`` set to a headless
+        platform, a ``RuntimeError`` says so before GLFW is touched (GLFW would abort the
+        interpreter). ``reset`` and ``step`` render in ``"human"`` mode, so they raise it too.
+
         Raises:
             RuntimeError: If rendering is impossible on this machine.
         """
         if _RENDER_FAILURE:
             raise RuntimeError(_RENDER_FAILURE[0])
+        if self.render_mode == "human":
+            advice = window_advice()
+            if advice is not None:
+                raise RuntimeError(advice)
         try:
             return super().render()
         except mujoco.FatalError as error:
