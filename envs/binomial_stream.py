@@ -8,12 +8,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from . import _canvas
 from ._checks import check_memory, finite_float, positive_int, scalar_action
 
 __all__ = ["BinomialStreamEnv"]
 
 _BLOCK = 1024  # counts are drawn from `np_random` in blocks of this many steps
 _BYTES_PER_STEP = 64  # the precomputed θ path: measured 56 bytes a step at its peak
+_WINDOW = 200  # steps shown by `render` (two periods of the default sinusoid); <= _BLOCK
 
 
 class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
@@ -56,13 +58,14 @@ class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
     env = gym.make("bam_rl/BinomialStream-v0", n=15, amplitude=0.3, offset=0.5, period=100)
     ```
 
-    | Parameter   | Type    | Default | Description                                          |
-    |-------------|---------|---------|------------------------------------------------------|
-    | `n`         | int     | 15      | trials per datum (> 0)                               |
-    | `amplitude` | float   | 0.3     | sinusoid amplitude (>= 0)                            |
-    | `offset`    | float   | 0.5     | sinusoid centre; needs [offset ± amplitude] ⊆ [0, 1] |
-    | `period`    | float   | 100.0   | sinusoid period in steps (> 0)                       |
-    | `max_steps` | int     | 500     | steps before truncation (>= 1)                       |
+    | Parameter     | Type        | Default | Description                                          |
+    |---------------|-------------|---------|------------------------------------------------------|
+    | `n`           | int         | 15      | trials per datum (> 0)                               |
+    | `amplitude`   | float       | 0.3     | sinusoid amplitude (>= 0)                            |
+    | `offset`      | float       | 0.5     | sinusoid centre; needs [offset ± amplitude] ⊆ [0, 1] |
+    | `period`      | float       | 100.0   | sinusoid period in steps (> 0)                       |
+    | `max_steps`   | int         | 500     | steps before truncation (>= 1)                       |
+    | `render_mode` | str or None | None    | or `"rgb_array"`: θ_t and k_t / n, last 200 steps    |
 
     `info` (after `reset` and every `step`) holds `theta` (float, $\theta_t$ of the last datum,
     hidden truth) and `t` (int, the time index of the last datum).
@@ -75,7 +78,7 @@ class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
     * v0: Initial version.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}
 
     def __init__(
         self,
@@ -95,7 +98,8 @@ class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
                 ``offset + amplitude <= 1`` so that θ_t is a probability.
             period: Period of the sinusoid in steps, > 0.
             max_steps: Number of steps before the episode is truncated, a positive int.
-            render_mode: Must be ``None``; the environment has no renderer.
+            render_mode: ``None`` or ``"rgb_array"`` (:meth:`render` draws θ_t and the
+                observed counts of the last 200 steps).
 
         Raises:
             ValueError: If an argument is outside its accepted range.
@@ -117,8 +121,11 @@ class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
                 f"(0 <= offset - amplitude and offset + amplitude <= 1), got offset={offset!r}, "
                 f"amplitude={amplitude!r}"
             )
-        if render_mode is not None:
-            raise ValueError(f"render_mode must be None (no renderer), got {render_mode!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode must be None or one of {self.metadata['render_modes']}, "
+                f"got {render_mode!r}"
+            )
         self.render_mode = render_mode
 
         self.observation_space = spaces.Discrete(self.n + 1)
@@ -130,6 +137,7 @@ class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
         self._theta = np.clip(theta, 0.0, 1.0)
         self._theta_list: list[float] = self._theta.tolist()
         self._counts: list[int] = []
+        self._previous_counts: list[int] = []  # the block before `_counts` (for `render`)
         self._t = 0
 
     @property
@@ -154,6 +162,7 @@ class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
         super().reset(seed=seed)
         self._t = 0
         self._counts = []
+        self._previous_counts = []
         return np.int64(0), {"theta": self._theta_list[0], "t": 0}
 
     def step(self, action: Any) -> tuple[np.int64, float, bool, bool, dict[str, Any]]:
@@ -176,9 +185,66 @@ class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
         i = (t - 1) % _BLOCK
         if i == 0:
             theta_block = self._theta[t : t + _BLOCK]
+            self._previous_counts = self._counts
             self._counts = self.np_random.binomial(self.n, theta_block).tolist()
         self._t = t
         theta = self._theta_list[t]
         err = estimate - theta
         info = {"theta": theta, "t": t}
         return np.int64(self._counts[i]), -err * err, False, t == self.max_steps, info
+
+    def render(self) -> np.ndarray | None:
+        """A 240 × 320 RGB frame (``render_mode="rgb_array"``) of the stream's recent past.
+
+        The last 200 steps (fewer at the start: the axis is filled from the left), time to the
+        right, on a probability axis from 0 (bottom) to 1 (top) with grid lines at 0.25, 0.5
+        and 0.75: the hidden θ_t as a blue line and each observed count as the proportion
+        ``k_t / n``, an orange square. A grey strip at the top shows the steps played out of
+        ``max_steps``.
+
+        Returns:
+            The ``(240, 320, 3)`` ``uint8`` frame, or ``None`` (with a warning, as Gymnasium's
+            environments do) when the environment was made without a ``render_mode``.
+        """
+        if self.render_mode is None:
+            gym.logger.warn(
+                "You are calling render method without specifying any render mode. You can "
+                'specify the render_mode at initialization, e.g. render_mode="rgb_array"'
+            )
+            return None
+        palette = _canvas.PALETTE
+        frame = _canvas.blank()
+        width = _canvas.FRAME_WIDTH
+        t = self._t
+        _canvas.fill_rect(frame, 0, 0, 4, width, palette["panel"])
+        _canvas.fill_rect(frame, 0, 0, 4, round(width * t / self.max_steps), palette["pulls"])
+        top, left, bottom, right = 12, 8, 232, width - 8
+        _canvas.fill_rect(frame, top, left, bottom, right, palette["panel"])
+        for level in (0.25, 0.5, 0.75):
+            row = round(bottom - 1 - level * (bottom - 1 - top))
+            _canvas.fill_rect(frame, row, left, row + 1, right, palette["grid"])
+        window = min(_WINDOW, self.max_steps + 1)
+        start = max(0, t - window + 1)
+        steps = np.arange(start, t + 1)
+
+        def x(s: np.ndarray) -> np.ndarray:
+            return left + (s - start) * (right - 1 - left) / max(window - 1, 1)
+
+        def y(p: np.ndarray) -> np.ndarray:
+            return bottom - 1 - p * (bottom - 1 - top)
+
+        seen = steps[steps >= 1]
+        if seen.size:
+            current = (t - 1) // _BLOCK
+            counts = np.array(
+                [
+                    (self._counts if (s - 1) // _BLOCK == current else self._previous_counts)[
+                        (s - 1) % _BLOCK
+                    ]
+                    for s in seen.tolist()
+                ],
+                dtype=np.float64,
+            )
+            _canvas.markers(frame, x(seen), y(counts / self.n), palette["observation"])
+        _canvas.polyline(frame, x(steps), y(self._theta[start : t + 1]), palette["mean"])
+        return frame

@@ -10,6 +10,7 @@ from ._checks import check_memory, finite_float, positive_int
 from .switching_bandit import _BlockBandit, check_block_memory
 
 __all__ = [
+    "BESSON_KAUFMANN_HORIZONS",
     "BESSON_KAUFMANN_PROBLEMS",
     "DEFAULT_BREAKPOINTS",
     "DEFAULT_MEANS",
@@ -27,6 +28,8 @@ DEFAULT_MEANS: tuple[tuple[float, ...], ...] = (
 )
 #: Default breakpoints: segments 2, 3, 4 begin at steps 2500, 5000, 7500 (of 10 000).
 DEFAULT_BREAKPOINTS: tuple[int, ...] = (2500, 5000, 7500)
+#: Default horizon of a bandit given by ``means``/``breakpoints`` (no ``problem``).
+DEFAULT_MAX_STEPS = 10_000
 
 _REWARDS = ("bernoulli", "gaussian")
 
@@ -154,15 +157,29 @@ BESSON_KAUFMANN_PROBLEMS: dict[int, tuple[tuple[tuple[float, ...], ...], tuple[i
     5: (_P5_MEANS, tuple(range(1, 82)), 82),  # np.linspace(0, T, num=82, endpoint=False)
 }
 
+#: Problem k -> the horizon T of its published column (Besson's thesis, Tables 6.3 and 6.4):
+#: the default ``max_steps`` of ``problem=k``. Problem 4 is also published at T = 10 000;
+#: problems 3 and 5 follow the tables' cells, not their captions (docs/piecewise.md).
+BESSON_KAUFMANN_HORIZONS: dict[int, int] = {1: 5000, 2: 5000, 3: 100_000, 4: 5000, 5: 20_000}
 
-def besson_kaufmann_problem(problem: int, max_steps: int) -> tuple[np.ndarray, list[int]]:
+
+def besson_kaufmann_problem(
+    problem: int, max_steps: int | None = None
+) -> tuple[np.ndarray, list[int]]:
     """Means table and breakpoints of Besson & Kaufmann's problem ``problem`` at ``max_steps``.
+
+    Args:
+        problem: 1..5 (thesis numbering).
+        max_steps: The horizon the breakpoints are scaled to; ``None``: the problem's
+            published horizon (:data:`BESSON_KAUFMANN_HORIZONS`).
 
     Raises:
         ValueError: If ``problem`` is not one of 1..5 or ``max_steps`` is not a positive int.
     """
     if isinstance(problem, bool) or problem not in BESSON_KAUFMANN_PROBLEMS:
         raise ValueError(f"problem must be one of 1, 2, 3, 4, 5 (or None), got {problem!r}")
+    if max_steps is None:
+        max_steps = BESSON_KAUFMANN_HORIZONS[problem]
     max_steps = positive_int("max_steps", max_steps)
     means, breakpoints, reference = BESSON_KAUFMANN_PROBLEMS[problem]
     scaled = [int(b * max_steps / reference) for b in breakpoints]
@@ -220,7 +237,8 @@ class PiecewiseBanditEnv(_BlockBandit):
     $t = 0$, segment 1.
 
     ## Episode End
-    No termination; truncation after `max_steps` pulls (default 10 000).
+    No termination; truncation after `max_steps` pulls (default 10 000; with `problem=k`, the
+    horizon T of problem k's published column, below).
 
     ## Arguments
     ```python
@@ -233,27 +251,31 @@ class PiecewiseBanditEnv(_BlockBandit):
     )
     ```
 
-    | Parameter     | Type               | Default                 | Description                   |
-    |---------------|--------------------|-------------------------|-------------------------------|
-    | `means`       | (S, K) array-like  | `DEFAULT_MEANS` (4 × 3) | arm means per segment         |
-    | `breakpoints` | sequence of S-1 int| `(2500, 5000, 7500)`    | first step of segments 2..S   |
-    | `reward`      | str                | `"bernoulli"`           | `"bernoulli"` or `"gaussian"` |
-    | `noise_std`   | float              | 0.25                    | Gaussian noise std (>= 0)     |
-    | `max_steps`   | int                | 10_000                  | horizon (>= 1)                |
-    | `problem`     | int or None        | None                    | Besson-Kaufmann problem 1..5  |
+    | Parameter     | Type              | Default                  | Description                   |
+    |---------------|-------------------|--------------------------|-------------------------------|
+    | `means`       | (S, K) array-like | `DEFAULT_MEANS` (4 × 3)  | arm means per segment         |
+    | `breakpoints` | S-1 ints          | `(2500, 5000, 7500)`     | first step of segments 2..S   |
+    | `reward`      | str               | `"bernoulli"`            | `"bernoulli"` or `"gaussian"` |
+    | `noise_std`   | float             | 0.25                     | Gaussian noise std (>= 0)     |
+    | `max_steps`   | int or None       | 10_000; `problem`: its T | horizon (>= 1)                |
+    | `problem`     | int or None       | None                     | Besson-Kaufmann problem 1..5  |
+    | `render_mode` | str or None       | None                     | or `"rgb_array"`              |
 
     ### Besson & Kaufmann's problems (`problem=k`)
     From SMPyBandits' `configuration_nonstationary.py` (Besson, Kaufmann, Maillard & Seznec,
     arXiv:1902.01575; thesis numbering: 1, 2, 3 = config 5, 4 = config 4, 5 = config 6).
     Breakpoints are fractions of the horizon, scaled to `max_steps` as theirs are with T.
+    Without `max_steps`, `problem=k` runs at the published T in bold
+    (:data:`BESSON_KAUFMANN_HORIZONS`): `gym.make(id, problem=1)` has breakpoints 1000, 2000,
+    3000, 4000 of 5000 steps.
 
-    | k | K | T (published tables) | breakpoints (fraction of T)         | means              |
-    |---|---|----------------------|-------------------------------------|--------------------|
-    | 1 | 3 | 5000                 | 0.2, 0.4, 0.6, 0.8                  | one arm changes    |
-    | 2 | 3 | 5000                 | 0.2, 0.4, 0.6, 0.8                  | all arms change    |
-    | 3 | 6 | 1e5 (caption: 20 000)| k/9, k = 1..8 (Yahoo!, M-UCB paper) | 0.008 .. 0.071     |
-    | 4 | 3 | 5000 and 10 000      | 0.5, 0.625, 0.75, 0.875             | all arms change    |
-    | 5 | 5 | 20 000 (caption: 1e5)| k/82, k = 1..81 (Yahoo!, SW-UCB#)   | 0.012 .. 0.070     |
+    | k | K | T (published tables)      | breakpoints (fraction of T)         | means           |
+    |---|---|---------------------------|-------------------------------------|-----------------|
+    | 1 | 3 | **5000**                  | 0.2, 0.4, 0.6, 0.8                  | one arm changes |
+    | 2 | 3 | **5000**                  | 0.2, 0.4, 0.6, 0.8                  | all arms change |
+    | 3 | 6 | **1e5** (caption: 20 000) | k/9, k = 1..8 (Yahoo!, M-UCB paper) | 0.008 .. 0.071  |
+    | 4 | 3 | **5000** and 10 000       | 0.5, 0.625, 0.75, 0.875             | all arms change |
+    | 5 | 5 | **20 000** (caption: 1e5) | k/82, k = 1..81 (Yahoo!, SW-UCB#)   | 0.012 .. 0.070  |
 
     The full tables are :data:`BESSON_KAUFMANN_PROBLEMS`; :func:`random_problem` draws their
     random instances (K = 5, T = 20 000, 6 breakpoints at least 1000 apart).
@@ -274,7 +296,7 @@ class PiecewiseBanditEnv(_BlockBandit):
         breakpoints: Any = DEFAULT_BREAKPOINTS,
         reward: str = "bernoulli",
         noise_std: float = 0.25,
-        max_steps: int = 10_000,
+        max_steps: int | None = None,
         render_mode: str | None = None,
         problem: int | None = None,
     ) -> None:
@@ -286,8 +308,12 @@ class PiecewiseBanditEnv(_BlockBandit):
             breakpoints: ``segments - 1`` strictly increasing positive ints.
             reward: ``"bernoulli"`` or ``"gaussian"``.
             noise_std: Standard deviation of Gaussian rewards, >= 0 (unused for Bernoulli).
-            max_steps: Horizon (pulls per episode), a positive int.
-            render_mode: Must be ``None``; the environment has no renderer.
+            max_steps: Horizon (pulls per episode), a positive int; ``None`` (default):
+                10 000, or with ``problem=k`` the horizon of problem k's published column
+                (:data:`BESSON_KAUFMANN_HORIZONS`: 5000 for problems 1, 2 and 4, 100 000 for
+                3, 20 000 for 5).
+            render_mode: ``None`` or ``"rgb_array"`` (:meth:`render` draws the arm means and
+                the pulls so far).
             problem: ``None`` (use ``means``/``breakpoints``) or 1..5, Besson & Kaufmann's
                 problem (thesis numbering; see :data:`BESSON_KAUFMANN_PROBLEMS`), which
                 replaces ``means`` and ``breakpoints``, breakpoints scaled to ``max_steps``.
@@ -300,9 +326,13 @@ class PiecewiseBanditEnv(_BlockBandit):
         noise_std = finite_float("noise_std", noise_std)
         if noise_std < 0.0:
             raise ValueError(f"noise_std must be >= 0, got {noise_std!r}")
-        max_steps = positive_int("max_steps", max_steps)
         if problem is not None:
             means, breakpoints = besson_kaufmann_problem(problem, max_steps)
+            if max_steps is None:
+                max_steps = BESSON_KAUFMANN_HORIZONS[problem]
+        elif max_steps is None:
+            max_steps = DEFAULT_MAX_STEPS
+        max_steps = positive_int("max_steps", max_steps)
         self.problem = problem
         table = _means_table(means)
         check_block_memory(
@@ -315,7 +345,14 @@ class PiecewiseBanditEnv(_BlockBandit):
         self.reward = reward
         self.means = table
         self.breakpoints = _breakpoints(breakpoints, table.shape[0])
-        self._init_bandit(table.shape[1], max_steps, reward, noise_std, render_mode)
+        self._init_bandit(
+            table.shape[1],
+            max_steps,
+            reward,
+            noise_std,
+            render_mode,
+            (float(table.min()), float(table.max())),
+        )
 
     def _means_block(self, start: int, stop: int) -> np.ndarray:
         segment = np.searchsorted(self.breakpoints, np.arange(start, stop), side="right")

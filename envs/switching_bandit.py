@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from . import _canvas
 from ._checks import check_memory, finite_float, positive_int
 
 __all__ = ["SwitchingBanditEnv"]
@@ -31,16 +32,32 @@ class _BlockBandit(gym.Env[np.int64, np.int64]):
 
     Subclasses call :meth:`_init_bandit` and implement :meth:`_means_block`. The step loop only
     indexes precomputed Python lists (means, per-step best mean and best arm, noise draws).
+    With ``render_mode="rgb_array"`` it also counts the pulls of each arm, which
+    :meth:`render` draws.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 30}
 
     def _init_bandit(
-        self, n_arms: int, max_steps: int, reward: str, noise_std: float, render_mode: Any
+        self,
+        n_arms: int,
+        max_steps: int,
+        reward: str,
+        noise_std: float,
+        render_mode: Any,
+        value_bounds: tuple[float, float] = (0.0, 1.0),
     ) -> None:
-        if render_mode is not None:
-            raise ValueError(f"render_mode must be None (no renderer), got {render_mode!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode must be None or one of {self.metadata['render_modes']}, "
+                f"got {render_mode!r}"
+            )
         self.render_mode = render_mode
+        # the means axis of the frame: from min(0, lowest mean) to the highest mean
+        low, high = min(0.0, value_bounds[0]), value_bounds[1]
+        self._display_range = (low, high if high > low else low + 1.0)
+        self._pulls: list[int] | None = None if render_mode is None else [0] * n_arms
+        self._last_arm = -1
         self.n_arms = n_arms
         self.max_steps = max_steps
         self.noise_std = noise_std
@@ -123,6 +140,9 @@ class _BlockBandit(gym.Env[np.int64, np.int64]):
         super().reset(seed=seed)
         self._t = 0
         self._set_block(self._block0)
+        if self._pulls is not None:
+            self._pulls = [0] * self.n_arms
+            self._last_arm = -1
         info = {"means": self._bmeans[0].copy(), "optimal_action": self._barg[0], "t": 0}
         return np.int64(0), info
 
@@ -162,6 +182,9 @@ class _BlockBandit(gym.Env[np.int64, np.int64]):
         else:
             reward = mean + self.noise_std * self._noise[i]
         self._t = t + 1
+        if self._pulls is not None:
+            self._pulls[arm] += 1
+            self._last_arm = arm
         info = {
             "means": self._bmeans[i].copy(),
             "optimal_action": self._barg[i],
@@ -169,6 +192,54 @@ class _BlockBandit(gym.Env[np.int64, np.int64]):
             "t": t,
         }
         return np.int64(0), reward, False, t + 1 == self.max_steps, info
+
+    def render(self) -> np.ndarray | None:
+        """A 240 × 320 RGB frame (``render_mode="rgb_array"``): the arms' means and pulls.
+
+        From the top: a grey progress strip (steps played out of ``max_steps``); a green mark
+        over the optimal arm; one bar per arm of its mean at the step last played (at ``t = 0``
+        after ``reset``), on an axis from ``min(0, lowest mean)`` to the highest mean the
+        bandit can take, the arm pulled last in red and the others in blue; one bar per arm of
+        its pulls so far, relative to the most-pulled arm (the last one in red). With more arms
+        than pixel columns (304), neighbouring arms share a column.
+
+        Returns:
+            The ``(240, 320, 3)`` ``uint8`` frame, or ``None`` (with a warning, as Gymnasium's
+            environments do) when the environment was made without a ``render_mode``.
+        """
+        if self.render_mode is None:
+            gym.logger.warn(
+                "You are calling render method without specifying any render mode. You can "
+                'specify the render_mode at initialization, e.g. render_mode="rgb_array"'
+            )
+            return None
+        row = max(self._t - 1, 0)
+        means = self._means_block(row, row + 1)[0]
+        low, high = self._display_range
+        palette = _canvas.PALETTE
+        frame = _canvas.blank()
+        width = _canvas.FRAME_WIDTH
+        left, right = 8, width - 8
+        _canvas.fill_rect(frame, 0, 0, 4, width, palette["panel"])
+        _canvas.fill_rect(frame, 0, 0, 4, round(width * self._t / self.max_steps), palette["pulls"])
+        best = np.zeros(self.n_arms)
+        best[np.flatnonzero(means == means.max())] = 1.0
+        green = np.broadcast_to(np.array(palette["best"], np.uint8), (self.n_arms, 3))
+        _canvas.bars(frame, (7, left, 11, right), best, green)
+        colors = np.empty((self.n_arms, 3), dtype=np.uint8)
+        colors[:] = palette["mean"]
+        if self._last_arm >= 0:
+            colors[self._last_arm] = palette["last"]
+        _canvas.fill_rect(frame, 12, left, 172, right, palette["panel"])
+        _canvas.bars(frame, (12, left, 172, right), (means - low) / (high - low), colors)
+        pulls = np.asarray(self._pulls, dtype=np.float64)
+        shares = pulls / pulls.max() if pulls.size and pulls.max() > 0 else pulls
+        colors[:] = palette["pulls"]
+        if self._last_arm >= 0:
+            colors[self._last_arm] = palette["last"]
+        _canvas.fill_rect(frame, 184, left, 232, right, palette["panel"])
+        _canvas.bars(frame, (184, left, 232, right), shares, colors)
+        return frame
 
 
 class SwitchingBanditEnv(_BlockBandit):
@@ -222,6 +293,7 @@ class SwitchingBanditEnv(_BlockBandit):
     | `value_range` | (float,float) | (0.0, 1.0) | interval the arm values are drawn from          |
     | `low_range`   | (float,float) | None       | with `high_range`: separated low/high values    |
     | `high_range`  | (float,float) | None       | interval of the high values (see `low_range`)   |
+    | `render_mode` | str or None   | None       | or `"rgb_array"`: arm means and pulls so far    |
 
     `info` after `step`: `means` (np.ndarray, the arm means at this step), `optimal_action`
     (int, best arm, first on ties), `regret` (float, expected regret of this pull: best mean
@@ -263,7 +335,8 @@ class SwitchingBanditEnv(_BlockBandit):
                 its high value from ``high_range`` instead (separated arms); ``None``
                 (default) draws both values from ``value_range``.
             high_range: See ``low_range``; its lower bound must be >= ``low_range``'s upper.
-            render_mode: Must be ``None``; the environment has no renderer.
+            render_mode: ``None`` or ``"rgb_array"`` (:meth:`render` draws the arm means and
+                the pulls so far).
 
         Raises:
             ValueError: If an argument is outside its accepted range.
@@ -320,7 +393,14 @@ class SwitchingBanditEnv(_BlockBandit):
         ]
         for arr in (self.low_values, self.high_values, self.initial_high, *self.switch_times):
             arr.flags.writeable = False
-        self._init_bandit(n_arms, max_steps, "gaussian", noise_std, render_mode)
+        self._init_bandit(
+            n_arms,
+            max_steps,
+            "gaussian",
+            noise_std,
+            render_mode,
+            (float(self.low_values.min()), float(self.high_values.max())),
+        )
 
     def _means_block(self, start: int, stop: int) -> np.ndarray:
         steps = np.arange(start, stop)

@@ -98,7 +98,7 @@ def test_custom_parameters() -> None:
         ({"period": 0.0}, r"period must be > 0"),
         ({"period": "100"}, r"period must be a finite number"),
         ({"max_steps": 0}, r"max_steps must be a positive int"),
-        ({"render_mode": "rgb_array"}, r"render_mode must be None"),
+        ({"render_mode": "human"}, r"render_mode must be None or one of \[.rgb_array.\]"),
     ],
 )
 def test_bad_constructor_arguments(kwargs: dict, match: str) -> None:

@@ -128,3 +128,34 @@ def test_spec_round_trip(env_id: str) -> None:
     assert data_equivalence(rollout(env, 1, 30), rollout(again, 1, 30), exact=True)
     env.close()
     again.close()
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_sb3_make_vec_env_with_its_defaults(env_id: str) -> None:
+    # make_vec_env asks for render_mode="rgb_array" (falling back only on TypeError), so every
+    # id must accept it; get_images returns one frame per environment.
+    make_vec_env = pytest.importorskip("stable_baselines3.common.env_util").make_vec_env
+    vec = make_vec_env(env_id, n_envs=2, seed=0)
+    try:
+        vec.reset()
+        actions = np.array([vec.action_space.sample() for _ in range(2)])
+        _, rewards, _, _ = vec.step(actions)
+        assert rewards.shape == (2,) and np.isfinite(rewards).all()
+        frames = vec.get_images()
+        assert len(frames) == 2
+        for frame in frames:
+            assert isinstance(frame, np.ndarray) and frame.dtype == np.uint8
+            assert frame.ndim == 3 and frame.shape[2] == 3
+    finally:
+        vec.close()
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_gymnasium_make_vec_with_its_defaults(env_id: str) -> None:
+    vec = gym.make_vec(env_id, num_envs=2)
+    try:
+        obs, _ = vec.reset(seed=0)
+        assert len(obs) == 2
+        vec.step(vec.action_space.sample())
+    finally:
+        vec.close()

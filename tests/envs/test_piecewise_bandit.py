@@ -8,7 +8,13 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from bam_rl.envs.piecewise_bandit import DEFAULT_BREAKPOINTS, DEFAULT_MEANS, PiecewiseBanditEnv
+from bam_rl.envs.piecewise_bandit import (
+    BESSON_KAUFMANN_HORIZONS,
+    DEFAULT_BREAKPOINTS,
+    DEFAULT_MEANS,
+    PiecewiseBanditEnv,
+    besson_kaufmann_problem,
+)
 
 MEANS = [[0.1, 0.9], [0.8, 0.3], [0.5, 0.6], [0.2, 0.1]]
 BREAKPOINTS = [5, 4096, 4500]  # one change exactly at the internal block boundary
@@ -149,3 +155,43 @@ def test_noise_stream_only_at_the_start_of_an_episode() -> None:
     env.step(0)
     with pytest.raises(RuntimeError, match="right after reset"):
         env.noise_stream()
+
+
+# Horizons of the published columns, from Besson's thesis Tables 6.3/6.4 as the reproduction
+# (bam_rl/harness/experiments/piecewise.py, HORIZONS) runs them; written out here so that a
+# changed constant in the environment fails this test.
+PUBLISHED = {1: 5000, 2: 5000, 3: 100_000, 4: 5000, 5: 20_000}
+
+
+@pytest.mark.parametrize("problem", sorted(PUBLISHED))
+def test_problem_defaults_to_its_published_horizon(problem: int) -> None:
+    assert BESSON_KAUFMANN_HORIZONS == PUBLISHED
+    env = gym.make("bam_rl/PiecewiseBandit-v0", problem=problem).unwrapped
+    assert env.max_steps == PUBLISHED[problem]
+    means, breakpoints = besson_kaufmann_problem(problem)
+    assert breakpoints == [int(b) for b in env.breakpoints]
+    assert breakpoints == besson_kaufmann_problem(problem, PUBLISHED[problem])[1]
+    assert np.array_equal(env.means, means)
+    env.close()
+
+
+def test_problem_1_breakpoints_at_its_published_horizon() -> None:
+    env = gym.make("bam_rl/PiecewiseBandit-v0", problem=1).unwrapped
+    assert env.max_steps == 5000
+    assert list(env.breakpoints) == [1000, 2000, 3000, 4000]  # 0.2, 0.4, 0.6, 0.8 of T
+    env.close()
+
+
+def test_explicit_horizon_still_scales_the_problem() -> None:
+    env = gym.make("bam_rl/PiecewiseBandit-v0", problem=1, max_steps=10_000).unwrapped
+    assert env.max_steps == 10_000 and list(env.breakpoints) == [2000, 4000, 6000, 8000]
+    env = gym.make("bam_rl/PiecewiseBandit-v0", problem=4, max_steps=10_000).unwrapped
+    assert list(env.breakpoints) == [5000, 6250, 7500, 8750]
+    with pytest.raises(ValueError, match="max_steps must be a positive int"):
+        PiecewiseBanditEnv(problem=2, max_steps=0)
+
+
+def test_without_problem_the_default_horizon_is_unchanged() -> None:
+    env = PiecewiseBanditEnv()
+    assert env.max_steps == 10_000 and list(env.breakpoints) == list(DEFAULT_BREAKPOINTS)
+    assert PiecewiseBanditEnv(MEANS, BREAKPOINTS, max_steps=None).max_steps == 10_000
