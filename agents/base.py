@@ -24,6 +24,7 @@ continues exactly as the saved one would have.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -65,12 +66,13 @@ class Agent(Protocol):
     ) -> None:
         """Learns from one transition (the arguments of ``env.step`` and its results)."""
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Writes the agent's complete state to ``path`` (npz/JSON, no pickle)."""
+    def save(self, path: str | os.PathLike[str]) -> Path | None:
+        """Writes the agent's complete state to ``path`` (npz/JSON, no pickle; ``.npz`` is
+        appended unless present) and returns the path written."""
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Any:
-        """Reads an agent written by :meth:`save`."""
+        """Reads an agent written by :meth:`save` (``path`` with or without ``.npz``)."""
 
 
 def check_arm(name: str, action: Any, n_arms: int) -> int:
@@ -215,19 +217,27 @@ class BaseAgent:
         return {}
 
     # --------------------------------------------------------------- files
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """Writes the complete agent state (including :attr:`rng`) to ``path`` (``.npz``).
 
+        As ``np.savez``, ``.npz`` is appended unless ``path`` ends in it: ``save("agent")``
+        writes ``agent.npz``, and :meth:`load` finds it as ``"agent"`` or ``"agent.npz"``.
         The file holds arrays and one JSON document, never a pickle; writing is atomic.
+
+        Returns:
+            The path written.
 
         Raises:
             ValueError: If the agent holds something that cannot be saved (e.g. a callable).
         """
-        save_object(self, path)
+        return save_object(self, path)
 
     @classmethod
     def load(cls: type[AgentT], path: str | os.PathLike[str]) -> AgentT:
         """Reads an agent written by :meth:`save`; it continues exactly as the saved one.
+
+        ``path`` may omit the ``.npz`` that :meth:`save` appended; a file saved under
+        another name (before the suffix was added) is read as named.
 
         Raises:
             ValueError: If the file is missing, corrupted, not a bam-rl state file or holds

@@ -8,11 +8,13 @@ without them.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bam_rl.checks import as_float_array, check_seed
+from bam_rl.serialization import archive_path
 
 from .base import BaseAgent, Transition
 from .sb3_codec import import_sb3, read_agent, write_agent
@@ -274,14 +276,16 @@ class SB3Agent(BaseAgent):
 
     # ---------------------------------------------------------------- files
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Writes weights, hyperparameters, spaces and agent state to ``path`` (``.npz``;
-        the format: :mod:`bam_rl.agents.sb3_codec`).
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Writes weights, hyperparameters, spaces and agent state to ``path`` (``.npz``,
+        appended unless present; the format: :mod:`bam_rl.agents.sb3_codec`) and returns the
+        path written.
 
         Raises:
             ValueError: If the policy keyword arguments cannot be written as JSON.
         """
         write_agent(self, path)
+        return archive_path(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], env: Any = None, device: str = "auto") -> SB3Agent:

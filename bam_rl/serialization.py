@@ -589,16 +589,39 @@ def archive_digest(document: Any, arrays: dict[str, np.ndarray]) -> str:
     return digest.hexdigest()
 
 
+#: The suffix of state files (added to a path without it, as ``np.savez`` does).
+SUFFIX = ".npz"
+
+
+def archive_path(path: str | os.PathLike[str]) -> Path:
+    """The file :func:`write_archive` writes for ``path``: ``path`` with ``.npz`` appended
+    unless it already ends in ``.npz``, as ``np.savez`` names its files (``"agent"`` ->
+    ``agent.npz``, ``"agent.v1"`` -> ``agent.v1.npz``)."""
+    path = Path(path)
+    return path if path.name.endswith(SUFFIX) else path.with_name(path.name + SUFFIX)
+
+
+def find_archive(path: str | os.PathLike[str]) -> Path:
+    """The file :func:`read_archive` reads for ``path``: ``path`` itself if it exists (files
+    written under another name before the suffix was added load as ever), else ``path``
+    with ``.npz`` appended if that exists, else ``path`` (which then does not exist)."""
+    path = Path(path)
+    if path.exists():
+        return path
+    suffixed = archive_path(path)
+    return suffixed if suffixed.exists() else path
+
+
 def write_archive(
     path: str | os.PathLike[str], document: dict[str, Any], arrays: dict[str, np.ndarray]
 ) -> Path:
     """Writes ``arrays`` plus ``document`` (as the JSON entry ``__json__``) and their
     :func:`archive_digest` (``__digest__``) to an ``.npz`` archive atomically; returns the
-    path."""
+    path written, :func:`archive_path` of ``path`` (``.npz`` appended unless present)."""
     entries = dict(arrays)
     entries["__json__"] = np.frombuffer(json.dumps(document).encode(), dtype=np.uint8)
     entries["__digest__"] = np.frombuffer(archive_digest(document, arrays).encode(), np.uint8)
-    path = Path(path)
+    path = archive_path(path)
     with atomic_path(path) as temporary, open(temporary, "wb") as stream:
         np.savez(stream, **entries)  # type: ignore[arg-type]  # a stream: np.savez would append ".npz" to a file name
     return path
@@ -610,7 +633,7 @@ def read_archive(
     """Reads an archive written by :func:`write_archive` without unpickling anything.
 
     Args:
-        path: The archive.
+        path: The archive: the file itself, or its name without ``.npz`` (:func:`find_archive`).
         fmt: The ``format`` entry its JSON document must carry.
         kind: What the file is, for messages (``"bam-rl state"``, ``"SB3Agent"``).
         max_bytes: Bound on the bytes of all entries once read (default :data:`MAX_BYTES`).
@@ -622,11 +645,13 @@ def read_archive(
         ValueError: If the file is missing, unreadable, not an ``.npz`` with a JSON document,
             of another format, or beyond the limits (size, expansion, JSON depth).
     """
-    path = Path(path)
+    given = Path(path)
+    path = find_archive(given)
     try:
         data = path.read_bytes()
     except FileNotFoundError as error:
-        raise ValueError(f"path {str(path)!r} does not exist") from error
+        also = "" if archive_path(given) == given else f" (nor {str(archive_path(given))!r})"
+        raise ValueError(f"path {str(path)!r} does not exist{also}") from error
     except OSError as error:
         raise ValueError(f"{str(path)!r} is not a readable {kind} file: {error}") from error
     try:
@@ -652,7 +677,8 @@ def read_archive(
 
 
 def save_object(obj: Any, path: str | os.PathLike[str]) -> Path:
-    """Writes ``obj`` to ``path`` (an ``.npz`` archive) atomically; returns the path."""
+    """Writes ``obj`` to ``path`` (an ``.npz`` archive; ``.npz`` is appended unless ``path``
+    ends in it, as ``np.savez`` does) atomically; returns the path written."""
     encoder = _Encoder()
     document = {"format": FORMAT, "root": encoder.encode(obj, "root")}
     return write_archive(path, document, encoder.arrays)
@@ -664,7 +690,8 @@ def load_object(
     """Reads an object written by :func:`save_object`.
 
     Args:
-        path: The archive.
+        path: The archive, with or without its ``.npz`` suffix (``load_object("agent")``
+            reads ``agent`` if it exists, else ``agent.npz``).
         expected: If given, the loaded object must be an instance of this class.
         max_bytes: Bound on the bytes of all entries once read (default :data:`MAX_BYTES`).
 
@@ -674,7 +701,7 @@ def load_object(
             ``expected``, or a nested object of a type its owner never holds. Nothing else
             escapes: any failure while rebuilding the objects is reported as ``ValueError``.
     """
-    path = Path(path)
+    path = find_archive(path)
     document, arrays = read_archive(path, FORMAT, "bam-rl state", max_bytes)
     try:
         obj = _Decoder(arrays).decode(document["root"])

@@ -212,9 +212,11 @@ SEGMENT_MODEL_OPTIONS: dict[str, Any] = {"feature_states": (1, 2, 3, 4), "planni
 
 
 def build_mppi_bam_segments(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """Beyond the paper: MPPI whose BAM readout is tied within segments (the trials between
-    two changes; BOCD over trials, hazard 0.11, finds them when changes are not announced),
-    reading out after the first ``readout_after_steps`` ((5, 10, 25): after 5, again after 10
+    """Beyond the paper: MPPI whose BAM readout is tied within segments of trials (BOCD over
+    trials, hazard 0.11), reading out early in an announced change's first trial.
+
+    Segments are the trials between two changes; BOCD finds them when changes are not
+    announced. It reads out after the first ``readout_after_steps`` ((5, 10, 25): after 5, again after 10
     and 25; by default only those inside the trial) steps of an announced change's first trial
     (``None``: only at the trial's end). On the cart-pole's 5-D state its model and planning
     default to :data:`SEGMENT_MODEL_OPTIONS`; the paper's are ``feature_states=None,
@@ -263,16 +265,110 @@ _PIECEWISE = {
 }
 
 
-def _piecewise(rule: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
-    """A Bernoulli-bandit agent of the piecewise benchmark (:mod:`bam_rl.agents.klucb`,
-    :mod:`bam_rl.agents.passive`): ``name`` picks the class in :data:`_PIECEWISE` (``rule``
-    is unused).
-    Tuning arguments (``horizon``, ``n_breakpoints``, ``breakpoints``, ...) pass through."""
+def _piecewise_class(name: str) -> Any:
+    """The agent class registered as the piecewise agent ``name`` (see :data:`_PIECEWISE`)."""
     import importlib
 
     module, cls = _PIECEWISE[name]
-    agent_class = getattr(importlib.import_module(f"bam_rl.agents.{module}"), cls)
-    return agent_class(_n_arms(env, name), seed=seed, **kwargs)
+    return getattr(importlib.import_module(f"bam_rl.agents.{module}"), cls)
+
+
+def _parameters(name: str) -> frozenset[str]:
+    """The keyword arguments the piecewise agent ``name``'s class takes."""
+    import inspect
+
+    return frozenset(inspect.signature(_piecewise_class(name)).parameters)
+
+
+def episode_length(env: gym.Env) -> int | None:
+    """The steps of one episode of ``env``: its ``max_steps``, else its ``TimeLimit``'s
+    ``max_episode_steps``, else ``None`` (unbounded or unknown)."""
+    length = getattr(env.unwrapped, "max_steps", None)
+    if length is None:
+        length = getattr(getattr(env, "spec", None), "max_episode_steps", None)
+    if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 1:
+        return None
+    return int(length)
+
+
+def run_horizon(env: gym.Env, n_steps: int | None = None) -> int | None:
+    """The steps an agent sees before ``env`` ends an episode (and the agent is reset) in a
+    run of ``n_steps`` steps (``None``: whole episodes): ``min(n_steps, episode length)``,
+    or whichever of the two is known (``None`` if neither)."""
+    length = episode_length(env)
+    if n_steps is None:
+        return length
+    return int(n_steps) if length is None else min(int(n_steps), length)
+
+
+def env_breakpoints(env: gym.Env, means: bool = True) -> tuple[list[int], np.ndarray | None] | None:
+    """The steps at which ``env``'s arm means change, and the (segments, arms) table of the
+    means between them (``None`` when unknown); ``None`` if the environment does not say.
+
+    ``PiecewiseBandit`` exposes ``breakpoints`` and ``means``; ``SwitchingBandit`` exposes
+    each arm's ``switch_times`` (their union are the breakpoints; the means come from its
+    ``means_table``, built only when ``means`` is true).
+    """
+    bandit = env.unwrapped
+    breakpoints = getattr(bandit, "breakpoints", None)
+    if breakpoints is not None:
+        points = [int(b) for b in breakpoints]
+        table = getattr(bandit, "means", None)
+        if isinstance(table, np.ndarray) and table.ndim == 2 and len(table) == len(points) + 1:
+            return points, table
+        return points, None
+    switch_times = getattr(bandit, "switch_times", None)
+    if switch_times is None:
+        return None
+    points = sorted({int(t) for times in switch_times for t in np.asarray(times).ravel()})
+    means_table = getattr(bandit, "means_table", None)
+    length = episode_length(env)
+    if length is not None:
+        points = [p for p in points if p < length]
+        if means and callable(means_table):
+            return points, np.asarray(means_table(0, length))[[0, *points]]
+    return points, None
+
+
+def _piecewise_defaults(
+    name: str, env: gym.Env, kwargs: dict[str, Any], n_steps: int | None = None
+) -> dict[str, Any]:
+    """``kwargs`` with the tuning inputs of the piecewise agent ``name`` that the run and the
+    environment determine, where the caller did not give them: ``horizon`` (the steps of an
+    episode of the run, :func:`run_horizon`), ``n_breakpoints`` (the environment's breakpoints
+    before that horizon) and, for ``oracle-restart-klucb``, ``breakpoints`` and ``means``
+    (the environment's). Explicit values win; what the environment does not say stays
+    unset (the agent then names what it needs)."""
+    accepted = _parameters(name)
+    filled = dict(kwargs)
+    if "horizon" in accepted and "horizon" not in filled:
+        horizon = run_horizon(env, n_steps)
+        if horizon is not None:
+            filled["horizon"] = horizon
+    wanted = {"n_breakpoints", "breakpoints"} & accepted - set(filled)
+    changes = env_breakpoints(env, means="means" in accepted - set(filled)) if wanted else None
+    if changes is None:
+        return filled
+    points, means = changes
+    if "n_breakpoints" in accepted and "n_breakpoints" not in filled:
+        horizon = filled.get("horizon")
+        if isinstance(horizon, (int, np.integer)) and not isinstance(horizon, bool):
+            filled["n_breakpoints"] = sum(1 for p in points if p < horizon)
+    if "breakpoints" in accepted and "breakpoints" not in filled:
+        filled["breakpoints"] = points
+        if "means" in accepted and "means" not in filled and means is not None:
+            filled["means"] = means
+    return filled
+
+
+def _piecewise(rule: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
+    """A Bernoulli-bandit agent of the piecewise benchmark (:mod:`bam_rl.agents.klucb`,
+    :mod:`bam_rl.agents.passive`): ``name`` picks the class in :data:`_PIECEWISE` (``rule``
+    is unused). Tuning arguments (``horizon``, ``n_breakpoints``, ``breakpoints``, ``means``)
+    not given come from the environment (:func:`_piecewise_defaults`; the horizon is an
+    episode's length here, the run's steps when :func:`make_agent` is told ``n_steps``)."""
+    agent_class = _piecewise_class(name)
+    return agent_class(_n_arms(env, name), seed=seed, **_piecewise_defaults(name, env, kwargs))
 
 
 @dataclass(frozen=True)
@@ -410,38 +506,52 @@ AGENTS: dict[str, Callable[..., Any]] = {
             _piecewise,
             "",
             "glr-klucb",
-            "GLR-klUCB, local restarts (Besson et al. 2019); needs horizon, n_breakpoints.",
+            "GLR-klUCB, local restarts (Besson et al. 2019); horizon, n_breakpoints from the run "
+            "and environment unless given.",
             (("local", True),),
         ),
         Builder(
             _piecewise,
             "",
             "glr-klucb-global",
-            "GLR-klUCB, global restarts (Besson et al. 2019); needs horizon, n_breakpoints.",
+            "GLR-klUCB, global restarts (Besson et al. 2019); horizon, n_breakpoints from the run "
+            "and environment unless given.",
             (("local", False),),
         ),
         Builder(
             _piecewise,
             "",
             "cusum-klucb",
-            "CUSUM-klUCB (Liu et al. 2018); needs horizon, n_breakpoints.",
+            "CUSUM-klUCB (Liu et al. 2018); horizon, n_breakpoints from the run and environment "
+            "unless given.",
         ),
-        Builder(_piecewise, "", "m-klucb", "M-klUCB (Cao et al. 2019); needs horizon."),
+        Builder(
+            _piecewise,
+            "",
+            "m-klucb",
+            "M-klUCB (Cao et al. 2019); horizon from the run unless given.",
+        ),
         Builder(
             _piecewise,
             "",
             "oracle-restart-klucb",
-            "klUCB restarted at the true breakpoints; needs breakpoints (and means).",
+            "klUCB restarted at the true breakpoints (and means): the environment's unless given.",
         ),
         Builder(_piecewise, "", "d-klucb", "Discounted klUCB (gamma 0.95, as the benchmark)."),
         Builder(
             _piecewise,
             "",
             "sw-klucb",
-            "Sliding-window klUCB; needs horizon, n_breakpoints (or tau).",
+            "Sliding-window klUCB; window tau from horizon, n_breakpoints (the run's and "
+            "environment's unless given) or given.",
         ),
         Builder(_piecewise, "", "dts", "Discounted Thompson sampling (gamma 0.95)."),
-        Builder(_piecewise, "", "exp3s", "Exp3.S; needs horizon, n_breakpoints."),
+        Builder(
+            _piecewise,
+            "",
+            "exp3s",
+            "Exp3.S; horizon, n_breakpoints from the run and environment unless given.",
+        ),
     ),
 }
 
@@ -463,17 +573,37 @@ def check_env_id(env_id: Any) -> str:
     return env_id
 
 
-def make_agent(name: str, env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
+def make_agent(
+    name: str, env: gym.Env, seed: int | None = None, *, n_steps: int | None = None, **kwargs: Any
+) -> Any:
     """Builds the agent registered as ``name`` for ``env``.
+
+    Agents tuned from the horizon and the breakpoints (``glr-klucb``, ``cusum-klucb``,
+    ``m-klucb``, ``sw-klucb``, ``exp3s``, ``d-klucb`` with ``gamma="tuned"``) and
+    ``oracle-restart-klucb`` take what the run and the environment determine when it is not
+    given: ``horizon`` is the steps of an episode of the run (``min(n_steps, episode
+    length)``), ``n_breakpoints`` the environment's breakpoints before it, ``breakpoints``
+    and ``means`` the environment's (``PiecewiseBandit``'s ``breakpoints``,
+    ``SwitchingBandit``'s ``switch_times``).
 
     Args:
         name: A key of :data:`AGENTS`.
         env: The environment the agent will act in (sizes are read from its spaces).
         seed: The agent's seed.
-        **kwargs: Overrides of the builder's defaults.
+        n_steps: Steps of the run the agent is built for (``None``: whole episodes); sets
+            the default ``horizon`` of the agents above.
+        **kwargs: Overrides of the builder's defaults (explicit values always win).
 
     Raises:
-        ValueError: For an unknown name (the message lists the accepted ones), or an agent
-            that does not fit the environment.
+        ValueError: For an unknown name (the message lists the accepted ones), a bad
+            ``n_steps``, or an agent that does not fit the environment.
     """
-    return AGENTS[check_agent_name(name)](env, seed, **kwargs)
+    builder = AGENTS[check_agent_name(name)]
+    if n_steps is not None:
+        if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
+            raise ValueError(f"n_steps must be None or an int >= 1, got {n_steps!r}")
+        if name in _PIECEWISE and "horizon" not in kwargs and "horizon" in _parameters(name):
+            horizon = run_horizon(env, int(n_steps))
+            if horizon is not None:
+                kwargs["horizon"] = horizon
+    return builder(env, seed, **kwargs)

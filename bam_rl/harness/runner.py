@@ -121,11 +121,14 @@ def check_fit(env: gym.Env, agent: Any) -> None:
             )
     agent_space = getattr(agent, "action_space", None)
     if isinstance(agent, RandomAgent):  # keeps its space as plain data (n/start, low/high)
-        agent_space = (
-            gym.spaces.Discrete(agent.n, start=agent.start)
-            if agent.kind == "discrete"
-            else gym.spaces.Box(agent.low, agent.high, dtype=np.dtype(agent.dtype))
-        )
+        if agent.kind == "discrete":
+            agent_space = gym.spaces.Discrete(agent.n, start=agent.start)
+        else:
+            # bounds in the space's own dtype: float64 bounds of a float32 space would make
+            # Gymnasium warn that their precision is lowered (the bounds came from that space)
+            dtype = np.dtype(agent.dtype)
+            low, high = np.asarray(agent.low, dtype=dtype), np.asarray(agent.high, dtype=dtype)
+            agent_space = gym.spaces.Box(low, high, dtype=dtype)
     if isinstance(agent_space, gym.spaces.Space) and isinstance(space, gym.spaces.Space):
         same = type(agent_space) is type(space) and agent_space.shape == space.shape
         if (

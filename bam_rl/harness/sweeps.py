@@ -50,7 +50,7 @@ import threading
 import time
 import warnings
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -67,6 +67,7 @@ from bam_rl.harness.runner import check_budget, check_rows_memory, rollout
 __all__ = [
     "BACKENDS",
     "SORT_COLUMNS",
+    "AgentFactory",
     "RunSpec",
     "execute_run",
     "make_grid",
@@ -84,6 +85,12 @@ SORT_COLUMNS: tuple[str, ...] = ("method", "config", "seed", "step")
 #: ``format`` entry of the record written beside each finished run file.
 RECORD_FORMAT = "bam-rl-run-record/1"
 _FORMATS = ("parquet", "csv")
+
+
+#: An agent of your own in a sweep: ``factory(observation_space, action_space, seed) -> agent``
+#: (the environment's spaces and the run's agent seed, an int), called once per run in the
+#: process that runs it (see :func:`make_grid`).
+AgentFactory = Callable[[gym.Space, gym.Space, int], Any]
 
 
 # ---------------------------------------------------------------------------- sweeps
@@ -118,6 +125,11 @@ class RunSpec:
         root_seed: Root of every seed of the sweep.
         agent: Registered agent name when it differs from ``method`` (e.g. two settings of
             one agent under two labels).
+        factory: An agent of your own instead of a registered one:
+            ``factory(observation_space, action_space, seed) -> agent`` (:data:`AgentFactory`);
+            then ``agent`` and ``agent_kwargs`` stay unset (bind arguments with
+            :func:`functools.partial`). The run's file key names ``method``, not the factory:
+            give a changed factory a new label, or a resumed sweep loads the old one's runs.
     """
 
     method: str
@@ -130,11 +142,24 @@ class RunSpec:
     n_episodes: int | None = None
     root_seed: int = 0
     agent: str | None = None
+    factory: AgentFactory | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.method, str) or not self.method:
             raise ValueError(f"method must be a non-empty string, got {self.method!r}")
-        check_agent_name(self.agent_name)
+        if self.factory is None:
+            check_agent_name(self.agent_name)
+        elif not callable(self.factory):
+            raise ValueError(
+                "factory must be None or a callable factory(observation_space, action_space, "
+                f"seed) -> agent, got {self.factory!r}"
+            )
+        elif self.agent is not None or self.agent_kwargs:
+            raise ValueError(
+                f"a run with a factory takes neither agent nor agent_kwargs (bind the factory's "
+                f"arguments with functools.partial), got agent={self.agent!r}, "
+                f"agent_kwargs={dict(self.agent_kwargs)!r}"
+            )
         check_env_id(self.env_id)
         if not isinstance(self.config, str):
             raise ValueError(f"config must be a string label, got {self.config!r}")
@@ -162,8 +187,17 @@ class RunSpec:
 
     @property
     def key(self) -> str:
-        """Stable file-name key: readable labels plus a digest of every setting of the run."""
-        payload = json.dumps(_jsonable(dataclasses.asdict(self)), sort_keys=True)
+        """Stable file-name key: readable labels plus a digest of every setting of the run.
+
+        A factory enters the digest only as "a factory" (its ``method`` label names it): a
+        function's repr holds a memory address, which would change the key in every process.
+        """
+        settings = dataclasses.asdict(self)
+        if self.factory is None:
+            del settings["factory"]  # the keys of registry runs predate factories
+        else:
+            settings["factory"] = "factory"
+        payload = json.dumps(_jsonable(settings), sort_keys=True)
         digest = hashlib.sha1(payload.encode("utf-8")).hexdigest()[:12]
         readable = f"{self.method}__{self.config}__s{self.seed_index}"
         readable = re.sub(r"[^A-Za-z0-9_.=-]+", "-", readable).strip("-.")[:120]
@@ -171,7 +205,7 @@ class RunSpec:
 
 
 def make_grid(
-    methods: Sequence[str] | Mapping[str, tuple[str, Mapping[str, Any]]],
+    methods: Sequence[str] | Mapping[str, tuple[str, Mapping[str, Any]] | AgentFactory],
     configs: Mapping[str, str | tuple[str, Mapping[str, Any]]],
     seeds: int,
     n_steps: int | None = None,
@@ -181,8 +215,25 @@ def make_grid(
 ) -> list[RunSpec]:
     """The (method × config × seed) grid of runs, in that nesting order.
 
+    Agents of your own run beside registered ones: a ``methods`` entry ``label -> factory``
+    is called as ``factory(observation_space, action_space, seed)`` in each run (the
+    environment's spaces and the run's agent seed) and must return an agent (``reset``,
+    ``act``, ``observe``), e.g.::
+
+        def greedy(observation_space, action_space, seed):
+            return MyGreedy(action_space.n, seed=seed)
+
+        grid = make_grid({"greedy": greedy, "ucb": ("ucb", {})}, {"bandit": ENV_ID}, seeds=3,
+                         n_steps=500)
+
+    Its run files are keyed by the label (``greedy``), so a second :func:`run_many` into the
+    same folder loads them. With ``backend="loky"`` or ``"ray"`` the factory travels to the
+    workers by cloudpickle: module-level functions, :func:`functools.partial` objects and
+    lambdas all work.
+
     Args:
-        methods: Agent names, or a mapping ``label -> (agent name, agent kwargs)``.
+        methods: Agent names, or a mapping ``label -> (agent name, agent kwargs)`` or
+            ``label -> factory`` (:data:`AgentFactory`).
         configs: ``label -> (env_id, env_kwargs)`` (or ``label -> env_id``).
         seeds: Number of seeds per (method, config).
         n_steps: Steps per run, or
@@ -194,23 +245,33 @@ def make_grid(
         A list of :class:`RunSpec`.
 
     Raises:
-        ValueError: For a bad ``seeds`` or budget, a ``methods`` entry that is not a pair
-            (agent name, kwargs), a ``configs`` entry that is neither an environment id nor a
-            pair (env_id, env_kwargs), or an unknown agent or environment.
+        ValueError: For a bad ``seeds`` or budget, a ``methods`` entry that is neither a pair
+            (agent name, kwargs) nor a callable factory, a ``configs`` entry that is neither
+            an environment id nor a pair (env_id, env_kwargs), or an unknown agent or
+            environment.
     """
     seeds = check_int("seeds", seeds)
     check_budget(n_steps, n_episodes)
     if isinstance(methods, str):
         methods = [methods]
     agents: dict[str, tuple[str, dict[str, Any]]] = {}
+    factories: dict[str, AgentFactory] = {}
     if isinstance(methods, Mapping):
         for label, value in methods.items():
-            if not _is_pair(value):
+            if not isinstance(label, str) or not label:
+                raise ValueError(f"methods' labels must be non-empty strings, got {label!r}")
+            entry = cast(Any, value)
+            if _is_pair(entry):
+                agents[label] = (entry[0], dict(entry[1]))
+            elif callable(entry):
+                factories[label] = entry
+                agents[label] = (label, {})
+            else:
                 raise ValueError(
-                    f"methods[{label!r}] must be a pair (agent name, agent kwargs "
-                    f"dict), got {value!r}"
+                    f"methods[{label!r}] must be a pair (agent name, agent kwargs dict) or an "
+                    f"agent factory (a callable factory(observation_space, action_space, seed) "
+                    f"-> agent), got {value!r}"
                 )
-            agents[label] = (value[0], dict(value[1]))
     elif isinstance(methods, Iterable):
         extra = {} if agent_kwargs is None else agent_kwargs
         if not isinstance(extra, Mapping):
@@ -278,6 +339,7 @@ def make_grid(
                         n_episodes=n_episodes,
                         root_seed=root_seed,
                         agent=None if agent_name == label else agent_name,
+                        factory=factories.get(label),
                     )
                 )
     return grid
@@ -301,7 +363,12 @@ def execute_run(spec: RunSpec) -> pd.DataFrame:
     env_seed, agent_seed = spec.seeds()
     env = gym.make(spec.env_id, **spec.env_kwargs)
     try:
-        agent = make_agent(spec.agent_name, env, agent_seed, **spec.agent_kwargs)
+        if spec.factory is not None:
+            agent = spec.factory(env.observation_space, env.action_space, agent_seed)
+        else:
+            agent = make_agent(
+                spec.agent_name, env, agent_seed, n_steps=spec.n_steps, **spec.agent_kwargs
+            )
         frame = rollout(
             env,
             agent,
