@@ -185,7 +185,10 @@ def test_rgb_array_frame_is_not_blank() -> None:
     env.close()
 
 
-@pytest.mark.skipif(not os.environ.get("DISPLAY"), reason="human rendering needs a display")
+@pytest.mark.skipif(
+    not os.environ.get("DISPLAY") or os.environ.get("MUJOCO_GL", "glfw") != "glfw",
+    reason="human rendering needs a display and MUJOCO_GL=glfw (conftest sets egl by default)",
+)
 def test_human_render_mode() -> None:  # pragma: no cover - needs a display
     env = gym.make("bam_rl/GravityCartPole-v0", render_mode="human")
     env.reset(seed=0)
