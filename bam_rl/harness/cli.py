@@ -157,9 +157,51 @@ def _split_names(values: Sequence[str] | None) -> list[str]:
     return names
 
 
-def _first_line(function: Callable[..., Any]) -> str:
-    doc = (function.__doc__ or "").strip().splitlines()
-    return doc[0].replace("``", "") if doc else ""
+def _summary(function: Callable[..., Any]) -> str:
+    """The first paragraph of ``function``'s docstring on one line (whole sentences, never
+    its first line only), without reST literal quotes."""
+    paragraph = (function.__doc__ or "").strip().split("\n\n")[0]
+    return " ".join(paragraph.split()).replace("``", "")
+
+
+def _per_agent_kwargs(
+    parser: argparse.ArgumentParser, agents: list[str], given: dict[str, Any] | None
+) -> dict[str, dict[str, Any]]:
+    """``--agent-kwargs`` per listed agent: keyed by agent name (``{"glr-klucb": {...}}``;
+    keys among the listed agents, values JSON objects), or flat (``{"lam": 0.1}``) when one
+    agent is listed. A usage error (exit 2) otherwise."""
+    from bam_rl.harness import AGENTS
+
+    given = given or {}
+    kwargs: dict[str, dict[str, Any]] = {name: {} for name in agents}
+    if any(key in AGENTS for key in given):  # keyed by agent
+        for key, value in given.items():
+            if key not in agents:
+                parser.error(
+                    f"--agent-kwargs keyed by agent: key {key!r} is not among the listed agents "
+                    f"({', '.join(agents)})"
+                )
+            if not isinstance(value, dict):
+                parser.error(
+                    f"--agent-kwargs keyed by agent: the value of {key!r} must be a JSON object "
+                    f"of keyword arguments, got {json.dumps(value)}"
+                )
+            kwargs[key] = value
+    elif given:
+        if len(agents) > 1:
+            example = json.dumps({agents[0]: given})
+            parser.error(
+                f"--agent-kwargs {json.dumps(given)} would go to all {len(agents)} agents "
+                f"({', '.join(agents)}); key it by agent name, e.g. --agent-kwargs '{example}'"
+            )
+        kwargs[agents[0]] = given
+    for name, options in kwargs.items():
+        if "seed" in options:
+            parser.error(
+                f"--agent-kwargs must not set 'seed' (of {name!r}): runs are seeded by --seeds "
+                "and --root-seed"
+            )
+    return kwargs
 
 
 # ----------------------------------------------------------------------------- commands
@@ -173,7 +215,7 @@ def _cmd_list(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     print("agents:")
     width = max(len(name) for name in AGENTS)
     for name, builder in AGENTS.items():
-        print(f"  {name:<{width}}  {_first_line(builder)}")
+        print(f"  {name:<{width}}  {_summary(builder)}")
     return 0
 
 
@@ -205,11 +247,7 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     _output_directory(parser, args.out)
     env_kwargs = args.env_kwargs or {}
-    agent_kwargs = args.agent_kwargs or {}
-    if "seed" in agent_kwargs:
-        parser.error(
-            "--agent-kwargs must not set 'seed': runs are seeded by --seeds and --root-seed"
-        )
+    agent_kwargs = _per_agent_kwargs(parser, agents, args.agent_kwargs)
     configs = {env_id: (env_id, env_kwargs) for env_id in env_ids}
     try:
         # fail fast, before any worker starts, when an agent does not fit an environment
@@ -217,7 +255,7 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             env = gym.make(env_id, **env_kwargs)
             try:
                 for name in agents:
-                    make_agent(name, env, 0, **agent_kwargs)
+                    make_agent(name, env, 0, n_steps=args.steps, **agent_kwargs[name])
             finally:
                 env.close()
         grid = make_grid(
@@ -227,7 +265,7 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             n_steps=args.steps,
             n_episodes=args.episodes,
             root_seed=args.root_seed,
-            agent_kwargs={name: agent_kwargs for name in agents},
+            agent_kwargs=agent_kwargs,
         )
         if args.shard is not None:
             grid = shard(grid, *args.shard)
@@ -324,7 +362,9 @@ def _add_run(commands: Any) -> None:
         type=_json_object,
         default=None,
         metavar="JSON",
-        help="agent keyword arguments, e.g. '{\"lam\": 0.1}'",
+        help='agent keyword arguments keyed by agent, e.g. \'{"glr-klucb": {"horizon": '
+        '5000}, "thompson-bam": {"lam": 0.1}}\', or flat for one agent: \'{"lam": 0.1}\' '
+        "(horizon, n_breakpoints and breakpoints default to the run's and environment's)",
     )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     run.set_defaults(handler=_cmd_run, parser=run)
@@ -810,7 +850,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extras:
         owner = getattr(args, "parser", parser)
         (owner if isinstance(owner, _Parser) else parser).unknown(extras)
-    return args.handler(args, args.parser)
+    try:
+        status: int = args.handler(args, args.parser)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader went away (`bam-rl list | head`): stop quietly, as Unix tools do; point
+        # stdout at devnull so the interpreter's final flush does not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 1
+    return status
 
 
 if __name__ == "__main__":
