@@ -469,16 +469,64 @@ def _add_demo(commands: Any) -> None:
     demo.set_defaults(handler=_cmd_demo, parser=demo)
 
 
+#: Why ``reproduce all`` ran no MNIST experiment: the report's "not run" reason (the real
+#: options: ``--data DIR``, ``$BAM_RL_MNIST``, ``--download`` where a network is available).
+NO_MNIST_DATA = "no data (pass --data DIR or set BAM_RL_MNIST; or add --download where online)"
+
+
+def _mnist_problem(args: argparse.Namespace) -> str | None:
+    """Why the MNIST files cannot be read (after fetching them with ``--download``), or
+    ``None`` when all four are there."""
+    from bam_rl.datasets import MNIST_FILES, download_mnist, find_mnist_file, mnist_directory
+
+    try:
+        directory = mnist_directory(args.data)
+        if args.download:  # fetched first: offline is one line, no files
+            download_mnist(directory)
+        for role in MNIST_FILES:
+            find_mnist_file(directory, role)
+    except (OSError, ValueError) as error:
+        return str(error)
+    return None
+
+
+def _reproductions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[str]:
+    """The experiments ``args`` asks for: one name, or with ``all`` every one not in
+    ``--skip`` (validated here: an unknown name, or ``--skip`` without ``all``, is a usage
+    error)."""
+    from bam_rl.harness.experiments import REPRODUCTIONS
+
+    skip = _split_names(args.skip)
+    unknown = [name for name in skip if name not in REPRODUCTIONS]
+    if unknown:
+        parser.error(
+            f"--skip: unknown experiment {', '.join(map(repr, unknown))}; "
+            f"choose from {', '.join(REPRODUCTIONS)} (comma-separated)"
+        )
+    if skip and args.experiment != "all":
+        parser.error(
+            f"--skip applies to 'reproduce all', not to one experiment ({args.experiment})"
+        )
+    if args.experiment != "all":
+        return [args.experiment]
+    return [name for name in REPRODUCTIONS if name not in skip]
+
+
 def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import time
 
     import pandas as pd
 
     from bam_rl.harness.experiments import REPRODUCTIONS, get_reproduction, takes_backend
-    from bam_rl.harness.report import build_report, write_timing
+    from bam_rl.harness.report import NOT_RUN_FILE, build_report, write_not_run, write_timing
 
-    names = REPRODUCTIONS if args.experiment == "all" else (args.experiment,)
-    if "mnist" in names and not args.download:  # a missing data file is a usage error
+    names = _reproductions(args, parser)
+    not_run: dict[str, str] = {  # `all`: the experiments it leaves out, and why
+        name: f"skipped (--skip {name})"
+        for name in REPRODUCTIONS
+        if args.experiment == "all" and name not in names
+    }
+    if args.experiment == "mnist" and not args.download:  # missing data: a usage error
         from bam_rl.datasets import MNIST_FILES, find_mnist_file, mnist_directory
 
         try:
@@ -486,7 +534,7 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
                 find_mnist_file(mnist_directory(args.data), role)
         except (FileNotFoundError, ValueError) as error:
             parser.error(str(error))
-    if "mnist" in names and args.download:  # fetched first: offline is one line, no files
+    if args.experiment == "mnist" and args.download:  # fetched first: offline is one line
         from bam_rl.datasets import download_mnist, mnist_directory
 
         try:
@@ -495,10 +543,22 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
             parser.error(str(error))
         except OSError as error:
             parser.exit(1, f"{parser.prog}: error: {error}\n")
+    if args.experiment == "all" and "mnist" in names:
+        problem = _mnist_problem(args)
+        if problem is not None:  # the rest runs; the report says why MNIST did not
+            not_run["mnist"] = NO_MNIST_DATA
+            names.remove("mnist")
+            print(f"bam-rl reproduce: mnist not run: {problem}", file=sys.stderr)
     _output_directory(parser, args.out)
+    for name, reason in not_run.items():
+        folder = Path(args.out) / name
+        if folder.is_dir() and any(e.name != NOT_RUN_FILE for e in folder.iterdir()):
+            continue  # earlier results stay; the report shows them with their own command
+        write_not_run(folder, reason, _reproduce_command("all", args))
     for name in names:
         start = time.perf_counter()
         out = Path(args.out) / name
+        (out / NOT_RUN_FILE).unlink(missing_ok=True)  # this run's results replace the reason
         extra: dict[str, Any] = {}
         if name == "mnist":
             extra = {"data": args.data, "side": args.side, "download": args.download}
@@ -528,6 +588,8 @@ def _cmd_reproduce(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
                 summary = summary.drop(columns="note")
             print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if args.experiment == "all":
+        for name, reason in not_run.items():
+            print(f"== {name}: not run: {reason}")
         html_path, md_path = build_report(
             args.out, lambda line: print(f"bam-rl report: {line}", file=sys.stderr)
         )
@@ -588,6 +650,14 @@ def _add_reproduce(commands: Any) -> None:
         action="store_true",
         help="mnist: download missing MNIST files into --data first",
     )
+    reproduce.add_argument(
+        "--skip",
+        action="append",
+        default=None,
+        metavar="NAME[,NAME]",
+        help="all: experiments not to run (e.g. --skip mnist,piecewise-bandits); the report "
+        "marks them not run",
+    )
     reproduce.set_defaults(handler=_cmd_reproduce, parser=reproduce)
 
 
@@ -600,16 +670,18 @@ def _reproduce_command(name: str, args: argparse.Namespace) -> str:
     words = ["bam-rl", "reproduce", name]
     if args.quick:
         words.append("--quick")
+    every = name == "all"
     for option, value in (
         ("--seeds", args.seeds),
         ("--jobs", args.jobs),
-        ("--backend", args.backend if takes_backend(name) else None),
-        ("--data", args.data if name == "mnist" else None),
-        ("--side", args.side if name == "mnist" else None),
+        ("--backend", args.backend if every or takes_backend(name) else None),
+        ("--data", args.data if every or name == "mnist" else None),
+        ("--side", args.side if every or name == "mnist" else None),
+        ("--skip", ",".join(_split_names(args.skip)) or None if every else None),
     ):
         if value is not None and not (option == "--jobs" and value == 1):
             words += [option, str(value)]
-    if name == "mnist" and args.download:
+    if (every or name == "mnist") and args.download:
         words.append("--download")
     words += ["--out", str(args.out)]
     return shlex.join(words)

@@ -34,6 +34,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bam_rl._io import atomic_path
+
 __all__ = [
     "PACKAGES",
     "build_report",
@@ -41,7 +43,9 @@ __all__ = [
     "collect",
     "environment",
     "not_run",
+    "read_not_run",
     "read_timing",
+    "write_not_run",
     "write_timing",
 ]
 
@@ -62,50 +66,10 @@ PACKAGES = (
 #: Verdicts of the claim table.
 VERDICTS = ("yes", "partly", "no", "not run")
 TIMING_FILE = "timing.json"
+#: Written by ``bam-rl reproduce all`` into the folder of an experiment it did not run.
+NOT_RUN_FILE = "not_run.json"
 #: Larger PNG files are not embedded (the paper's figures are ~100–300 kB).
 MAX_FIGURE_BYTES = 32 * 2**20
-
-#: Experiment -> (title, paper section, figure caption).
-SECTIONS: dict[str, tuple[str, str, str]] = {
-    "tracking": (
-        "Experiment 1: inference in a non-stationary environment",
-        "§4.1",
-        "Posterior mean (left) and log posterior variance (right) of θ_t = 0.3 sin(2πt/100) + "
-        "0.5 from Binomial(15, θ_t) counts; medians over seeds with 10–90 % quantile bands (as "
-        "in the paper's figure). BF: Bayesian exponential forgetting (α = 0.8); BOCD: Bayesian "
-        "online changepoint detection (hazard 1/100); BAM: Bayes with Adaptive Memory.",
-    ),
-    "cartpole-episodic": (
-        "Experiment 2a: controls, episodic one-shot",
-        "§4.2.1",
-        "Mean reward cos(pole angle) per trial of the cart-pole swing-up, gravity per trial "
-        "below (changes announced); medians over seeds with 10–90 % quantile bands. GT MPC: "
-        "MPPI planning with the true simulator, run on the first trial of each episode.",
-    ),
-    "cartpole-continual": (
-        "Experiment 2b: controls, continual learning",
-        "§4.2.2",
-        "Mean reward cos(pole angle) per trial, gravity per trial below (changes not "
-        "announced); medians over seeds with 10–90 % quantile bands. BOCD: Bayesian online "
-        "changepoint detection over trials (hazard 0.11); BAM + BOCD selects a readout only "
-        "when BOCD signals a change.",
-    ),
-    "bandits": (
-        "Experiment 3: non-stationary bandits",
-        "§4.3",
-        "Cumulative regret over time, medians over runs (5 arm configurations × 5 seeds) with "
-        "25–75 % quantile bands (as in the paper's figure); one figure per arm-value setting "
-        "(uniform or separated, stated in each title). BF: Bayesian exponential forgetting; "
-        "BOCD: Bayesian online changepoint detection; UCBAM: UCB with BAM (Alg. 3).",
-    ),
-    "mnist": (
-        "Experiment 4: domain adaptation with rotated MNIST",
-        "§4.4",
-        "Test accuracy per method (dots: seeds; black: mean ± sd; open diamonds: the paper's "
-        "numbers) and the training-domain angles BAM's readout selected. OLS: ordinary least "
-        "squares over all training domains; NIG: Normal-inverse-gamma (unknown noise).",
-    ),
-}
 
 
 # ---------------------------------------------------------------------------- claims
@@ -164,8 +128,48 @@ def write_timing(
         **extra,
     }
     path = folder / TIMING_FILE
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    with atomic_path(path) as temporary:
+        temporary.write_text(json.dumps(record, indent=2) + "\n")
     return path
+
+
+def write_not_run(folder: str | os.PathLike[str], reason: str, command: str) -> Path:
+    """Writes ``folder/not_run.json``: why ``bam-rl reproduce all`` did not run this
+    experiment (``reason``, e.g. ``"no data (pass --data …)"``) and the command that skipped it.
+
+    The report shows the experiment as "not run: <reason>" as long as the folder holds
+    nothing else (results written later, or earlier, take precedence).
+
+    Raises:
+        ValueError: If ``reason`` is empty.
+    """
+    if not reason.strip():
+        raise ValueError("reason must be a non-empty sentence, got an empty string")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {
+        "reason": reason,
+        "command": command,
+        "written": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    path = folder / NOT_RUN_FILE
+    with atomic_path(path) as temporary:
+        temporary.write_text(json.dumps(record, indent=2) + "\n")
+    return path
+
+
+def read_not_run(folder: str | os.PathLike[str]) -> str | None:
+    """The reason in ``folder/not_run.json`` (see :func:`write_not_run`), or ``None`` if the
+    file is absent, unreadable or not one of ours."""
+    path = Path(folder) / NOT_RUN_FILE
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    reason = value.get("reason") if isinstance(value, dict) else None
+    return " ".join(reason.split())[:300] if isinstance(reason, str) and reason.strip() else None
 
 
 def read_timing(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -269,6 +273,17 @@ def _unsafe_entry(folder: Path) -> str | None:
     return None
 
 
+def _results(folder: Path) -> list[Path]:
+    """The entries of an experiment folder other than the not-run note and the temporary
+    files of an atomic write."""
+    return [
+        entry
+        for entry in folder.iterdir()
+        if entry.name != NOT_RUN_FILE
+        and not (entry.name.startswith(".") and entry.name.endswith(".tmp"))
+    ]
+
+
 def collect(
     directory: str | os.PathLike[str], report_problem: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
@@ -283,7 +298,7 @@ def collect(
     Raises:
         ValueError: If ``directory`` holds no experiment folder at all.
     """
-    from bam_rl.harness.experiments import REPRODUCTIONS, get_claims
+    from bam_rl.harness.experiments import REPRODUCTIONS, describe, get_claims, get_entry
 
     directory = Path(directory)
     report = report_problem or (lambda line: warnings.warn(line, stacklevel=3))
@@ -303,12 +318,17 @@ def collect(
     rows: list[dict[str, str]] = []
     for name in REPRODUCTIONS:
         folder = directory / name
-        ran = name in present and any(folder.iterdir())
+        entry = get_entry(name)
+        ran = name in present and any(_results(folder))
+        reason = read_not_run(folder) if name in present and not ran else None
         problem = _unsafe_entry(folder) if ran else None
         claims: list[dict[str, str]] = []
+        figures = _figures(folder) if ran else []
+        captions: dict[Path, str] = {}
         if problem is None:
             try:
                 claims = get_claims(name)(folder if ran else None)
+                captions = {figure: describe(name, figure.parent) for figure in figures}
             except Exception as error:  # untrusted files: any failure is this folder's
                 problem = f"{type(error).__name__}: {error}".splitlines()[0][:300]
         if problem is not None:
@@ -318,18 +338,21 @@ def collect(
                 for row in get_claims(name)(None)
             ]
             ran = False
+        elif reason is not None:
+            claims = [{**row, "measured": f"not run: {reason}"} for row in claims]
         rows.extend(claims)
-        title, section, caption = SECTIONS.get(name, (name, "", ""))
         experiments.append(
             {
                 "name": name,
-                "title": title,
-                "section": section,
-                "caption": caption,
+                "title": entry.title,
+                "section": entry.section,
+                "caption": entry.caption,
+                "captions": captions,
                 "ran": ran,
+                "reason": reason,
                 "problem": problem,
                 "folder": folder,
-                "figures": _figures(folder) if ran else [],
+                "figures": figures if ran else [],
                 "timing": read_timing(folder) if ran else None,
                 "claims": claims,
             }
@@ -382,12 +405,109 @@ def _count(rows: Sequence[dict[str, str]]) -> str:
     return ", ".join(f"{count} {verdict}" for verdict, count in counts.items() if count)
 
 
-def _tally(rows: Sequence[dict[str, str]]) -> str:
-    """The verdicts of the paper's claims, then (apart) those of the rows beyond the paper."""
-    paper = [row for row in rows if row["section"] != "beyond"]
-    beyond = [row for row in rows if row["section"] == "beyond"]
-    text = f"The paper's claims: {_count(paper) or 'none'}"
-    return text + (f"; beyond the paper: {_count(beyond)}" if beyond else "")
+#: How the tally names the scale of the runs a verdict comes from (:func:`_scale`).
+_SCALE_WORDS = {
+    "paper": "at the paper's scale",
+    "quick (smoke test)": "on smoke tests only (not evidence)",
+    "unknown": "at an unrecorded scale",
+}
+
+
+def _of_the_paper(row: dict[str, str]) -> bool:
+    """Whether a claim row is one of the paper's claims (not beyond it, not an analysis)."""
+    return row["section"].startswith("§") and "analysis" not in row["section"]
+
+
+def _tally(rows: Sequence[dict[str, str]], scales: dict[str, str]) -> str:
+    """The verdicts of the paper's claims, then (apart) those of the other rows, each split
+    by the scale of the runs they come from (``scales``: experiment -> :func:`_scale`)."""
+
+    def tally(group: Sequence[dict[str, str]]) -> str:
+        parts = []
+        for scale, words in _SCALE_WORDS.items():
+            measured = [
+                row
+                for row in group
+                if row["holds"] != "not run" and scales.get(row["experiment"]) == scale
+            ]
+            if measured:
+                parts.append(f"{words}: {_count(measured)}")
+        missing = sum(row["holds"] == "not run" for row in group)
+        if missing:
+            parts.append(f"not run: {missing}")
+        return "; ".join(parts) or "none"
+
+    paper = [row for row in rows if _of_the_paper(row)]
+    other = [row for row in rows if not _of_the_paper(row)]
+    text = f"The paper's claims ({len(paper)}) — {tally(paper)}"
+    if other:
+        text += f". Analyses and rows beyond the paper ({len(other)}) — {tally(other)}"
+    return text
+
+
+def _smoke_tests(experiments: Sequence[dict[str, Any]]) -> list[str]:
+    """The experiments of the report that ran as smoke tests (``--quick``)."""
+    return [e["name"] for e in experiments if _scale(e) == "quick (smoke test)"]
+
+
+def headline(data: dict[str, Any]) -> str:
+    """The report's first line: whether any part of it is a smoke test, and which.
+
+    Args:
+        data: What :func:`collect` returned.
+    """
+    experiments = data["experiments"]
+    ran = [e["name"] for e in experiments if e["ran"]]
+    smoke = _smoke_tests(experiments)
+    if smoke and smoke == ran:
+        return (
+            f"SMOKE TEST: every experiment here ({len(ran)} of {len(experiments)}) ran with "
+            "--quick, short runs that check the code runs. The verdicts below are not the "
+            "paper's numbers; rerun without --quick to test the claims."
+        )
+    if smoke:
+        return (
+            f"PARTLY A SMOKE TEST: {', '.join(smoke)} ran with --quick (short runs that check "
+            "the code runs; their verdicts are not evidence); "
+            f"{', '.join(name for name in ran if name not in smoke)} did not."
+        )
+    unknown = [e["name"] for e in experiments if _scale(e) == "unknown"]
+    text = f"{len(ran)} of {len(experiments)} experiments ran"
+    if unknown:
+        return f"{text}; the scale of {', '.join(unknown)} is not recorded (no {TIMING_FILE})."
+    return f"{text}, all at the paper's scale."
+
+
+def _scales(data: dict[str, Any]) -> dict[str, str]:
+    """Experiment -> the scale of its runs (:func:`_scale`)."""
+    return {e["name"]: _scale(e) for e in data["experiments"]}
+
+
+def _title(data: dict[str, Any]) -> str:
+    """The report's title; it says when the report is (partly) a smoke test."""
+    title = "BAM (Bayes with Adaptive Memory): results report"
+    smoke = _smoke_tests(data["experiments"])
+    if not smoke:
+        return title
+    ran = [e["name"] for e in data["experiments"] if e["ran"]]
+    return title + (" — SMOKE TEST (--quick)" if smoke == ran else " — partly a smoke test")
+
+
+def _caption(experiment: dict[str, Any], figure: Path) -> str:
+    """The caption of one of an experiment's figures: what it shows and the runs behind it."""
+    return str(experiment["captions"].get(figure) or experiment["caption"])
+
+
+def _heading(experiment: dict[str, Any]) -> str:
+    """``"Experiment 1: … (§4.1)"``; the title alone when it names no section of the paper."""
+    section = experiment["section"]
+    return f"{experiment['title']} ({section})" if section.startswith("§") else experiment["title"]
+
+
+def _not_run(experiment: dict[str, Any]) -> tuple[str, str]:
+    """Why an experiment has no results, and the command that runs it."""
+    reason = experiment.get("reason") or f"no folder {experiment['name']}/ in the results"
+    return reason, f"bam-rl reproduce {experiment['name']}"
 
 
 # ------------------------------------------------------------------------------ HTML
@@ -405,6 +525,7 @@ figure { margin: 1.5em 0; } figure img { max-width: 100%; border: 1px solid #ddd
 figcaption { font-size: 0.9em; color: #444; margin-top: .4em; }
 code, pre { background: #f6f6f6; font-size: 0.9em; } pre { padding: .6em; overflow-x: auto; }
 .muted { color: #666; }
+p.smoke { background: #fbe3e1; border: 1px solid #b00020; color: #b00020; padding: .5em; }
 """
 
 
@@ -429,9 +550,19 @@ def _html_table(
     return "\n".join(lines)
 
 
-def _claim_rows(rows: Sequence[dict[str, str]]) -> list[list[str]]:
+def _claim_rows(rows: Sequence[dict[str, str]], smoke: Sequence[str] = ()) -> list[list[str]]:
+    """The claim table's cells; a measurement of a smoke test (``smoke``: those experiments)
+    says so."""
     return [
-        [row["section"], row["experiment"], row["claim"], row["measured"], row["holds"]]
+        [
+            row["section"],
+            row["experiment"],
+            row["claim"],
+            f"smoke test: {row['measured']}"
+            if row["experiment"] in smoke and row["holds"] != "not run"
+            else row["measured"],
+            row["holds"],
+        ]
         for row in rows
     ]
 
@@ -439,28 +570,32 @@ def _claim_rows(rows: Sequence[dict[str, str]]) -> list[list[str]]:
 def render_html(data: dict[str, Any]) -> str:
     """The self-contained HTML report of :func:`collect`'s ``data``."""
     directory: Path = data["directory"]
+    title = _title(data)
+    smoke = _smoke_tests(data["experiments"])
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
         "<head>",
         '<meta charset="utf-8">',
-        "<title>BAM: results report</title>",
+        f"<title>{html.escape(title)}</title>",
         f"<style>{_CSS}</style>",
         "</head>",
         "<body>",
-        "<h1>BAM (Bayes with Adaptive Memory): results report</h1>",
+        f"<h1>{html.escape(title)}</h1>",
+        f'<p class="{"smoke" if smoke else "scale"}"><strong>{html.escape(headline(data))}'
+        "</strong></p>",
         f'<p class="muted">Generated {html.escape(data["generated"])} from '
         f"<code>{html.escape(str(directory.resolve()))}</code> by "
         f"<code>bam-rl report</code>; commit "
         f"{html.escape(data['environment']['machine']['commit'])}.</p>",
         "<h2>The paper's claims (§4), measured</h2>",
-        f"<p>{html.escape(_tally(data['claims']))}.</p>",
+        f"<p>{html.escape(_tally(data['claims'], _scales(data)))}.</p>",
     ]
     rows = data["claims"]
     parts.append(
         _html_table(
             ["§", "experiment", "paper's claim", "measured", "holds?"],
-            _claim_rows(rows),
+            _claim_rows(rows, smoke),
             [r["holds"].replace(" ", "-") for r in rows],
         )
     )
@@ -472,21 +607,17 @@ def render_html(data: dict[str, Any]) -> str:
         )
     )
     for experiment in data["experiments"]:
-        parts.append(
-            f'<h2 id="{experiment["name"]}">{html.escape(experiment["title"])} '
-            f"({html.escape(experiment['section'])})</h2>"
-        )
+        parts.append(f'<h2 id="{experiment["name"]}">{html.escape(_heading(experiment))}</h2>')
         if experiment["problem"]:
             parts.append(
                 f'<p class="muted">Unreadable, skipped: {html.escape(experiment["problem"])}</p>'
             )
             continue
         if not experiment["ran"]:
+            reason, command = _not_run(experiment)
             parts.append(
-                f'<p class="muted">Not run: no folder '
-                f"<code>{html.escape(experiment['name'])}/</code> in the results "
-                f"directory. Run <code>bam-rl reproduce {experiment['name']}</code>."
-                "</p>"
+                f'<p class="muted">Not run: {html.escape(reason)}. Run '
+                f"<code>{html.escape(command)}</code>.</p>"
             )
             continue
         timing = experiment["timing"] or {}
@@ -501,12 +632,12 @@ def render_html(data: dict[str, Any]) -> str:
                 f'<figure><img src="data:image/png;base64,{encoded}" '
                 f'alt="{html.escape(relative)}">'
                 f"<figcaption><code>{html.escape(relative)}</code>: "
-                f"{html.escape(experiment['caption'])}</figcaption></figure>"
+                f"{html.escape(_caption(experiment, figure))}</figcaption></figure>"
             )
         parts.append(
             _html_table(
                 ["§", "experiment", "paper's claim", "measured", "holds?"],
-                _claim_rows(experiment["claims"]),
+                _claim_rows(experiment["claims"], smoke),
                 [r["holds"].replace(" ", "-") for r in experiment["claims"]],
             )
         )
@@ -548,17 +679,20 @@ def render_markdown(data: dict[str, Any]) -> str:
     """The Markdown twin of :func:`render_html` (figures linked by relative path)."""
     directory: Path = data["directory"]
     lines = [
-        "# BAM (Bayes with Adaptive Memory): results report",
+        f"# {_title(data)}",
+        "",
+        f"**{_md_cell(headline(data))}**",
         "",
         f"Generated {data['generated']} from `{directory.resolve()}` by `bam-rl report`; "
         f"commit {data['environment']['machine']['commit']}.",
         "",
         "## The paper's claims (§4), measured",
         "",
-        f"{_tally(data['claims'])}.",
+        f"{_md_cell(_tally(data['claims'], _scales(data)))}.",
         "",
         _md_table(
-            ["§", "experiment", "paper's claim", "measured", "holds?"], _claim_rows(data["claims"])
+            ["§", "experiment", "paper's claim", "measured", "holds?"],
+            _claim_rows(data["claims"], _smoke_tests(data["experiments"])),
         ),
         "",
         "## Experiments",
@@ -570,12 +704,13 @@ def render_markdown(data: dict[str, Any]) -> str:
         "",
     ]
     for experiment in data["experiments"]:
-        lines += [f"## {experiment['title']} ({experiment['section']})", ""]
+        lines += [f"## {_heading(experiment)}", ""]
         if experiment["problem"]:
             lines += [f"Unreadable, skipped: {_md_cell(experiment['problem'])}", ""]
             continue
         if not experiment["ran"]:
-            lines += [f"Not run: run `bam-rl reproduce {experiment['name']}`.", ""]
+            reason, command = _not_run(experiment)
+            lines += [f"Not run: {_md_cell(reason)}. Run `{command}`.", ""]
             continue
         timing = experiment["timing"] or {}
         lines += [
@@ -588,7 +723,7 @@ def render_markdown(data: dict[str, Any]) -> str:
             lines += [
                 f"![{_md_cell(relative)}]({_md_link(relative)})",
                 "",
-                f"*{_md_cell(relative)}: {experiment['caption']}*",
+                f"*{_md_cell(relative)}: {_md_cell(_caption(experiment, figure))}*",
                 "",
             ]
     env = data["environment"]
@@ -625,8 +760,6 @@ def build_report(
         NotADirectoryError: If it is a file.
         ValueError: If it holds no experiment folder.
     """
-    from bam_rl._io import atomic_path
-
     directory = Path(directory)
     if not directory.exists():
         raise FileNotFoundError(f"results directory {str(directory)!r} does not exist")

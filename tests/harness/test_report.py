@@ -5,6 +5,7 @@ one row per claim of §4, and the HTML parses (and, marked slow, renders in head
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 import shutil
@@ -16,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bam_rl.harness.experiments import REPRODUCTIONS, get_claims
+from bam_rl.harness.experiments import REPRODUCTIONS, get_claims, get_entry
 from bam_rl.harness.experiments import bandits as bandits_module
 from bam_rl.harness.experiments import cartpole as cartpole_module
 from bam_rl.harness.experiments import cartpole_readout as cartpole_readout_module
@@ -176,6 +177,46 @@ def test_report_has_every_figure_claim_and_command(results):
     for package in ("numpy", "scipy", "gymnasium", "mujoco"):
         assert package in html_text and package in markdown
     assert "CPU count" in html_text
+
+
+def test_the_first_line_says_which_parts_are_smoke_tests(results):
+    """tracking and bandits ran with --quick; the synthetic cart-pole and MNIST folders have
+    no timing file (scale unknown): the report is partly a smoke test and says so first."""
+    markdown = (results / "report.md").read_text(encoding="utf-8")
+    first, _, headline = markdown.splitlines()[:3]
+    assert first.startswith("# ") and "smoke test" in first.lower()
+    assert headline.startswith("**PARTLY A SMOKE TEST: tracking, bandits ran with --quick")
+    html_text = (results / "report.html").read_text(encoding="utf-8")
+    h1 = re.search(r"<h1>(.*?)</h1>\s*<p[^>]*>(.*?)</p>", html_text, re.S)
+    assert h1 is not None and "smoke test" in h1.group(1).lower()
+    assert "PARTLY A SMOKE TEST" in h1.group(2)
+    # the tally separates the smoke tests' verdicts, and each of their rows says so
+    tally = next(line for line in markdown.splitlines() if line.startswith("The paper's claims"))
+    assert "on smoke tests only (not evidence):" in tally
+    rows = [line for line in markdown.splitlines() if line.startswith("| §4.1 | tracking |")]
+    assert rows and all("| smoke test: " in row for row in rows)
+
+
+def test_captions_count_the_runs_found_and_no_heading_is_empty(results):
+    markdown = (results / "report.md").read_text(encoding="utf-8")
+    html_text = (results / "report.html").read_text(encoding="utf-8")
+    # bandits --quick --seeds 1: 2 arm configurations x 1 seed, per setting (not the paper's 5 x 5)
+    assert markdown.count("10 arms: 2 arm configurations × 1 seed = 2 runs per method") == 2
+    assert "5 arm configurations" not in markdown and "× 5 seeds" not in markdown
+    assert "This run: 2 seeds × 300 steps for each of 5 methods." in markdown  # tracking
+    trials = len(cartpole_module.QUICK_SCHEDULES["episodic"])
+    assert f"This run: 2 seeds × {trials} trials for each of" in markdown  # the fake cart-pole
+    headings = re.findall(r"^#+ (.*)$", markdown, re.M)
+    headings += re.findall(r"<h[12][^>]*>(.*?)</h[12]>", html_text)
+    assert len(headings) >= 2 * (len(REPRODUCTIONS) + 4)
+    for heading in headings:
+        assert heading.strip() and "()" not in heading and not heading.endswith("( )")
+    for name in REPRODUCTIONS:  # every experiment has its own heading, run or not
+        title = get_entry(name).title
+        assert sum(html.unescape(h).startswith(title) for h in headings) == 2, name
+    captions = re.findall(r"<figcaption><code>[^<]*</code>: (.*?)</figcaption>", html_text)
+    captions += re.findall(r"^\*[^*:]+: (.*)\*$", markdown, re.M)
+    assert len(captions) == 2 * 5 and all(len(caption) > 40 for caption in captions)
 
 
 def test_claims_of_experiments_not_run(tmp_path):

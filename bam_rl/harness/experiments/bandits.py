@@ -25,6 +25,7 @@ from bam_rl.harness.files import write_frame
 from bam_rl.harness.plotting import (
     add_caption,
     band_note,
+    count_text,
     figure_legend,
     mark_smoke_test,
     new_figure,
@@ -329,3 +330,30 @@ __all__ = [
     "reproduce",
     "summarize",
 ]
+
+
+def scale(folder: str | Path) -> str:
+    """What the ``bandits_regret.csv`` files of ``folder`` hold, counted (the report's
+    caption): per setting and arm count, arm configurations × seeds = runs per method; ``""``
+    without them. ``folder`` is the experiment's folder or one setting's (``<out>/uniform``)."""
+    folder = Path(folder)
+    if (folder / "bandits_regret.csv").is_file():
+        paths = {folder.name: folder / "bandits_regret.csv"}
+    else:
+        paths = {setting: folder / setting / "bandits_regret.csv" for setting in SETTINGS}
+    parts = []
+    for setting, path in paths.items():
+        if not path.is_file():
+            continue
+        frame = pd.read_csv(path, usecols=["method", "config", "seed", "arms"])
+        for arms, rows in frame.groupby("arms"):
+            configs = rows["config"].nunique()
+            runs = int(
+                rows.drop_duplicates(["method", "config", "seed"])["method"].value_counts().max()
+            )
+            parts.append(
+                f"{setting}, {arms} arms: {count_text(configs, 'arm configuration')} × "
+                f"{count_text(runs // max(configs, 1), 'seed')} = "
+                f"{count_text(runs, 'run')} per method"
+            )
+    return f"This run: {'; '.join(parts)}." if parts else ""

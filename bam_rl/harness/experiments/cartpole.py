@@ -661,3 +661,18 @@ def claims_episodic(folder: str | Path | None) -> list[dict[str, str]]:
 def claims_continual(folder: str | Path | None) -> list[dict[str, str]]:
     """The claims of §4.2.2 (see :func:`claims`)."""
     return claims(folder, "continual")
+
+
+def scale(folder: str | Path) -> str:
+    """What ``folder/trials.csv`` holds, counted (the report's caption): seeds, trials and
+    methods; ``""`` without the file."""
+    path = Path(folder) / "trials.csv"
+    if not path.is_file():
+        return ""
+    trials = pd.read_csv(path, usecols=["method", "seed_index", "trial"])
+    return (
+        f"This run: {count_text(trials['seed_index'].nunique(), 'seed')} × "
+        f"{count_text(trials['trial'].nunique(), 'trial')} for each of "
+        f"{count_text(trials['method'].nunique(), 'method')}"
+        + (" (GT MPC: first trials only)." if "gt" in set(trials["method"]) else ".")
+    )

@@ -694,3 +694,18 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
         oracle > len(table) / 2 and bam < oracle,
     )
     return [first, second]
+
+
+def scale(folder: str | Path) -> str:
+    """What ``folder/revisits.csv`` holds, counted (the report's caption): seeds and the
+    revisits analysed; ``""`` without the file."""
+    from bam_rl.harness.plotting import count_text
+
+    path = Path(folder) / "revisits.csv"
+    if not path.is_file():
+        return ""
+    table = pd.read_csv(path, usecols=["seed", "trial"])
+    return (
+        f"This run: {count_text(table['seed'].nunique(), 'seed')}, "
+        f"{count_text(len(table), 'revisit')} analysed (one paired trial per variant each)."
+    )

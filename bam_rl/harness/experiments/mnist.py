@@ -74,6 +74,7 @@ from bam_rl.harness.experiments.mnist_domains import (
 from bam_rl.harness.experiments.mnist_plots import METHODS, PAPER, plot_mnist
 from bam_rl.harness.files import write_frame
 from bam_rl.harness.plotting import (
+    count_text,
     mark_smoke_test,
     smoke_test,
 )
@@ -565,3 +566,23 @@ __all__ = [
     "run_seed",
     "summarize",
 ]
+
+
+def scale(folder: str | Path) -> str:
+    """What ``folder/mnist_summary.csv`` holds, counted (the report's caption): seeds per
+    method, methods and the image side; ``""`` without the file."""
+    path = Path(folder) / "mnist_summary.csv"
+    if not path.is_file():
+        return ""
+    summary = pd.read_csv(path)
+    if not {"method", "seeds"} <= set(summary.columns):
+        return ""
+    seeds = sorted({int(s) for s in summary["seeds"]})
+    if not seeds:
+        return ""
+    side = sorted({int(s) for s in summary["side"]}) if "side" in summary else []
+    counts = f"{seeds[0]}–{seeds[-1]} seeds" if len(seeds) > 1 else count_text(seeds[0], "seed")
+    text = f"This run: {counts} for each of {len(summary)} methods"
+    if side:
+        text += f", {' and '.join(f'{s} × {s}' for s in side)}-pixel images"
+    return text + "."

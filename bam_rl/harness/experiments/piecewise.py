@@ -32,6 +32,7 @@ import pandas as pd
 from bam_rl.harness.files import write_frame
 from bam_rl.harness.plotting import (
     add_caption,
+    count_text,
     figure_legend,
     mark_smoke_test,
     new_figure,
@@ -676,3 +677,18 @@ __all__ = [
     "summarize",
     "target_se",
 ]
+
+
+def scale(folder: str | Path) -> str:
+    """What ``folder/piecewise_summary.csv`` holds, counted (the report's caption): problems,
+    methods and runs per cell; ``""`` without the file."""
+    path = Path(folder) / "piecewise_summary.csv"
+    if not path.is_file():
+        return ""
+    summary = pd.read_csv(path, usecols=["problem", "method", "runs"])
+    low, high = int(summary["runs"].min()), int(summary["runs"].max())
+    runs = count_text(low, "run") if low == high else f"{low}–{high} runs"
+    return (
+        f"This run: {count_text(summary['problem'].nunique(), 'problem')} × "
+        f"{count_text(summary['method'].nunique(), 'method')}, {runs} per cell."
+    )

@@ -343,3 +343,17 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
         ),
     ]
     return rows
+
+
+def scale(folder: str | Path) -> str:
+    """What ``folder/tracking.csv`` holds, counted (the report's caption): seeds, steps and
+    methods; ``""`` without the file."""
+    path = Path(folder) / "tracking.csv"
+    if not path.is_file():
+        return ""
+    frame = pd.read_csv(path, usecols=["method", "seed", "t"])
+    return (
+        f"This run: {count_text(frame['seed'].nunique(), 'seed')} × "
+        f"{count_text(int(frame['t'].max()), 'step')} for each of "
+        f"{count_text(frame['method'].nunique(), 'method')}."
+    )
