@@ -314,7 +314,16 @@ class ThompsonSampling(BanditAgent):
         fields = self._fields
         if isinstance(self.model, NormalKnownVariance):
             noise = self.model.noise_var
-            fields["precision_mean"][arm] += value / noise  # Σy / σ² of one observation
+            eta = value / noise  # Σy / σ² of one observation
+            if not math.isfinite(value * eta):  # y² / σ² overflows: the rule path refuses
+                reward_statistics(self.model, reward)  # it (the same ValueError)
+            precision_mean = float(fields["precision_mean"][arm]) + eta
+            if not math.isfinite(precision_mean):
+                raise ValueError(
+                    f"reward {reward!r}: adding it to arm {arm}'s belief overflows float64; "
+                    "the data are too large in magnitude for this family, rescale them"
+                )
+            fields["precision_mean"][arm] = precision_mean
             fields["precision"][arm] += 1.0 / noise  # n / σ² with n = 1
             self._refresh(arm)
         else:

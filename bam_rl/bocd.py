@@ -350,6 +350,11 @@ class ChangepointDetector:
         start = 0
         kind = _kernel_kind(self.model) if self._hazard_fn is None else None
         if kind is not None and steps:
+            try:
+                self._check_possible(stats)
+            except ValueError:  # the per-step path absorbs the data before it, then refuses it
+                kind = None
+        if kind is not None and steps:
             from bam_rl.kernels.bocd import run
 
             names = self._names
@@ -455,6 +460,20 @@ class ChangepointDetector:
             raise ValueError(f"hazard returned values outside the open interval (0, 1): {values!r}")
         return np.log(values), np.log1p(-values)
 
+    def _check_possible(self, s: NaturalParams) -> None:
+        """Raises ``ValueError`` unless the base prior plus ``s`` is a proper belief (a datum
+        no data could give, e.g. a negative count, is refused at every step, the first
+        included, where the one run length's predictive may still be finite)."""
+        prior = self._prior_fields
+        fields = {name: prior[name] + s.fields[name] for name in self._names}
+        try:
+            self.model._check_belief(fields)
+        except ValueError as error:
+            raise ValueError(
+                f"s: an impossible datum: the base prior plus its statistics is no "
+                f"distribution ({error})"
+            ) from error
+
     def update(self, s: NaturalParams) -> ChangepointDetector:
         """Absorbs one datum.
 
@@ -465,8 +484,9 @@ class ChangepointDetector:
             self, so calls can be chained.
 
         Raises:
-            ValueError: If ``s`` is not an unbatched statistic of this model's family, or the
-                datum has zero (or undefined) probability under every run length.
+            ValueError: If ``s`` is not an unbatched statistic of this model's family, the
+                base prior plus ``s`` is no distribution (an impossible datum), or the datum
+                has zero (or undefined) probability under every run length.
         """
         model = self.model
         if not isinstance(s, NaturalParams):
@@ -481,6 +501,7 @@ class ChangepointDetector:
                 f"s must be the statistics of a single datum (unbatched), got "
                 f"{s!r}; sum a batch into one datum with .sum() first"
             )
+        self._check_possible(s)
         s_log_h = float(s.log_h)
         if self._hazard_fn is None and _kernel_kind(model) is not None and self._compiled_step(s):
             return self
