@@ -7,6 +7,50 @@ OpenBLAS oversubscribes the CPU and runs 10-50x slower.
 
 import os
 
+import pytest
+
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+# --------------------------------------------------------------------------------- MNIST
+def _shared_mnist_folder():
+    """The workspace's shared data folder for MNIST: ``<repository>/../shared/data/mnist``."""
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mnist"
+
+
+def mnist_folder_or_reason():
+    """``(folder, None)`` when the four MNIST files are there, else ``(None, why)``: the
+    folder is ``$BAM_RL_MNIST`` when set, else the shared data folder; ``why`` says how to
+    provide the files."""
+    from pathlib import Path
+
+    from bam_rl.datasets import MNIST_ENV, MNIST_FILES, find_mnist_file
+
+    given = os.environ.get(MNIST_ENV)
+    folder = _shared_mnist_folder() if not given else Path(given)
+    try:
+        for role in MNIST_FILES:
+            find_mnist_file(folder, role)
+    except FileNotFoundError:
+        names = ", ".join(f"{spec.name}.gz" for spec in MNIST_FILES.values())
+        where = f"${MNIST_ENV} = {folder}" if given else f"the shared data folder {folder}"
+        return None, (
+            f"the MNIST files are not in {where}: set {MNIST_ENV} to a folder holding "
+            f"{names}{'' if given else ','} or put them in {_shared_mnist_folder()} "
+            f"(`bam-rl reproduce mnist --data DIR --download` fetches them where online)"
+        )
+    return folder, None
+
+
+@pytest.fixture(scope="session")
+def mnist_dir():
+    """The folder of the MNIST files (``$BAM_RL_MNIST``, else the shared data folder); skips
+    the test, saying how to provide them, when they are missing."""
+    folder, reason = mnist_folder_or_reason()
+    if folder is None:
+        pytest.skip(reason)
+    return folder

@@ -1,10 +1,9 @@
 """Experiment 4 (rotated MNIST) at small scale: the features, the shared statistics, the
 noise-variance rule, the OLS baseline, the selection against a straightforward one, and the
-``--quick`` reproduction end to end on the real MNIST files (``../shared/data/mnist``)."""
+``--quick`` reproduction end to end on the real MNIST files (``$BAM_RL_MNIST``, else the shared
+data folder ``../shared/data/mnist``; the tests that need them skip, saying so, without)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,7 +11,7 @@ import pytest
 import scipy.ndimage
 from scipy.stats import multivariate_normal
 
-from bam_rl.datasets import MNIST_ENV, MNIST_FILES, load_mnist
+from bam_rl.datasets import MNIST_ENV, load_mnist
 from bam_rl.families import BayesianLinearRegression, BayesianLinearRegressionNIG
 from bam_rl.harness.cli import main
 from bam_rl.harness.experiments import REPRODUCTIONS
@@ -36,18 +35,15 @@ from bam_rl.harness.experiments.mnist_domains import (
 from bam_rl.memory import Memory
 from bam_rl.readout import select
 
-MNIST_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mnist"
-needs_mnist = pytest.mark.skipif(
-    not all((MNIST_DIR / f"{spec.name}.gz").is_file() for spec in MNIST_FILES.values()),
-    reason=f"the MNIST files are not in {MNIST_DIR} (see its README)",
-)
+#: The tests that read MNIST skip, saying how to provide the files, without them: the
+#: ``mnist_dir`` fixture (tests/conftest.py) reads ``$BAM_RL_MNIST``, else the shared data
+#: folder ``../shared/data/mnist`` beside the repository.
+needs_mnist = pytest.mark.usefixtures("mnist_dir")
 
 
 @pytest.fixture(scope="module")
-def mnist():
-    if not MNIST_DIR.is_dir():
-        pytest.skip(f"the MNIST files are not in {MNIST_DIR}")
-    return load_mnist(MNIST_DIR)
+def mnist(mnist_dir):
+    return load_mnist(mnist_dir)
 
 
 # ------------------------------------------------------------------------------ features
@@ -260,7 +256,7 @@ def test_run_seed_is_deterministic_and_complete(mnist):
 
 
 @needs_mnist
-def test_quick_reproduction_writes_files_and_a_sane_figure(tmp_path, capsys):
+def test_quick_reproduction_writes_files_and_a_sane_figure(tmp_path, capsys, mnist_dir):
     assert "mnist" in REPRODUCTIONS
     out = tmp_path / "results"
     code = main(
@@ -271,7 +267,7 @@ def test_quick_reproduction_writes_files_and_a_sane_figure(tmp_path, capsys):
             "--seeds",
             "2",
             "--data",
-            str(MNIST_DIR),
+            str(mnist_dir),
             "--out",
             str(out),
             "--no-progress",
