@@ -99,3 +99,18 @@ def test_markdown_table_replaces_only_the_block_between_the_markers(tmp_path):
     bench.write_markdown(fresh, table)
     assert fresh.read_text(encoding="utf-8") == table
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_the_table_fits_100_columns_and_keeps_the_whole_bar():
+    long_label = "greedy BLR 200x4, m=90 x 200 rows (MPPI model, same readout: True) " * 4
+    rows = [
+        bench.make_row(long_label, 0.116, 0.3, "ours ≤ 1 s, ratio ≥ 3", False, "fast"),
+        bench.make_row("short", 0.5, 2.0, 1.0, True, "g"),
+    ]
+    lines = bench.format_table(rows).splitlines()
+    assert max(len(line) for line in lines) <= bench.TABLE_WIDTH
+    assert "ours ≤ 1 s, ratio ≥ 3" in lines[2] and " NO " in lines[2]
+    assert lines[3].startswith("  ")  # the label continues, indented
+    words = " ".join(line[: lines[1].index(" ")].strip() for line in lines[2:-1])
+    assert words.split() == long_label.split()  # nothing of the label is lost
+    assert lines[-1].startswith("short") and " yes " in lines[-1]

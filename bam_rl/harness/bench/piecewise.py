@@ -61,7 +61,7 @@ def piecewise_rows(quick: bool = False, runs: int = 5) -> list[tuple]:
                 + ("; peer: SMPyBandits, published)" if known else ")"),
                 seconds,
                 peer,
-                f"≤ {peer / SPEEDUP * 1e6:.0f} µs" if known else None,
+                f"ours ≤ {peer / SPEEDUP * 1e6:.0f} µs (ratio ≥ {SPEEDUP:g})" if known else None,
                 seconds <= peer / SPEEDUP if known else None,
             )
         )

@@ -121,7 +121,7 @@ def sweep_rows(quick: bool = True, ray: bool = True, smoke: bool = False) -> lis
                 f"{parallel_cpu:.0f} s vs {serial_cpu:.0f} s",
                 parallel,
                 serial,
-                f"≥ {SPEEDUP_BAR}×",
+                f"ratio ≥ {SPEEDUP_BAR}",
                 serial >= SPEEDUP_BAR * parallel,
             )
         )
