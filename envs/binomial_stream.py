@@ -45,7 +45,7 @@ class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
 
     ## Starting State
     Time $t = 0$ and the observation is the placeholder count `0` (no datum has been drawn
-    yet); `info["theta"]` is $\theta_0 = $ offset. The first `step` plays $t = 1$.
+    yet); `info["theta"]` is $\theta_0 =$ offset. The first `step` plays $t = 1$.
 
     ## Episode End
     No termination. The episode is truncated after `max_steps` steps (default 500, i.e. five

@@ -231,7 +231,7 @@ class PiecewiseBanditEnv(_BlockBandit):
     ## Rewards
     A Python `float`: with `reward="bernoulli"` (default) a draw of Bernoulli($\mu_a(t)$),
     `0.0` or `1.0` (the means must lie in [0, 1]); with `reward="gaussian"`
-    $\mu_a(t) + $ `noise_std` $\cdot N(0, 1)$.
+    $\mu_a(t) +$ `noise_std` $\cdot N(0, 1)$.
 
     ## Starting State
     $t = 0$, segment 1.
