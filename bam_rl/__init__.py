@@ -3,6 +3,8 @@
 Importing this package registers the ``bam_rl/...`` Gymnasium environments.
 """
 
+from importlib import metadata as _metadata
+
 from bam_rl import envs as _envs  # noqa: F401  (registers the environments: string entry points)
 from bam_rl.beliefs import (
     BAM,
@@ -30,7 +32,10 @@ from bam_rl.families import (
 from bam_rl.memory import Memory
 from bam_rl.readout import ReadoutResult, select
 
-__version__ = "0.1.0"
+try:
+    __version__ = _metadata.version("bam-rl")
+except _metadata.PackageNotFoundError:  # a source tree on PYTHONPATH, never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "BAM",

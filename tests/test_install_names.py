@@ -52,6 +52,7 @@ def test_a_wheel_writes_only_bam_rl(tmp_path):
     assert "bam_rl/envs/assets/gravity_cartpole.xml" in listed
     assert "bam_rl/agents/mppi.py" in listed and "bam_rl/envs/__init__.py" in listed
     assert "bam_rl/harness/bench/bocd.py" in listed  # the benchmarks ship with the package
+    assert "bam_rl/py.typed" in listed  # PEP 561: the type hints are for users' checkers
 
     # `bam-rl bench` works from the installed wheel, outside the repository (issue 25)
     site = tmp_path / "site"
