@@ -216,11 +216,11 @@ def build_mppi_bam_segments(env: gym.Env, seed: int | None = None, **kwargs: Any
     trials, hazard 0.11), reading out early in an announced change's first trial.
 
     Segments are the trials between two changes; BOCD finds them when changes are not
-    announced. It reads out after the first ``readout_after_steps`` ((5, 10, 25): after 5, again after 10
-    and 25; by default only those inside the trial) steps of an announced change's first trial
-    (``None``: only at the trial's end). On the cart-pole's 5-D state its model and planning
-    default to :data:`SEGMENT_MODEL_OPTIONS`; the paper's are ``feature_states=None,
-    planning_models="draws"``."""
+    announced. It reads out after the first ``readout_after_steps`` ((5, 10, 25): after 5,
+    again after 10 and 25; by default only those inside the trial) steps of an announced
+    change's first trial (``None``: only at the trial's end). On the cart-pole's 5-D state
+    its model and planning default to :data:`SEGMENT_MODEL_OPTIONS`; the paper's are
+    ``feature_states=None, planning_models="draws"``."""
     if getattr(env.observation_space, "shape", None) == (5,):
         for name, value in SEGMENT_MODEL_OPTIONS.items():
             kwargs.setdefault(name, value)
