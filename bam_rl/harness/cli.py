@@ -8,7 +8,7 @@ Subcommands::
     bam-rl list                                          # environment ids and agent names
     bam-rl reproduce EXPERIMENT [--quick] [--seeds N] [--jobs J] [--out DIR]  # paper figures
     bam-rl report DIR                                    # report.html + report.md of DIR
-    bam-rl record [--out docs/figures/swingup.gif]       # the swing-up animation (GIF)
+    bam-rl record [--out swingup.gif]                    # the swing-up animation (GIF)
     bam-rl bench [--quick] [--only GROUP ...]            # performance against peers
 
 Usage errors (an unknown agent or environment, bad numbers, an ``--out`` that is a file or
@@ -761,6 +761,8 @@ def _cmd_record(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
 def _add_record(commands: Any) -> None:
     """The ``record`` command's parser: its arguments and handler."""
+    from bam_rl.harness.record import DEFAULT_PATH
+
     record = commands.add_parser(
         "record",
         help="GIF of BAM vs recursive Bayes swinging up on a revisited gravity",
@@ -771,9 +773,10 @@ def _add_record(commands: Any) -> None:
     )
     record.add_argument(
         "--out",
-        default="docs/figures/swingup.gif",
+        default=DEFAULT_PATH,
         metavar="PATH",
-        help="GIF path (docs/figures/swingup.gif)",
+        help=f"GIF path (default: {DEFAULT_PATH} in the current directory; the docs' figure "
+        "is made with --out docs/figures/swingup.gif)",
     )
     record.add_argument(
         "--seed",
@@ -815,7 +818,8 @@ def _add_record(commands: Any) -> None:
     record.add_argument(
         "--quick",
         action="store_true",
-        help="the runs of 'reproduce --quick' (two trials per episode, a short planner)",
+        help="the runs of 'reproduce --quick' (two trials per episode, a short planner); "
+        "every frame says it is a smoke test",
     )
     record.add_argument("--no-progress", action="store_true", help="no line per trial")
     record.set_defaults(handler=_cmd_record, parser=record)

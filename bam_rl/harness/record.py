@@ -11,7 +11,9 @@ trial is planned from the base prior by both agents; the animation therefore sho
 **second trial of a revisited episode** (by default the first revisit, trial 47 of 90, gravity
 11.15 m/s²: Neptune again), where BAM plans with the trials it remembered and recursive Bayes
 with one trial of data. Frames are rendered headless (``MUJOCO_GL=egl``), placed side by
-side, labelled, and written as a GIF with imageio.
+side, labelled, and written as a GIF with imageio (by default ``./swingup.gif``; the docs'
+figure is written only when asked, ``--out docs/figures/swingup.gif``). A ``--quick``
+recording carries a red smoke-test line (:data:`SMOKE_LABEL`) in every frame.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "DEFAULT_PATH",
     "LABELS",
     "MAX_SEED_INDEX",
     "RECORDED",
+    "SMOKE_LABEL",
     "check_frame_size",
     "check_methods",
     "experiment_runs",
@@ -36,6 +40,13 @@ __all__ = [
     "revisited_trial",
     "run_until",
 ]
+
+#: Where :func:`record_swingup` and ``bam-rl record`` write by default: the working directory.
+DEFAULT_PATH = "swingup.gif"
+#: The line every frame of a ``quick`` recording carries (red, above the caption).
+SMOKE_LABEL = "SMOKE TEST (--quick): short runs, a small planner; not the experiment's result"
+#: Colours of a frame's text lines: the captions, and the smoke-test label.
+_TEXT, _WARNING = (0, 0, 0), (176, 0, 32)
 
 #: The runs shown by default, left to right: (method of the episodic experiment, label).
 RECORDED: tuple[tuple[str, str], ...] = (("bam", "BAM"), ("recursive", "recursive Bayes"))
@@ -239,25 +250,28 @@ def check_frame_size(size: Any, every: Any) -> tuple[tuple[int, int], int]:
     return (width, height), every
 
 
-def _label(frame: np.ndarray, lines: Sequence[str]) -> np.ndarray:
-    """``frame`` with ``lines`` of text on a white band above it."""
+def _label(frame: np.ndarray, lines: Sequence[str], warning: str | None = None) -> np.ndarray:
+    """``frame`` with ``lines`` of text on a white band above it; ``warning`` (e.g.
+    :data:`SMOKE_LABEL`) first, in red."""
     from PIL import Image, ImageDraw, ImageFont
 
     try:
         font: Any = ImageFont.load_default(size=13)
     except TypeError:  # pragma: no cover - Pillow < 10.1
         font = ImageFont.load_default()
-    band = 18 * len(lines) + 4
+    texts = [(warning, _WARNING)] if warning else []
+    texts += [(line, _TEXT) for line in lines]
+    band = 18 * len(texts) + 4
     image = Image.new("RGB", (frame.shape[1], frame.shape[0] + band), "white")
     image.paste(Image.fromarray(frame), (0, band))
     draw = ImageDraw.Draw(image)
-    for row, text in enumerate(lines):
-        draw.text((6, 3 + 18 * row), text, fill="black", font=font)
+    for row, (text, colour) in enumerate(texts):
+        draw.text((6, 3 + 18 * row), text, fill=colour, font=font)
     return np.asarray(image)
 
 
 def record_swingup(
-    path: str | Path = "docs/figures/swingup.gif",
+    path: str | Path = DEFAULT_PATH,
     seed: int = 0,
     revisit: int = 1,
     size: tuple[int, int] = (320, 240),
@@ -275,7 +289,8 @@ def record_swingup(
     paper's BAM, which plans that trial from the base prior.
 
     Args:
-        path: The GIF's path (parents created).
+        path: The GIF's path (parents created; default ``swingup.gif`` in the working
+            directory).
         seed: Seed index of the experiment (0–4 in ``bam-rl reproduce cartpole-episodic``);
             the runs are that experiment's runs, trial for trial.
         revisit: Which revisited episode (1: the first; the paper's schedule revisits 11.15,
@@ -283,7 +298,8 @@ def record_swingup(
         size: Width and height of each agent's frames in pixels.
         every: Keep every ``every``-th step's frame (the simulator runs at 50 steps/s).
         fps: Frames per second of the GIF (default ``50 / every``: real time).
-        quick: The runs of ``reproduce --quick`` (two trials per episode, a short planner).
+        quick: The runs of ``reproduce --quick`` (two trials per episode, a short planner);
+            every frame then carries :data:`SMOKE_LABEL`.
         progress: Called with a line per trial (``None``: silent).
         methods: Two to four methods of the episodic experiment (:data:`LABELS`), left to
             right.
@@ -334,7 +350,9 @@ def record_swingup(
         row = [frames[0]]
         for frame in frames[1:]:
             row += [gap, frame]
-        combined.append(_label(np.concatenate(row, axis=1), [caption]))
+        combined.append(
+            _label(np.concatenate(row, axis=1), [caption], SMOKE_LABEL if quick else None)
+        )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     imageio.mimsave(path, combined, duration=1000.0 / (fps or 50.0 / every), loop=0)

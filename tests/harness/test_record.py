@@ -118,3 +118,74 @@ def test_record_writes_a_gif_of_three_methods_on_the_first_trial(tmp_path):
     assert main(arguments) == 0
     frames = imageio.mimread(path)
     assert frames[0].shape[1] > 3 * 320  # three panels side by side
+
+
+def test_record_writes_to_the_working_directory_unless_told(tmp_path, monkeypatch):
+    """Issue 38: the default never overwrites the committed docs figure."""
+    import inspect
+    from pathlib import Path
+
+    from bam_rl.harness.cli import build_parser
+    from bam_rl.harness.record import DEFAULT_PATH, record_swingup
+
+    default = build_parser().parse_args(["record"]).out
+    assert default == DEFAULT_PATH == "swingup.gif"
+    assert inspect.signature(record_swingup).parameters["path"].default == DEFAULT_PATH
+    assert Path(default).parent == Path(".") and "docs" not in Path(default).parts
+    told = build_parser().parse_args(["record", "--out", "docs/figures/swingup.gif"]).out
+    assert told == "docs/figures/swingup.gif"
+
+
+def _fake_replay(monkeypatch):
+    """``record_swingup``'s runs replaced by two synthetic 3-frame panels (no MuJoCo)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from bam_rl.harness import record
+
+    runs = {m: SimpleNamespace(agent_name=f"mppi-{m}") for m in ("bam", "recursive")}
+    monkeypatch.setattr(record, "replay_plan", lambda *a: (runs, (9.81, 9.81, 3.72), 1))
+    monkeypatch.setattr(
+        record, "run_until", lambda spec, trial, progress=None: (np.zeros((7, 5)), -0.5)
+    )
+    monkeypatch.setattr(
+        record,
+        "render_states",
+        lambda states, size: [  # distinct frames (a GIF merges identical ones)
+            np.full((size[1], size[0], 3), 60 + 20 * i, np.uint8) for i in range(len(states))
+        ],
+    )
+
+
+def _red(frame) -> int:
+    """Pixels of the smoke-test label's red (176, 0, 32), allowing for the GIF palette."""
+    rgb = frame[..., :3].astype(int)
+    return int(((rgb[..., 0] > 130) & (rgb[..., 1] < 60) & (rgb[..., 2] < 90)).sum())
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_a_quick_gif_carries_the_smoke_test_label_in_every_frame(quick, tmp_path, monkeypatch):
+    import imageio.v2 as imageio
+
+    from bam_rl.harness.record import record_swingup
+
+    _fake_replay(monkeypatch)
+    path = tmp_path / "quick.gif"
+    result = record_swingup(path, quick=quick, progress=None, size=(200, 120), every=1)
+    frames = imageio.mimread(path)
+    assert result["path"] == str(path) and len(frames) == 6
+    for frame in frames:
+        assert (_red(frame) > 50) is quick  # the label's text, in red, in every frame
+
+
+def test_the_label_is_drawn_above_the_caption():
+    import numpy as np
+
+    from bam_rl.harness.record import SMOKE_LABEL, _label
+
+    frame = np.full((40, 400, 3), 90, np.uint8)
+    plain, marked = _label(frame, ["caption"]), _label(frame, ["caption"], SMOKE_LABEL)
+    assert marked.shape[0] == plain.shape[0] + 18  # one more line of text
+    assert _red(marked[:20]) > 50 and _red(plain) == 0
+    assert (marked[22:] == plain[4:]).all()  # the caption and the frame below are unchanged
