@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from bam_rl.checks import check_finite_scalar
+from bam_rl.checks import all_finite, check_finite_scalar, check_int
 from bam_rl.families import (
     BetaBinomial,
     ConjugateFamily,
@@ -117,9 +117,32 @@ class UCBStatistics:
     ``f(t) = 1 + t log² t``; ties go to the lowest index (deterministic: no random draw).
     """
 
+    t: int
+    n_unpulled: int
+
     def __init__(self, n_arms: int):
         self.n_arms = n_arms
         self.clear()
+
+    def _check_restored(self) -> None:
+        """Per-arm float64 arrays of ``n_arms`` finite entries, whole counts >= 0, and ``t``
+        and ``n_unpulled`` those the counts give."""
+        self.n_arms = check_int("n_arms", self.n_arms)
+        for name in ("counts", "sums", "means"):
+            value = getattr(self, name, None)
+            if (
+                not isinstance(value, np.ndarray)
+                or value.dtype != np.float64
+                or value.shape != (self.n_arms,)
+                or not all_finite(value)
+            ):
+                raise ValueError(f"{name} must be a finite float64 array of shape ({self.n_arms},)")
+        counts = self.counts
+        if (counts < 0).any() or (counts != np.floor(counts)).any():
+            raise ValueError("counts must be whole numbers >= 0")
+        self.t = check_int("t", self.t, minimum=0)
+        if self.t != counts.sum() or self.n_unpulled != np.count_nonzero(counts == 0):
+            raise ValueError("t and n_unpulled must be those the counts give")
 
     def clear(self) -> None:
         self.counts = np.zeros(self.n_arms)

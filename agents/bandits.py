@@ -35,7 +35,7 @@ from bam_rl.beliefs import (
     RecursiveBayes,
     make_rule,
 )
-from bam_rl.checks import check_int, check_memory, check_size
+from bam_rl.checks import all_finite, check_int, check_memory, check_size
 from bam_rl.families import (
     BetaBinomial,
     NaturalParams,
@@ -177,6 +177,47 @@ class ThompsonSampling(BanditAgent):
         else:
             self.rule_name = type(rule).__name__
             self.rules = [copy.deepcopy(rule) for _ in range(self.n_arms)]
+
+    def _check_restored(self) -> None:
+        """A restored agent holds what the constructor builds: a reward model, and either the
+        fast path's finite, proper per-arm fields or one belief rule of its kind per arm (a
+        rule short, an arm would never be pulled)."""
+        super()._check_restored()
+        self.n_arms = check_int("n_arms", self.n_arms)
+        check_reward_model(self.model)
+        if not isinstance(self.fast, bool) or not isinstance(self.rules, list):
+            raise ValueError("fast must be a bool and rules a list")
+        if self.fast:
+            if self.rules or self.rule_name != "RecursiveBayes":
+                raise ValueError("the fast path holds no rules (recursive Bayes in arrays)")
+            if type(self.model) not in (BetaBinomial, NormalKnownVariance):
+                raise ValueError(f"the fast path has no arrays for {self.model!r}")
+            fields = self._fields
+            if not isinstance(fields, dict) or set(fields) != set(self.model.field_shapes):
+                raise ValueError(f"_fields must hold {sorted(self.model.field_shapes)}")
+            for name, value in fields.items():
+                if (
+                    not isinstance(value, np.ndarray)
+                    or value.dtype != np.float64
+                    or value.shape != (self.n_arms,)
+                    or not all_finite(value)
+                ):
+                    raise ValueError(
+                        f"_fields[{name!r}] must be a finite float64 array of shape "
+                        f"({self.n_arms},)"
+                    )
+            self.model._check_belief(fields)
+            self._refresh_all()
+            return
+        if len(self.rules) != self.n_arms:
+            raise ValueError(
+                f"rules must hold one belief rule per arm (n_arms = {self.n_arms}), got "
+                f"{len(self.rules)}"
+            )
+        for rule in self.rules:
+            if not isinstance(rule, BeliefRule) or type(rule).__name__ != self.rule_name:
+                raise ValueError(f"rules must all be {self.rule_name} rules")
+            self.model.check_compatible(rule.model, "rules")
 
     # -------------------------------------------------------------- factories
     @classmethod

@@ -411,6 +411,8 @@ class MPPIAgent(BaseAgent):
             raise ValueError("_trial_readouts must count readout_after_steps entries")
         if done and len(self._trial.actions) < cast(tuple, self.readout_after_steps)[done - 1]:
             raise ValueError("_trial_readouts must count readouts the pending trial has made")
+        if isinstance(self.rule, SegmentBAM) and sum(self.rule.segment_sizes) > self.n_trials:
+            raise ValueError("the rule's closed segments must hold at most n_trials trials")
         # the model plans with the rule's belief, or with what this trial made of it so far
         expected = self._planning_belief()
         if any(

@@ -14,7 +14,13 @@ import numpy as np
 
 from bam_rl import hyperparams
 from bam_rl.beliefs import SegmentBAM, warn_if_unbounded_growth
-from bam_rl.checks import check_finite_scalar, check_size
+from bam_rl.checks import (
+    check_finite_params,
+    check_finite_scalar,
+    check_int,
+    check_real,
+    check_size,
+)
 from bam_rl.families import ConjugateFamily, NaturalParams
 from bam_rl.memory import Memory
 from bam_rl.readout import select
@@ -115,6 +121,36 @@ class UCBAM(BanditAgent):
         self.stats = UCBStatistics(self.n_arms)
         self.last_readout_size = 0
         self.fast_readout = bool(fast_readout)
+
+    def _check_restored(self) -> None:
+        """A restored agent holds what the constructor builds: a reward model, ``lam >= 0``,
+        one finite, proper belief and one memory per arm, and UCB statistics of as many
+        arms."""
+        super()._check_restored()
+        self.n_arms = check_int("n_arms", self.n_arms)
+        check_reward_model(self.model)
+        self.lam = check_real("lam", self.lam, lower=0.0)
+        for name in ("known", "fast_readout"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool")
+        self.last_readout_size = check_int("last_readout_size", self.last_readout_size, minimum=0)
+        for name in ("beliefs", "memories"):
+            value = getattr(self, name)
+            if not isinstance(value, list) or len(value) != self.n_arms:
+                raise ValueError(f"{name} must be a list of one entry per arm ({self.n_arms})")
+        for belief in self.beliefs:
+            self.model.check_params(belief, "beliefs")
+            if belief.batch_shape != ():
+                raise ValueError("beliefs must be unbatched")
+            check_finite_params("beliefs", belief)
+            self.model._check_belief(belief.fields)
+        for memory in self.memories:
+            if not isinstance(memory, Memory):
+                raise ValueError("memories must hold Memory objects")
+            if memory.family is not None:
+                self.model.check_compatible(memory.family, "memories")
+        if not isinstance(self.stats, UCBStatistics) or self.stats.n_arms != self.n_arms:
+            raise ValueError(f"stats must be UCB statistics of {self.n_arms} arms")
 
     @classmethod
     def gaussian(
@@ -237,6 +273,19 @@ class SegmentUCBAM(UCBAM):
         self.rules = [
             SegmentBAM(model, hazard=self.hazard, capacity=capacity) for _ in range(self.n_arms)
         ]
+
+    def _check_restored(self) -> None:
+        """UCBAM's checks, a hazard in (0, 1) and one segment rule of the model per arm."""
+        super()._check_restored()
+        self.hazard = check_real(
+            "hazard", self.hazard, lower=0.0, upper=1.0, open_lower=True, open_upper=True
+        )
+        if not isinstance(self.rules, list) or len(self.rules) != self.n_arms:
+            raise ValueError(f"rules must hold one SegmentBAM rule per arm ({self.n_arms})")
+        for rule in self.rules:
+            if not isinstance(rule, SegmentBAM) or rule.detector is None:
+                raise ValueError("rules must be SegmentBAM rules with a change detector")
+            self.model.check_compatible(rule.model, "rules")
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         """Starts an episode: UCBAM's reset, and a change announced to every arm's rule."""

@@ -28,7 +28,9 @@ from typing import Any
 import numpy as np
 
 from bam_rl.beliefs.bam import BAM
+from bam_rl.beliefs.rules import check_restored_detector
 from bam_rl.bocd import ChangepointDetector
+from bam_rl.checks import check_finite_params, check_int
 from bam_rl.families.base import ConjugateFamily, NaturalParams
 from bam_rl.memory import Memory
 from bam_rl.readout import ReadoutResult, select
@@ -83,6 +85,38 @@ class SegmentBAM(BAM):
         self._evidence: NaturalParams | None = None
         self.segment_sizes: list[int] = []
         self.changepoints: list[int] = []
+
+    def _check_restored(self) -> None:
+        """BAM's checks, then the segments' own state: a detector of the rule's family (or
+        none), an open segment of finite single-datum statistics of the family, whole
+        segment sizes >= 1, change points and the open segment's start within the step
+        count, and no evidence override left over from an update."""
+        super()._check_restored()
+        if self.detector is not None:
+            check_restored_detector(self)
+        if not isinstance(self._open, list):
+            raise ValueError("_open must be a list of statistics")
+        for s in self._open:
+            self.model.check_params(s, "_open")
+            if s.batch_shape != ():
+                raise ValueError("_open must hold single-datum statistics")
+            check_finite_params("_open", s)
+        if not isinstance(self._pending_change, bool):
+            raise ValueError(f"_pending_change must be a bool, got {self._pending_change!r}")
+        if self._evidence is not None:
+            raise ValueError("_evidence must be None between updates")
+        self._open_start = check_int("_open_start", self._open_start, minimum=0)
+        if self._open_start > self.t:
+            raise ValueError(f"_open_start must be at most t = {self.t}")
+        for name, minimum in (("segment_sizes", 1), ("changepoints", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, list):
+                raise ValueError(f"{name} must be a list of ints")
+            setattr(self, name, [check_int(name, item, minimum=minimum) for item in value])
+        if any(point > self.t for point in self.changepoints):
+            raise ValueError(f"changepoints must be at most t = {self.t}")
+        if len(self.memory) > len(self.segment_sizes):
+            raise ValueError("the memory holds more segments than were closed (segment_sizes)")
 
     # ------------------------------------------------------------------ update
     def update_with_evidence(self, s: NaturalParams, evidence: NaturalParams) -> NaturalParams:
