@@ -92,7 +92,9 @@ def test_files_saved_before_the_change_load_and_act_as_they_did():
     env = gym.make("bam_rl/GravityCartPole-v0", max_steps=4)
     observation, info = env.reset(seed=5)
     agent.reset(observation, info)
-    assert agent.act(observation).tolist() == expected["mppi_bam"]
+    # float32 planning through BLAS: the kernel OpenBLAS picks for the processor (or
+    # OPENBLAS_CORETYPE) rounds differently in the 7th digit, so equal up to float32 rounding
+    np.testing.assert_allclose(agent.act(observation), expected["mppi_bam"], rtol=1e-5, atol=1e-6)
     thompson = ThompsonSampling.load(LEGACY / "thompson_bocd.npz")
     assert [int(thompson.act(0)) for _ in range(5)] == expected["thompson_bocd"]
     tracker = BeliefTracker.load(LEGACY / "tracker_bam.npz")
