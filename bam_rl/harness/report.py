@@ -461,7 +461,7 @@ def headline(data: dict[str, Any]) -> str:
     smoke = _smoke_tests(experiments)
     if smoke and smoke == ran:
         return (
-            f"SMOKE TEST: every experiment here ({len(ran)} of {len(experiments)}) ran with "
+            f"SMOKE TEST: all {len(ran)} experiments that ran (of {len(experiments)}) used "
             "--quick, short runs that check the code runs. The verdicts below are not the "
             "paper's numbers; rerun without --quick to test the claims."
         )

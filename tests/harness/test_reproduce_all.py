@@ -162,7 +162,45 @@ def test_the_reports_first_lines_say_whether_it_is_a_smoke_test(quick, ran, no_m
     title, _, headline = (out / "report.md").read_text(encoding="utf-8").splitlines()[:3]
     if quick:
         assert title.endswith("— SMOKE TEST (--quick)")
-        assert headline.startswith(f"**SMOKE TEST: every experiment here (6 of {len(ALL)}) ran")
+        assert headline.startswith(f"**SMOKE TEST: all 6 experiments that ran (of {len(ALL)}) used")
     else:
         assert "smoke" not in (title + headline).lower()
         assert headline == f"**6 of {len(ALL)} experiments ran, all at the paper's scale.**"
+
+
+@pytest.mark.parametrize(
+    ("name", "files", "expected"),
+    [
+        (
+            "cartpole-readout",
+            {"revisits.csv": "seed,trial\n0,46\n0,61\n1,46\n"},
+            "This run: 2 seeds, 3 revisits analysed",
+        ),
+        (
+            "piecewise-bandits",
+            {"piecewise_summary.csv": "problem,method,runs\n1,a,20\n1,b,30\n2,a,20\n"},
+            "This run: 2 problems × 2 methods, 20–30 runs per cell.",
+        ),
+        (
+            "mnist",
+            {"mnist_summary.csv": "method,side,seeds\nols,14,1\nbam,14,1\n"},
+            "This run: 1 seed for each of 2 methods, 14 × 14-pixel images.",
+        ),
+        (
+            "bandits",
+            {
+                "uniform/bandits_regret.csv": "method,config,seed,step,arms\n"
+                + "".join(f"ucb,c{c},{s},0,50\n" for c in range(3) for s in (7, 8))
+            },
+            "This run: uniform, 50 arms: 3 arm configurations × 2 seeds = 6 runs per method.",
+        ),
+    ],
+)
+def test_captions_count_what_the_folder_holds(name, files, expected, tmp_path):
+    for relative, text in files.items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(text)
+    caption = experiments.describe(name, tmp_path)
+    entry = experiments.get_entry(name)
+    assert caption.startswith(entry.caption) and expected in caption
+    assert experiments.describe(name, tmp_path / "empty") == entry.caption  # nothing found
