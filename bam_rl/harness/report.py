@@ -459,6 +459,8 @@ def headline(data: dict[str, Any]) -> str:
     experiments = data["experiments"]
     ran = [e["name"] for e in experiments if e["ran"]]
     smoke = _smoke_tests(experiments)
+    if not ran:
+        return f"No experiment ran here (0 of {len(experiments)}): every claim is not run."
     if smoke and smoke == ran:
         return (
             f"SMOKE TEST: all {len(ran)} experiments that ran (of {len(experiments)}) used "

@@ -204,3 +204,11 @@ def test_captions_count_what_the_folder_holds(name, files, expected, tmp_path):
     entry = experiments.get_entry(name)
     assert caption.startswith(entry.caption) and expected in caption
     assert experiments.describe(name, tmp_path / "empty") == entry.caption  # nothing found
+
+
+def test_skipping_everything_reports_that_nothing_ran(ran, tmp_path):
+    out = tmp_path / "results"
+    assert _all(out, "--skip", ",".join(ALL)) == 0
+    assert ran == []
+    headline = (out / "report.md").read_text(encoding="utf-8").splitlines()[2]
+    assert headline == f"**No experiment ran here (0 of {len(ALL)}): every claim is not run.**"
