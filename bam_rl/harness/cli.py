@@ -7,6 +7,7 @@ Subcommands::
                [--jobs J] [--backend serial|loky|ray]      # a sweep over run_many
     bam-rl list                                          # environment ids and agent names
     bam-rl reproduce EXPERIMENT [--quick] [--seeds N] [--jobs J] [--out DIR]  # paper figures
+    bam-rl reproduce all [--skip NAME[,NAME]] ...        # every experiment, then the report
     bam-rl report DIR                                    # report.html + report.md of DIR
     bam-rl record [--out swingup.gif]                    # the swing-up animation (GIF)
     bam-rl bench [--quick] [--only GROUP ...]            # performance against peers
