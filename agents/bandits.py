@@ -81,6 +81,13 @@ class UCB(BanditAgent):
         self.n_arms = check_size("n_arms", n_arms, 32)  # UCBStatistics: 24 bytes an arm
         self.stats = UCBStatistics(self.n_arms)
 
+    def _check_restored(self) -> None:
+        """An arm count the constructor takes and UCB statistics of as many arms."""
+        super()._check_restored()
+        self.n_arms = check_int("n_arms", self.n_arms)
+        if not isinstance(self.stats, UCBStatistics) or self.stats.n_arms != self.n_arms:
+            raise ValueError(f"stats must be UCB statistics of {self.n_arms} arms")
+
     @property
     def counts(self) -> np.ndarray:
         return self.stats.counts.copy()

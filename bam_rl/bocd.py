@@ -281,7 +281,10 @@ class ChangepointDetector:
                 continue
             value = getattr(self, name)
             same = (
-                all(np.array_equal(value[k], expected[k]) for k in expected)
+                all(
+                    type(value[k]) is type(expected[k]) and np.array_equal(value[k], expected[k])
+                    for k in expected
+                )
                 if isinstance(expected, dict)
                 and isinstance(value, dict)
                 and set(value) == set(expected)
@@ -315,6 +318,7 @@ class ChangepointDetector:
                 raise ValueError(f"restored detector: {name} must have {n} rows")
             if array.dtype != np.float64 or not np.all(np.isfinite(array)):
                 raise ValueError(f"restored detector: {name} must be finite float64")
+        self.model._check_belief(self._fields)  # every run length's belief a distribution
         if abs(float(np.logaddexp.reduce(self._log_post))) > 1e-6:
             raise ValueError("restored detector: the run-length posterior must sum to 1")
         filtered = self._log_filtered

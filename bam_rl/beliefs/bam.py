@@ -98,6 +98,14 @@ class BAM(BeliefRule):
         check_int("n_selections", self.n_selections, minimum=0)
         if self.memory.family is not None:
             self.model.check_compatible(self.memory.family, "memory")
+            size = len(self.memory)
+            prior = self.model.prior.fields
+            fields = {k: prior[k] + v[:size] for k, v in self.memory._fields.items()}
+            self.model._check_belief(fields)
+            with np.errstate(over="ignore", invalid="ignore"):
+                finite = np.isfinite(self.model.log_partition_fields(fields)).all()
+            if not finite:
+                raise ValueError("memory: the base prior plus a record overflows float64")
 
     def choose_readout(self, s: NaturalParams) -> tuple[ReadoutResult, NaturalParams]:
         """Chooses readout weights for ``s``; returns them with the BAM prior ``η(W)``.

@@ -161,6 +161,10 @@ class ExponentialForgetting(BeliefRule):
         self.alpha = check_real("alpha", alpha, lower=0.0, upper=1.0)
         self._decayed = model.zeros()
 
+    def _check_restored(self) -> None:
+        super()._check_restored()
+        self.alpha = check_real("alpha", self.alpha, lower=0.0, upper=1.0)
+
     def _update(self, s: NaturalParams) -> NaturalParams:
         belief = self.model.prior + self._decayed + s
         self._decayed = self.alpha * self._decayed + s
@@ -191,6 +195,10 @@ class PowerPrior(BeliefRule):
         super().__init__(model)
         self.alpha = check_real("alpha", alpha, lower=0.0, upper=1.0)
         self._past = model.zeros()
+
+    def _check_restored(self) -> None:
+        super()._check_restored()
+        self.alpha = check_real("alpha", self.alpha, lower=0.0, upper=1.0)
 
     def _update(self, s: NaturalParams) -> NaturalParams:
         belief = self.model.prior + self.alpha * self._past + s

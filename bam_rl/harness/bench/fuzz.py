@@ -1,9 +1,10 @@
-"""Random mutations of saved MPPI agents' state files: refused at load, or a working agent.
+"""Random mutations of saved agents' state files: refused at load, or a working agent.
 
-Each case saves a small ``MPPIAgent`` (every memory rule, after two trials and a pending one)
-or a ``GroundTruthMPPI``, mutates one field of the file's JSON document or one of its arrays
-(a value, a type, a shape, a dtype, a deletion), loads it, and acts and observes for a few
-steps. An outcome is one of:
+Each case saves a small agent of one registered name (every key of the registry's ``AGENTS``:
+the bandits, the klUCB family, the trackers, the MPPI agents with every memory rule, the
+segment agents; after two episodes and part of a third), mutates one field of the file's JSON
+document or one of its arrays (a value, a type, a shape, a dtype, a deletion), loads it, and
+acts and observes for an episode. An outcome is one of:
 
 * ``refused`` — :meth:`load` raises ``ValueError`` (the file is rejected before any use);
 * ``identical`` — it loads and acts exactly as the unmutated file (the mutation touched
@@ -20,8 +21,9 @@ which exercises the checks of every restored field (``--random-changes`` keeps t
 Usage::
 
     MUJOCO_GL=egl python -m bam_rl.harness.bench.fuzz --cases 200 --seed 0
+    MUJOCO_GL=egl python -m bam_rl.harness.bench.fuzz --agents glr-klucb,ucbam --cases 40
 
-(or ``bam-rl bench --only fuzz``).
+(or ``bam-rl bench --only fuzz``). The counts are printed per agent class as well.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import numpy as np
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.agents.mppi import GroundTruthMPPI, MPPIAgent
-from bam_rl.serialization import FORMAT, read_archive, write_archive
+from bam_rl.serialization import FORMAT, import_class, read_archive, write_archive
 
 SMALL: dict[str, Any] = {"horizon": 4, "n_samples": 3}
 STEPS = 6
@@ -69,6 +71,63 @@ def _env() -> gym.Env:
     return gym.make("bam_rl/GravityCartPole-v0", max_steps=STEPS, announce_changes=True)
 
 
+#: bandit episodes of this many steps (a change after the first half)
+BANDIT_STEPS = 16
+_PIECEWISE_ENV = (
+    "bam_rl/PiecewiseBandit-v0",
+    {
+        "means": [[0.2, 0.5, 0.8], [0.8, 0.5, 0.2]],
+        "breakpoints": [BANDIT_STEPS // 2],
+        "reward": "bernoulli",
+        "max_steps": BANDIT_STEPS,
+    },
+)
+_TUNED = {"horizon": 40, "n_breakpoints": 1}
+#: small settings of the agents whose constructors need them
+AGENT_KWARGS: dict[str, dict[str, Any]] = {
+    "glr-klucb": {**_TUNED, "check_every": 2, "split_every": 1},
+    "glr-klucb-global": {**_TUNED, "check_every": 2, "split_every": 1},
+    "cusum-klucb": {**_TUNED, "warmup": 2, "check_every": 4},
+    "m-klucb": {"horizon": 40, "window": 4},
+    "oracle-restart-klucb": {"breakpoints": [BANDIT_STEPS // 2]},
+    "sw-klucb": {"tau": 6},
+    "exp3s": _TUNED,
+}
+
+
+def _target(name: str) -> tuple[str, dict[str, Any], dict[str, Any], int]:
+    """(environment id, its arguments, the agent's arguments, steps of an episode) of a
+    registered agent ``name``."""
+    if name.startswith("mppi"):
+        extra = {} if name == "mppi-gt" else {"n_features": 8}
+        return ("bam_rl/GravityCartPole-v0", {"max_steps": STEPS, "announce_changes": True},
+                {**SMALL, **extra}, STEPS)  # fmt: skip
+    if name.startswith("tracker"):
+        return "bam_rl/BinomialStream-v0", {"max_steps": BANDIT_STEPS}, {}, BANDIT_STEPS
+    from bam_rl.harness.registry import _PIECEWISE
+
+    if name in _PIECEWISE:
+        return (*_PIECEWISE_ENV, AGENT_KWARGS.get(name, {}), BANDIT_STEPS)
+    return "bam_rl/SwitchingBandit-v0", {"max_steps": BANDIT_STEPS}, {}, BANDIT_STEPS
+
+
+def build_named(name: str) -> Any:
+    """A small agent registered as ``name`` after two episodes and part of a third."""
+    from bam_rl.harness.registry import make_agent
+
+    env_id, env_kwargs, kwargs, steps = _target(name)
+    env = gym.make(env_id, **env_kwargs)
+    agent = make_agent(name, env, 0, **kwargs)
+    for episode in range(3):
+        observation, info = env.reset(seed=episode)
+        agent.reset(observation, info)
+        for _ in range(steps if episode < 2 else steps // 3):
+            action = agent.act(observation)
+            observation, reward, terminated, truncated, info = env.step(action)
+            agent.observe(action, reward, observation, terminated, truncated, info)
+    return agent
+
+
 def build(kind: str, memory: str = "bam") -> Any:
     """A small agent of ``kind`` (``"mppi"`` or ``"gt"``) after two trials and a pending one."""
     env = _env()
@@ -94,20 +153,25 @@ def build(kind: str, memory: str = "bam") -> Any:
     return agent
 
 
-def play(agent: Any) -> list[bytes]:
-    """Actions of ``agent`` over a fixed episode (with observe), as bytes."""
-    env = _env()
+def play(agent: Any, name: str = "mppi-bam") -> list[bytes]:
+    """Actions of ``agent`` (registered as ``name``) over a fixed episode (with observe), and
+    its first action of the next, as bytes."""
+    env_id, env_kwargs, _, steps = _target(name)
+    env = gym.make(env_id, **env_kwargs)
     actions = []
     observation, info = env.reset(seed=7)
     agent.reset(observation, info)
-    for _ in range(STEPS):
+    for _ in range(steps):
         action = agent.act(observation)
         actions.append(np.asarray(action).tobytes())
         observation, reward, terminated, truncated, info = env.step(action)
         agent.observe(action, reward, observation, terminated, truncated, info)
+        if terminated or truncated:
+            break
     observation, info = env.reset(seed=8)
     agent.reset(observation, info)  # the trial's end: the memory rule's update
     actions.append(np.asarray(agent.act(observation)).tobytes())
+    agent.summary()
     return actions
 
 
@@ -196,18 +260,18 @@ def keep_digest(path: Path, source: Path) -> None:
 
 
 def run_case(
-    kind: str, memory: str, source: Path, reference: list[bytes], seed: int, crafted: bool = True
-) -> tuple:
-    """One mutation of the saved file ``source``; returns ``(outcome, description)``. With
-    ``crafted`` the file's digest is recomputed (a crafted file), else the original digest is
-    kept (a random change of the saved file)."""
+    name: str, source: Path, reference: list[bytes], seed: int, crafted: bool = True
+) -> tuple[str, str]:
+    """One mutation of the saved file ``source`` of an agent registered as ``name``; returns
+    ``(outcome, description)``. With ``crafted`` the file's digest is recomputed (a crafted
+    file), else the original digest is kept (a random change of the saved file)."""
     rng = np.random.default_rng(seed)
     document, arrays = read_archive(source, FORMAT, "bam-rl state")
+    cls: Any = import_class(document["root"]["__object__"])  # the saved class, before mutating
     if rng.random() < 0.6 or not arrays:
         description = mutate_document(document, rng)
     else:
         description = mutate_array(arrays, rng)
-    cls = GroundTruthMPPI if kind == "gt" else MPPIAgent
     with tempfile.TemporaryDirectory() as folder:
         path = write_archive(Path(folder) / "mutated.npz", document, arrays)
         if not crafted:
@@ -219,35 +283,55 @@ def run_case(
         except Exception as error:  # the fuzz's finding
             return f"error at load: {error!r}", description
     try:
-        actions = play(agent)
+        actions = play(agent, name)
     except Exception as error:  # the fuzz's finding
         return f"error when acting: {error!r}", description
     return ("identical" if actions == reference else "valid"), description
 
 
+#: the outcomes per agent class of the latest :func:`fuzz` (class name -> counts)
+BY_CLASS: dict[str, collections.Counter] = {}
+
+
 def fuzz(
-    cases: int, seed: int = 0, verbose: bool = False, crafted: bool = True
+    cases: int,
+    seed: int = 0,
+    verbose: bool = False,
+    crafted: bool = True,
+    agents: list[str] | None = None,
 ) -> collections.Counter:
-    """``cases`` mutations spread over the MPPI agents' memory rules and GT MPC."""
-    kinds = [("mppi", memory) for memory in MEMORIES] + [("gt", "-")]
+    """``cases`` mutations spread over the registered agents (``agents``: these names only);
+    the counts per agent class are left in :data:`BY_CLASS`."""
+    from bam_rl.harness.registry import AGENTS
+
+    names = list(AGENTS) if agents is None else list(agents)
     counts: collections.Counter = collections.Counter()
+    BY_CLASS.clear()
     with tempfile.TemporaryDirectory() as folder:
         sources = {}
-        for kind, memory in kinds:
-            path = Path(folder) / f"{kind}-{memory}.npz"
-            build(kind, memory).save(path)
-            reference = play(type(build(kind, memory)).load(path))
-            sources[(kind, memory)] = (path, reference)
+        for name in names:
+            path = Path(folder) / f"{name}.npz"
+            agent = build_named(name)
+            agent.save(path)
+            reference = play(type(agent).load(path), name)
+            sources[name] = (path, reference, _class_label(agent))
         for case in range(cases):
-            kind, memory = kinds[case % len(kinds)]
-            path, reference = sources[(kind, memory)]
-            outcome, description = run_case(
-                kind, memory, path, reference, seed * 100_000 + case, crafted
-            )
+            name = names[case % len(names)]
+            path, reference, label = sources[name]
+            outcome, description = run_case(name, path, reference, seed * 100_000 + case, crafted)
             counts[outcome.split(":")[0]] += 1
+            BY_CLASS.setdefault(label, collections.Counter())[outcome.split(":")[0]] += 1
             if outcome.startswith("error") or (verbose and outcome == "valid"):
-                print(f"{kind}/{memory}: {description}: {outcome}", file=sys.stderr)
+                print(f"{name}: {description}: {outcome}", file=sys.stderr)
     return counts
+
+
+def _class_label(agent: Any) -> str:
+    """The agent's class, with its rule's for the agents that hold one (Thompson, MPPI)."""
+    label = type(agent).__name__
+    rule = getattr(agent, "rule", None) or (getattr(agent, "rules", None) or [None])[0]
+    name = getattr(agent, "rule_name", None) or (type(rule).__name__ if rule else None)
+    return f"{label}[{name}]" if name else label
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -261,9 +345,17 @@ def main(argv: list[str] | None = None) -> int:
         help="keep the saved digest (random changes of the file) instead of recomputing it "
         "(crafted files, which exercise the field checks)",
     )
+    parser.add_argument(
+        "--agents", default=None, help="comma-separated registry names (default: every one)"
+    )
     args = parser.parse_args(argv)
-    counts = fuzz(args.cases, args.seed, args.verbose, crafted=not args.random_changes)
+    names = None if args.agents is None else [n for n in args.agents.split(",") if n]
+    counts = fuzz(
+        args.cases, args.seed, args.verbose, crafted=not args.random_changes, agents=names
+    )
     kind = "randomly changed" if args.random_changes else "crafted (digest recomputed)"
+    for label, by_class in sorted(BY_CLASS.items()):
+        print(f"  {label:<40} {dict(sorted(by_class.items()))}")
     print(f"{args.cases} {kind} state files: {dict(counts)}")
     return 1 if any(key.startswith("error") for key in counts) else 0
 
