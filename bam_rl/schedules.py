@@ -1,0 +1,396 @@
+"""Schedules: how a parameter of a non-stationary world changes over time.
+
+A schedule is a small immutable object with ``value(t, rng)``: the parameter's value at time
+``t`` (0, 1, 2, … counted in steps or in episodes, its ``unit``), drawing any randomness from
+``rng``, a seeded :class:`numpy.random.Generator` that belongs to this one parameter.
+:class:`bam_rl.wrappers.NonStationary` calls it once per ``t``, in order, and derives the
+generator from ``reset(seed=...)``, so the same seed gives the same sequence of values in any
+process. Schedules hold no state: one object can drive many environments (a vector env).
+
+The path-dependent schedules (:func:`markov`, :func:`random_walk`) need the value at
+``t - 1``; they set ``uses_previous = True`` and take it as a third argument,
+``value(t, rng, previous)`` (``previous`` is ``None`` at ``t = 0``).
+
+============================================  ================================================
+schedule                                      value at ``t``
+============================================  ================================================
+``piecewise({0: a, 50: b})``                  ``a`` for ``t < 50``, then ``b``
+``cycle([a, b, c], every=k)``                 ``a`` for ``k`` units, ``b``, ``c``, ``a``, …
+``markov([a, b], p_switch)``                  switches to another value with probability
+                                              ``p_switch`` per unit (geometric durations)
+``random_walk(start, std, low, high)``        ``previous + N(0, std²)``, clipped to [low, high]
+``drift(start, rate, low, high)``             ``start + rate·t``, clipped to [low, high]
+``sinusoid(mean, amplitude, period, phase)``  ``mean + amplitude·sin(2π t / period + phase)``
+============================================  ================================================
+
+Each takes ``unit="episode"`` (the default: the value changes only at ``reset``) or
+``unit="step"``. ``bounds`` is the closed interval every value lies in (used to check a
+schedule against the parameter's accepted range before anything is changed).
+
+Writing your own::
+
+    >>> import numpy as np
+    >>> class Doubling(Schedule):
+    ...     def value(self, t, rng):
+    ...         return 2.0 ** min(t, 3)
+    >>> [Doubling().value(t, np.random.default_rng(0)) for t in range(5)]
+    [1.0, 2.0, 4.0, 8.0, 8.0]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from bam_rl.checks import check_int, check_real
+
+__all__ = [
+    "UNITS",
+    "Cycle",
+    "Drift",
+    "Markov",
+    "Piecewise",
+    "RandomWalk",
+    "Schedule",
+    "Sinusoid",
+    "cycle",
+    "drift",
+    "markov",
+    "piecewise",
+    "random_walk",
+    "sinusoid",
+]
+
+#: The time units a schedule may count in.
+UNITS = ("episode", "step")
+
+
+def _unit(unit: Any) -> str:
+    if not isinstance(unit, str) or unit not in UNITS:
+        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
+    return unit
+
+
+def _values(name: str, values: Any) -> tuple[float, ...]:
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Sequence | np.ndarray):
+        raise ValueError(f"{name} must be a non-empty sequence of finite numbers, got {values!r}")
+    out = tuple(check_real(f"{name}[{i}]", v) for i, v in enumerate(values))
+    if not out:
+        raise ValueError(f"{name} must be a non-empty sequence of finite numbers, got []")
+    return out
+
+
+class Schedule:
+    """Base class of schedules: a pure ``value(t, rng)`` and a time ``unit``.
+
+    Attributes:
+        unit: ``"episode"`` (``t`` counts resets) or ``"step"`` (``t`` counts steps).
+        uses_previous: Whether :meth:`value` takes the value at ``t - 1`` as a third argument.
+        bounds: Closed interval ``(low, high)`` containing every value (may be infinite).
+    """
+
+    uses_previous = False
+
+    def __init__(self, unit: str = "episode") -> None:
+        """Args:
+        unit: ``"episode"`` or ``"step"``.
+
+        Raises:
+            ValueError: If ``unit`` is not one of :data:`UNITS`.
+        """
+        self.unit = _unit(unit)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """Closed interval ``(low, high)`` containing every value of the schedule."""
+        return (-math.inf, math.inf)
+
+    def value(self, t: int, rng: np.random.Generator) -> float:
+        """The value at time ``t`` (``t`` = 0, 1, … in ``unit``), drawing from ``rng``."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, tuple(sorted(vars(self).items()))))
+
+
+class Piecewise(Schedule):
+    """A value from time ``t`` on: ``{0: 9.81, 100: 3.72}`` is 9.81 until 99, then 3.72."""
+
+    def __init__(self, points: Mapping[int, float], unit: str = "episode") -> None:
+        """Args:
+        points: Map from a start time (an int >= 0; 0 must be one of them) to the value
+            from then on.
+        unit: ``"episode"`` or ``"step"``.
+
+        Raises:
+            ValueError: If ``points`` is not such a map or ``unit`` is unknown.
+        """
+        super().__init__(unit)
+        if not isinstance(points, Mapping) or not points:
+            raise ValueError(
+                f"points must be a non-empty dict {{time: value}} with time 0, got {points!r}"
+            )
+        items = sorted(
+            (check_int("points (a time)", t, minimum=0), check_real(f"points[{t!r}]", v))
+            for t, v in points.items()
+        )
+        if items[0][0] != 0:
+            raise ValueError(
+                f"points must give the value at time 0 (its smallest time is {items[0][0]})"
+            )
+        self.times = tuple(t for t, _ in items)
+        self.values = tuple(v for _, v in items)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        return (min(self.values), max(self.values))
+
+    def value(self, t: int, rng: np.random.Generator) -> float:
+        times = self.times
+        i = len(times) - 1
+        while times[i] > t:
+            i -= 1
+        return self.values[i]
+
+
+class Cycle(Schedule):
+    """``values[0]`` for ``every`` units, then ``values[1]``, …, and round again."""
+
+    def __init__(self, values: Sequence[float], every: int = 1, unit: str = "episode") -> None:
+        """Args:
+        values: Non-empty sequence of finite numbers (repeats allowed: ``[10, 10, 3.72]``).
+        every: Units each value lasts, an int >= 1.
+        unit: ``"episode"`` or ``"step"``.
+
+        Raises:
+            ValueError: If ``values`` is empty or not finite, ``every < 1``, ``unit`` unknown.
+        """
+        super().__init__(unit)
+        self.values = _values("values", values)
+        self.every = check_int("every", every, minimum=1)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        return (min(self.values), max(self.values))
+
+    def value(self, t: int, rng: np.random.Generator) -> float:
+        values = self.values
+        return values[(t // self.every) % len(values)]
+
+
+class Markov(Schedule):
+    """A random switch between ``values``: each unit, with probability ``p_switch``, a jump to
+    one of the *other* values chosen uniformly, so each value lasts a geometric number of
+    units with mean ``1 / p_switch`` (the semi-Markov model of non-stationary MDPs). Starts at
+    ``values[start]``. One uniform draw per unit (and one more at a switch)."""
+
+    uses_previous = True
+
+    def __init__(
+        self, values: Sequence[float], p_switch: float, start: int = 0, unit: str = "episode"
+    ) -> None:
+        """Args:
+        values: At least two distinct finite numbers.
+        p_switch: Probability of a switch per unit, in [0, 1].
+        start: Index of the first value.
+        unit: ``"episode"`` or ``"step"``.
+
+        Raises:
+            ValueError: If an argument is outside its accepted range.
+        """
+        super().__init__(unit)
+        self.values = _values("values", values)
+        if len(set(self.values)) < 2 or len(set(self.values)) != len(self.values):
+            raise ValueError(f"values must hold at least two distinct numbers, got {values!r}")
+        self.p_switch = check_real("p_switch", p_switch, lower=0.0, upper=1.0)
+        self.start = check_int("start", start, minimum=0)
+        if self.start >= len(self.values):
+            raise ValueError(
+                f"start must be an index into values, in [0, {len(self.values) - 1}], got {start!r}"
+            )
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        return (min(self.values), max(self.values))
+
+    def value(self, t: int, rng: np.random.Generator, previous: float | None = None) -> float:
+        if previous is None:
+            return self.values[self.start]
+        if rng.random() >= self.p_switch:
+            return previous
+        others = [v for v in self.values if v != previous]
+        return others[int(rng.integers(len(others)))]
+
+
+class RandomWalk(Schedule):
+    """``previous + N(0, std²)`` clipped to ``[low, high]``, from ``start``."""
+
+    uses_previous = True
+
+    def __init__(
+        self,
+        start: float,
+        std: float,
+        low: float = -math.inf,
+        high: float = math.inf,
+        unit: str = "episode",
+    ) -> None:
+        """Args:
+        start: Value at ``t = 0``, in ``[low, high]``.
+        std: Standard deviation of each increment, a finite number >= 0.
+        low: Lower clip (may be ``-inf``).
+        high: Upper clip (may be ``inf``), > ``low``.
+        unit: ``"episode"`` or ``"step"``.
+
+        Raises:
+            ValueError: If an argument is outside its accepted range.
+        """
+        super().__init__(unit)
+        self.low, self.high = _interval(low, high)
+        self.start = check_real("start", start, lower=self.low, upper=self.high)
+        self.std = check_real("std", std, lower=0.0)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        return (self.low, self.high)
+
+    def value(self, t: int, rng: np.random.Generator, previous: float | None = None) -> float:
+        if previous is None:
+            return self.start
+        x = previous + self.std * float(rng.standard_normal())
+        return min(max(x, self.low), self.high)
+
+
+class Drift(Schedule):
+    """``start + rate * t`` clipped to ``[low, high]``."""
+
+    def __init__(
+        self,
+        start: float,
+        rate: float,
+        low: float = -math.inf,
+        high: float = math.inf,
+        unit: str = "episode",
+    ) -> None:
+        """Args:
+        start: Value at ``t = 0``, in ``[low, high]``.
+        rate: Change per unit, a finite number.
+        low: Lower clip (may be ``-inf``).
+        high: Upper clip (may be ``inf``), > ``low``.
+        unit: ``"episode"`` or ``"step"``.
+
+        Raises:
+            ValueError: If an argument is outside its accepted range.
+        """
+        super().__init__(unit)
+        self.low, self.high = _interval(low, high)
+        self.start = check_real("start", start, lower=self.low, upper=self.high)
+        self.rate = check_real("rate", rate)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        low = self.start if self.rate >= 0 else self.low
+        high = self.start if self.rate <= 0 else self.high
+        return (low, high)
+
+    def value(self, t: int, rng: np.random.Generator) -> float:
+        return min(max(self.start + self.rate * t, self.low), self.high)
+
+
+class Sinusoid(Schedule):
+    """``mean + amplitude * sin(2π t / period + phase)``."""
+
+    def __init__(
+        self,
+        mean: float,
+        amplitude: float,
+        period: float,
+        phase: float = 0.0,
+        unit: str = "episode",
+    ) -> None:
+        """Args:
+        mean: Centre value.
+        amplitude: Half the peak-to-peak swing, >= 0.
+        period: Units per cycle, > 0.
+        phase: Phase at ``t = 0`` in radians.
+        unit: ``"episode"`` or ``"step"``.
+
+        Raises:
+            ValueError: If an argument is outside its accepted range.
+        """
+        super().__init__(unit)
+        self.mean = check_real("mean", mean)
+        self.amplitude = check_real("amplitude", amplitude, lower=0.0)
+        self.period = check_real("period", period, lower=0.0, open_lower=True)
+        self.phase = check_real("phase", phase)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        return (self.mean - self.amplitude, self.mean + self.amplitude)
+
+    def value(self, t: int, rng: np.random.Generator) -> float:
+        return self.mean + self.amplitude * math.sin(2.0 * math.pi * t / self.period + self.phase)
+
+
+def _interval(low: Any, high: Any) -> tuple[float, float]:
+    lo = -math.inf if low == -math.inf else check_real("low", low)
+    hi = math.inf if high == math.inf else check_real("high", high)
+    if not lo < hi:
+        raise ValueError(f"low must be below high, got low={low!r}, high={high!r}")
+    return lo, hi
+
+
+def piecewise(points: Mapping[int, float], unit: str = "episode") -> Piecewise:
+    """A value from each time on (see :class:`Piecewise`)."""
+    return Piecewise(points, unit=unit)
+
+
+def cycle(values: Sequence[float], every: int = 1, unit: str = "episode") -> Cycle:
+    """Worlds that come back: each value for ``every`` units, in turn (see :class:`Cycle`)."""
+    return Cycle(values, every=every, unit=unit)
+
+
+def markov(
+    values: Sequence[float], p_switch: float, start: int = 0, unit: str = "episode"
+) -> Markov:
+    """A random switch with geometric durations (see :class:`Markov`)."""
+    return Markov(values, p_switch, start=start, unit=unit)
+
+
+def random_walk(
+    start: float,
+    std: float,
+    low: float = -math.inf,
+    high: float = math.inf,
+    unit: str = "episode",
+) -> RandomWalk:
+    """A clipped Gaussian random walk (see :class:`RandomWalk`)."""
+    return RandomWalk(start, std, low=low, high=high, unit=unit)
+
+
+def drift(
+    start: float,
+    rate: float,
+    low: float = -math.inf,
+    high: float = math.inf,
+    unit: str = "episode",
+) -> Drift:
+    """A linear drift, clipped (see :class:`Drift`)."""
+    return Drift(start, rate, low=low, high=high, unit=unit)
+
+
+def sinusoid(
+    mean: float, amplitude: float, period: float, phase: float = 0.0, unit: str = "episode"
+) -> Sinusoid:
+    """A sine wave (see :class:`Sinusoid`)."""
+    return Sinusoid(mean, amplitude, period, phase=phase, unit=unit)
