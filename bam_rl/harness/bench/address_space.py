@@ -110,6 +110,22 @@ CASES: dict[str, str] = {
     "GroundTruthMPPI(n_samples=N) + act": "from bam_rl.harness import make_agent; "
     "e = gym.make('bam_rl/GravityCartPole-v0'); o, i = e.reset(seed=0); "
     "a = make_agent('mppi-gt', e, 0, n_samples=N); a.reset(o, i); a.act(o)",
+    # the klUCB family's size arguments (issue 39)
+    "klucb: GLRKLUCB(horizon=N)": "from bam_rl.agents.klucb import GLRKLUCB; "
+    "a = GLRKLUCB(3, horizon=N, n_breakpoints=1); a.act(0); a.observe(0, 1.0, 0, False, False, {})",
+    "klucb: CUSUMKLUCB(horizon=N)": "from bam_rl.agents.klucb import CUSUMKLUCB; "
+    "a = CUSUMKLUCB(3, horizon=N, n_breakpoints=1); a.act(0)",
+    "klucb: MonitoredKLUCB(horizon=N)": "from bam_rl.agents.klucb import MonitoredKLUCB; "
+    "a = MonitoredKLUCB(3, horizon=N); a.act(0); a.observe(0, 1.0, 0, False, False, {})",
+    "klucb: MonitoredKLUCB(window=N)": "from bam_rl.agents.klucb import MonitoredKLUCB; "
+    "a = MonitoredKLUCB(3, horizon=1000, window=N); a.act(0)",
+    "klucb: SlidingWindowKLUCB(tau=N)": "from bam_rl.agents.passive import SlidingWindowKLUCB; "
+    "a = SlidingWindowKLUCB(3, tau=N); a.act(0); a.observe(0, 1.0, 0, False, False, {})",
+    "klucb: SlidingWindowKLUCB(horizon=N)": "from bam_rl.agents.passive import "
+    "SlidingWindowKLUCB; a = SlidingWindowKLUCB(3, horizon=N, n_breakpoints=1); a.act(0)",
+    "klucb: Exp3S(horizon=N)": "from bam_rl.agents.passive import Exp3S; "
+    "a = Exp3S(3, horizon=N, n_breakpoints=1); a.act(0)",
+    "klucb: KLUCB(n_arms=N)": "from bam_rl.agents.klucb import KLUCB; a = KLUCB(N); a.act(0)",
     "BeliefTracker(n_trials=N)": "from bam_rl.agents.tracking import BeliefTracker; "
     "from bam_rl.beliefs import BAM; from bam_rl.families import BetaBinomial; "
     "BeliefTracker(BAM(BetaBinomial()), n_trials=N)",
@@ -171,6 +187,39 @@ COMMANDS: dict[str, tuple[str, ...]] = {
         "2",
         "--agent-kwargs",
         '{"n_features": N, "horizon": 5}',
+    ),
+    "run --agent-kwargs horizon=N (glr-klucb)": (
+        *_RUN,
+        "--env",
+        "bam_rl/PiecewiseBandit-v0",
+        "--agent",
+        "glr-klucb",
+        "--steps",
+        "10",
+        "--agent-kwargs",
+        '{"horizon": N, "n_breakpoints": 1}',
+    ),
+    "run --agent-kwargs tau=N (sw-klucb)": (
+        *_RUN,
+        "--env",
+        "bam_rl/PiecewiseBandit-v0",
+        "--agent",
+        "sw-klucb",
+        "--steps",
+        "10",
+        "--agent-kwargs",
+        '{"tau": N}',
+    ),
+    "run --agent-kwargs window=N (m-klucb)": (
+        *_RUN,
+        "--env",
+        "bam_rl/PiecewiseBandit-v0",
+        "--agent",
+        "m-klucb",
+        "--steps",
+        "10",
+        "--agent-kwargs",
+        '{"horizon": 1000, "window": N}',
     ),
     "run --steps N": (
         *_RUN,
