@@ -28,7 +28,10 @@ def _modules_after(code: str) -> set[str]:
 
 def test_import_bam_rl_defers_the_heavy_modules():
     loaded = _modules_after("import bam_rl; bam_rl.BAM; bam_rl.select; bam_rl.__version__")
-    assert not loaded & set(DEFERRED)
+    # some SciPy versions' scipy.special imports scipy.linalg itself: not ours to defer then
+    reference = _modules_after(import_time.REFERENCE)
+    assert not (loaded - reference) & set(DEFERRED)
+    assert "scipy.optimize" not in loaded
 
 
 def test_import_bam_rl_adds_no_third_party_module_to_the_reference():
