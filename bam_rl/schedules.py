@@ -89,7 +89,8 @@ class Schedule:
     Attributes:
         unit: ``"episode"`` (``t`` counts resets) or ``"step"`` (``t`` counts steps).
         uses_previous: Whether :meth:`value` takes the value at ``t - 1`` as a third argument.
-        bounds: Closed interval ``(low, high)`` containing every value (may be infinite).
+        bounds: Closed interval ``(low, high)`` containing every value (may be infinite), or
+            ``None`` when unknown.
     """
 
     uses_previous = False
@@ -104,9 +105,10 @@ class Schedule:
         self.unit = _unit(unit)
 
     @property
-    def bounds(self) -> tuple[float, float]:
-        """Closed interval ``(low, high)`` containing every value of the schedule."""
-        return (-math.inf, math.inf)
+    def bounds(self) -> tuple[float, float] | None:
+        """Closed interval ``(low, high)`` containing every value of the schedule, or ``None``
+        when unknown (then the wrapper checks each value as it comes)."""
+        return None
 
     def value(self, t: int, rng: np.random.Generator) -> float:
         """The value at time ``t`` (``t`` = 0, 1, … in ``unit``), drawing from ``rng``."""

@@ -162,6 +162,8 @@ class GravityCartPoleEnv(MujocoEnv, utils.EzPickle):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["human", "rgb_array"], "render_fps": 50}
+    #: Accepted gravities (m/s²), :data:`GRAVITY_RANGE` (read by ``bam_rl.wrappers``).
+    gravity_range: tuple[float, float] = GRAVITY_RANGE
 
     def __init__(
         self,

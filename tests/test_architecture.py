@@ -7,6 +7,7 @@ including the deferred ones inside functions: a deferred import is still a depen
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,11 @@ FOLDERS = {"bam_rl": "bam_rl", "agents": "bam_rl.agents", "envs": "bam_rl.envs"}
 RUN_LAYER = "bam_rl.harness"
 ENVS = "bam_rl.envs"
 AGENTS = "bam_rl.agents"
+WRAPPERS = "bam_rl.wrappers"
+#: What the wrappers layer may import: these third-party packages (plus the standard
+#: library) and, of ours, only these core modules and the layer itself.
+WRAPPERS_MAY_IMPORT = ("gymnasium", "mujoco", "numpy")
+WRAPPERS_MAY_USE = ("bam_rl.checks", "bam_rl._io", "bam_rl.schedules")
 #: Third-party packages the math core must not import (it needs numpy and scipy only).
 NOT_IN_CORE = (
     "gymnasium",
@@ -101,13 +107,14 @@ def _core_modules() -> list[str]:
         m
         for m in MODULES
         if m not in ("bam_rl", "bam_rl.__main__")
-        and not any(_within(m, layer) for layer in (RUN_LAYER, ENVS, AGENTS))
+        and not any(_within(m, layer) for layer in (RUN_LAYER, ENVS, AGENTS, WRAPPERS))
     ]
 
 
 def test_the_module_list_is_complete():
     assert "bam_rl.readout" in MODULES and "bam_rl.harness.runner" in MODULES
     assert "bam_rl.agents.base" in MODULES and "bam_rl.envs.gravity_cartpole" in MODULES
+    assert "bam_rl.schedules" in _core_modules() and "bam_rl.wrappers.nonstationary" in MODULES
     assert len(_core_modules()) >= 10
     assert (ROOT / "bam_rl" / "envs").resolve() == ROOT / "envs"
     assert (ROOT / "bam_rl" / "agents").resolve() == ROOT / "agents"
@@ -119,10 +126,37 @@ def test_core_modules_need_only_numpy_scipy_and_each_other(module):
         name
         for name in imports_of(module)
         if _top(name) in NOT_IN_CORE
-        or any(_within(name, layer) for layer in (RUN_LAYER, ENVS, AGENTS))
+        or any(_within(name, layer) for layer in (RUN_LAYER, ENVS, AGENTS, WRAPPERS))
         or name == "bam_rl"
     )
     assert not bad, f"{module} (math core) imports {bad}"
+
+
+_STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if _within(m, WRAPPERS)])
+def test_wrappers_import_gymnasium_mujoco_numpy_and_three_core_modules(module):
+    bad = sorted(
+        name
+        for name in imports_of(module)
+        if not (
+            _top(name) in _STDLIB
+            or _top(name) in WRAPPERS_MAY_IMPORT
+            or _within(name, WRAPPERS)
+            or any(_within(name, ok) for ok in WRAPPERS_MAY_USE)
+        )
+    )
+    assert not bad, f"{module} (wrappers) imports {bad}"
+
+
+def test_the_wrappers_check_can_fail(tmp_path, monkeypatch):
+    fake = tmp_path / "bam_rl" / "wrappers" / "leaky.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("import scipy\nfrom bam_rl.harness import runner\n")
+    monkeypatch.setitem(MODULES, "bam_rl.wrappers.leaky", fake)
+    with pytest.raises(AssertionError, match="scipy"):
+        test_wrappers_import_gymnasium_mujoco_numpy_and_three_core_modules("bam_rl.wrappers.leaky")
 
 
 @pytest.mark.parametrize("module", [m for m in MODULES if _within(m, AGENTS)])

@@ -1,0 +1,296 @@
+"""``NonStationary``: any Gymnasium environment, non-stationary in two lines."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Mapping
+from typing import Any, SupportsFloat
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from bam_rl.schedules import UNITS
+
+from .parameters import World, world_of
+
+__all__ = ["NOTIFY", "NonStationary"]
+
+#: Notification levels: what ``info`` says about the world.
+NOTIFY = ("value", "flag", "none")
+#: Spawn key separating the schedules' random streams from the environment's own.
+_SPAWN_KEY = 0xBA4
+
+
+class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
+    """Change an environment's physics over time, following schedules.
+
+    ```python
+    import gymnasium as gym
+    from bam_rl.schedules import cycle
+    from bam_rl.wrappers import NonStationary
+
+    env = NonStationary(gym.make("InvertedPendulum-v5"), {"gravity": cycle([9.81, 3.72])})
+    ```
+
+    ``changes`` maps a parameter of the environment (``bam_rl.wrappers.parameters``: MuJoCo's
+    ``gravity``, ``mass:<body>``, ``friction:<geom>``, ``damping:<joint>`` and the
+    ``*_scale`` factors; classic control's own attributes) to a schedule
+    (:mod:`bam_rl.schedules`). An episode-level schedule takes its value ``t`` at the ``t``-th
+    ``reset``; a step-level one takes value ``t`` before the ``t``-th step. Both counters
+    survive ``reset`` (and the vector envs' autoreset); ``reset(seed=s)`` restarts them at 0
+    and reseeds each parameter's generator from ``s`` and the parameter's name, so a seed
+    gives the same schedule in any process, independently of the environment's own
+    ``np_random``.
+
+    Notification (``notify``): ``"value"`` puts ``info["context"]`` (the current values) and
+    ``info["context_changed"]`` (True at the step or reset where a value actually changed) in
+    every ``info``; ``"flag"`` only ``context_changed``; ``"none"`` nothing. The ground truth is
+    always :attr:`context` (``env.get_wrapper_attr("context")``). ``observe_context=True``
+    appends the values, in the order of ``changes``, to a flat ``Box`` observation.
+
+    Attributes:
+        changes: The parameter → schedule map.
+        notify: The notification level.
+        observe_context: Whether the observation carries the values.
+    """
+
+    def __init__(
+        self,
+        env: gymnasium.Env,
+        changes: Mapping[str, Any],
+        notify: str = "value",
+        observe_context: bool = False,
+    ) -> None:
+        """Wrap ``env``; nothing is changed on it until the first ``reset``.
+
+        Args:
+            env: A MuJoCo or classic-control Gymnasium environment (possibly wrapped).
+            changes: Non-empty map from parameter name to schedule.
+            notify: ``"value"``, ``"flag"`` or ``"none"``.
+            observe_context: Append the values to the (flat ``Box``) observation.
+
+        Raises:
+            ValueError: On an unknown parameter (the message lists the environment's), a
+                schedule whose values leave the parameter's accepted range, an object that is
+                not a schedule, an unknown ``notify`` or ``unit``, or ``observe_context`` with a
+                non-flat-``Box`` observation. The environment is left untouched.
+        """
+        if not isinstance(notify, str) or notify not in NOTIFY:
+            raise ValueError(f"notify must be one of {NOTIFY}, got {notify!r}")
+        if not isinstance(observe_context, bool | np.bool_):
+            raise ValueError(f"observe_context must be a bool, got {observe_context!r}")
+        if not isinstance(changes, Mapping) or not changes:
+            raise ValueError(
+                f"changes must be a non-empty dict {{parameter: schedule}}, got {changes!r}"
+            )
+        world = world_of(env.unwrapped)
+        names = list(changes)
+        for name in names:
+            _check(world, env, name, changes[name])
+        base_space = env.observation_space
+        if observe_context and not (
+            isinstance(base_space, spaces.Box) and len(base_space.shape) == 1
+        ):
+            raise ValueError(
+                f"observe_context=True needs a flat Box observation space, got {base_space}"
+            )
+        gymnasium.utils.RecordConstructorArgs.__init__(
+            self, changes=dict(changes), notify=notify, observe_context=bool(observe_context)
+        )
+        gymnasium.Wrapper.__init__(self, env)
+        self.changes = dict(changes)
+        self.notify = notify
+        self.observe_context = bool(observe_context)
+        self._world: World = world
+        self._names = names
+        self._schedules = [changes[n] for n in names]
+        self._previous = [bool(getattr(s, "uses_previous", False)) for s in self._schedules]
+        units = [getattr(s, "unit", "episode") for s in self._schedules]
+        self._episode_items = [i for i, u in enumerate(units) if u == "episode"]
+        self._step_items = [i for i, u in enumerate(units) if u == "step"]
+        self._values = [world.current(n) for n in names]
+        self._context = dict(zip(names, self._values, strict=True))
+        self._rngs: list[np.random.Generator] = []
+        self._episode = -1  # index of the current episode (-1 before the first reset)
+        self._step = 0  # steps since the last seeded reset
+        self._evaluated = -1  # step index the step-level values were last evaluated at
+        self._last_changed = False
+        if observe_context:
+            assert isinstance(base_space, spaces.Box)
+            unknown = (-math.inf, math.inf)
+            low, high = zip(*(_bounds(s) or unknown for s in self._schedules), strict=True)
+            self.observation_space = spaces.Box(
+                np.concatenate([base_space.low, np.asarray(low, dtype=base_space.dtype)]),
+                np.concatenate([base_space.high, np.asarray(high, dtype=base_space.dtype)]),
+                dtype=base_space.dtype,
+            )
+            self._dtype = base_space.dtype
+            self._context_array = np.asarray(self._values, dtype=self._dtype)
+
+    # ------------------------------------------------------------------------ the context
+    @property
+    def context(self) -> dict[str, float]:
+        """The parameters' current values (a fresh dict): the ground truth at every ``notify``."""
+        return dict(self._context)
+
+    @property
+    def context_changed(self) -> bool:
+        """Whether the last ``reset`` or ``step`` changed a value."""
+        return self._last_changed
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """``episode`` (resets since the last seeded one, 0-based) and ``step`` (steps since)."""
+        return {"episode": self._episode, "step": self._step}
+
+    def planning_copy(self) -> gymnasium.Env:
+        """An independent copy of the unwrapped environment, frozen in the current world and
+        state (no schedule): a model to plan with. MuJoCo: a copy of ``MjData`` and a copy of
+        the model shared by the planning copies of one world (treat it as read-only)."""
+        return self._world.planning_copy()
+
+    def _advance(self, items: list[int], t: int) -> list[str]:
+        """Evaluate the schedules ``items`` at time ``t``; the names whose value changed."""
+        changed: list[str] = []
+        values, schedules, rngs, previous = (
+            self._values,
+            self._schedules,
+            self._rngs,
+            self._previous,
+        )
+        for i in items:
+            old = values[i]
+            if previous[i]:
+                new = schedules[i].value(t, rngs[i], None if t == 0 else old)
+            else:
+                new = schedules[i].value(t, rngs[i])
+            if new != old:
+                changed.append(self._names[i])
+                values[i] = _checked(self._world, self._names[i], new)
+        return changed
+
+    def _publish(self, changed: bool, flag: bool) -> None:
+        """Record whether values ``changed`` and the flag to report (False at the first
+        reset: there is no earlier world to differ from)."""
+        self._last_changed = flag
+        if changed:
+            self._context = dict(zip(self._names, self._values, strict=True))
+            if self.observe_context:
+                self._context_array = np.asarray(self._values, dtype=self._dtype)
+
+    def _annotate(self, observation: Any, info: dict[str, Any]) -> Any:
+        if self.notify == "value":
+            info["context"] = self._context.copy()  # callers keep infos: never shared
+            info["context_changed"] = self._last_changed
+        elif self.notify == "flag":
+            info["context_changed"] = self._last_changed
+        if self.observe_context:
+            return np.concatenate((observation, self._context_array))
+        return observation
+
+    # ------------------------------------------------------------------------ Gymnasium API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset the environment, then apply this episode's values.
+
+        A non-``None`` ``seed`` also restarts the schedules (episode 0, step 0) and reseeds
+        their generators; without one the counters continue.
+        """
+        observation, info = self.env.reset(seed=seed, options=options)
+        first = self._episode < 0
+        if seed is not None or not self._rngs:
+            root = np.random.SeedSequence(seed)
+            self._rngs = [
+                np.random.Generator(
+                    np.random.PCG64(
+                        np.random.SeedSequence(
+                            root.entropy, spawn_key=(_SPAWN_KEY, zlib.crc32(name.encode()))
+                        )
+                    )
+                )
+                for name in self._names
+            ]
+        if seed is not None or first:
+            self._episode, self._step, self._evaluated = 0, 0, -1
+        else:
+            self._episode += 1
+        before = list(self._values)
+        if seed is not None or first:  # a restart: path-dependent schedules begin again
+            for i in range(len(self._values)):
+                self._values[i] = math.nan
+        self._advance(self._episode_items, self._episode)
+        if self._evaluated != self._step:
+            self._advance(self._step_items, self._step)
+            self._evaluated = self._step
+        changed = [n for n, a, b in zip(self._names, before, self._values, strict=True) if a != b]
+        self._world.apply(dict(zip(self._names, self._values, strict=True)), changed, reset=True)
+        self._publish(bool(changed), bool(changed) and not first)
+        if "gravity" in info and "gravity" in self._context and hasattr(self.unwrapped, "gravity"):
+            info["gravity"] = self.unwrapped.gravity  # bam-rl's cart-pole: its info stays true
+        return self._annotate(observation, info), info
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Apply this step's values (step-level schedules), then step the environment."""
+        t = self._step
+        changed = False
+        if self._step_items and self._evaluated != t:
+            names = self._advance(self._step_items, t)
+            self._evaluated = t
+            if names:
+                self._world.apply(dict(zip(self._names, self._values, strict=True)), names, False)
+                changed = True
+        self._publish(changed, changed)
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self._step = t + 1
+        return self._annotate(observation, info), reward, terminated, truncated, info
+
+
+def _bounds(schedule: Any) -> tuple[float, float] | None:
+    bounds = getattr(schedule, "bounds", None)
+    return None if bounds is None else (float(bounds[0]), float(bounds[1]))
+
+
+def _check(world: World, env: gymnasium.Env, name: Any, schedule: Any) -> None:
+    ranges = world.ranges
+    if name not in ranges:
+        env_name = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+        raise ValueError(
+            f"changes: unknown parameter {name!r} for {env_name}; its parameters are "
+            f"{sorted(ranges)}"
+        )
+    if not callable(getattr(schedule, "value", None)):
+        raise ValueError(
+            f"changes[{name!r}] must be a schedule (an object with value(t, rng), e.g. "
+            f"bam_rl.schedules.cycle), got {schedule!r}"
+        )
+    unit = getattr(schedule, "unit", "episode")
+    if unit not in UNITS:
+        raise ValueError(f"changes[{name!r}].unit must be one of {UNITS}, got {unit!r}")
+    bounds = _bounds(schedule)
+    if bounds is None:  # unknown: every value is checked as it comes
+        return
+    low, high = bounds
+    accepted = ranges[name]
+    if not accepted.contains(low, high):
+        raise ValueError(
+            f"changes[{name!r}]: the schedule's values span [{low:g}, {high:g}], outside the "
+            f"accepted range of {name}, {accepted} (a finite number"
+            f"{' > ' if accepted.open_low else ' >= '}{accepted.low:g})"
+        )
+
+
+def _checked(world: World, name: str, value: Any) -> float:
+    """A schedule's value as a float inside the parameter's range (ValueError otherwise)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    accepted = world.ranges[name]
+    if not (math.isfinite(number) and accepted.contains(number, number)):
+        raise ValueError(
+            f"the schedule of {name!r} gave {value!r}, outside the accepted range {accepted}"
+        )
+    return number
