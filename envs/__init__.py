@@ -25,7 +25,13 @@ from typing import Any
 
 import gymnasium
 
-__all__ = ["CONTINUAL_SCHEDULE", "ENV_IDS", "EPISODIC_SCHEDULE", "register_envs"]
+__all__ = [
+    "CONTINUAL_SCHEDULE",
+    "ENV_IDS",
+    "EPISODIC_SCHEDULE",
+    "NONSTATIONARY_ID",
+    "register_envs",
+]
 
 #: Gravity per trial of the paper's episodic experiment: Earth, Neptune, Mars, Neptune, Mars,
 #: Earth, 15 trials each (90 trials).
@@ -77,6 +83,12 @@ _REGISTRATIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 ENV_IDS: tuple[str, ...] = tuple(env_id for env_id, _, _ in _REGISTRATIONS)
 
 
+#: Any Gymnasium environment made non-stationary (``bam_rl.wrappers.NonStationary``; kwargs
+#: ``env``, ``changes``, ``notify``, ``observe_context``). Registered by name only: this
+#: package imports nothing of ``bam_rl``, and it is not in :data:`ENV_IDS` (it needs kwargs).
+NONSTATIONARY_ID = "bam_rl/NonStationary-v0"
+
+
 def register_envs() -> None:
     """Register every environment of this package with Gymnasium.
 
@@ -89,6 +101,10 @@ def register_envs() -> None:
         if env_id in gymnasium.registry:
             continue
         gymnasium.register(id=env_id, entry_point=entry_point, kwargs=dict(kwargs))
+    if NONSTATIONARY_ID not in gymnasium.registry:
+        gymnasium.register(
+            id=NONSTATIONARY_ID, entry_point="bam_rl.wrappers.nonstationary:make_nonstationary"
+        )
 
 
 register_envs()

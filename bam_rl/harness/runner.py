@@ -216,6 +216,9 @@ def rollout(
       ``regret``, ``optimal_action`` for bandits, ``theta``, ``t`` for the stream, ``gravity``,
       ``trial``, ``context_changed`` for the cart-pole); the set is fixed by the first step's
       ``info`` and a later missing entry is NaN;
+    * with a non-stationary world (``bam_rl.wrappers.NonStationary``), its ground truth
+      ``env.get_wrapper_attr("context")`` during each step, one column ``context_<parameter>``
+      each, at every notification level;
     * the agent's ``summary()`` entries, prefixed ``belief_``, read after ``observe`` (so they
       describe the belief *after* the step's data); the keys are fixed by the first call and an
       agent whose first summary is empty is not asked again.
@@ -301,6 +304,11 @@ def _rollout_columns(
     get_info: Callable[[dict[str, Any]], tuple[Any, ...]] = _getter(())
     get_summary: Callable[[dict[str, Any]], tuple[Any, ...]] = _getter(())
 
+    # a world's ground truth (bam_rl.wrappers.NonStationary), whatever it tells in info
+    context_of = _context_source(env)
+    context_keys = tuple(context_of()) if context_of is not None else ()
+    context_flat: list[Any] = []
+
     limit = n_steps if n_steps is not None else math.inf
     bar = tqdm(
         total=n_steps if n_steps is not None else n_episodes,
@@ -329,6 +337,8 @@ def _rollout_columns(
                 add_info(get_info(info))
             except KeyError:
                 add_info([info.get(k) for k in info_keys])
+            if context_of is not None:
+                context_flat.extend(context_of().values())
             if summary is not None:
                 belief = summary()
                 if i == 0:
@@ -367,7 +377,20 @@ def _rollout_columns(
         "ends": ends,
         "info": {k: info_flat[j :: len(info_keys)] for j, k in enumerate(info_keys)},
         "summary": {k: summary_flat[j :: len(summary_keys)] for j, k in enumerate(summary_keys)},
+        "context": {k: context_flat[j :: len(context_keys)] for j, k in enumerate(context_keys)},
     }
+
+
+def _context_source(env: gym.Env) -> Callable[[], dict[str, Any]] | None:
+    """``env.get_wrapper_attr("context")`` as a function when the environment has a world's
+    ground truth (``bam_rl.wrappers.NonStationary``), else ``None``."""
+    try:
+        context = env.get_wrapper_attr("context")
+    except AttributeError:
+        return None
+    if not isinstance(context, dict) or not context:
+        return None
+    return lambda: env.get_wrapper_attr("context")
 
 
 def _getter(keys: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
@@ -410,6 +433,8 @@ def _rollout_frame(
     data["truncated"] = np.fromiter(columns["truncated"], dtype=bool, count=n)
     for key, values in columns["info"].items():
         data[key] = _column(values)
+    for key, values in columns.get("context", {}).items():
+        data["context_" + key] = _column(values)
     for key, values in columns["summary"].items():
         data[_SUMMARY_PREFIX + key] = _column(values)
     frame = pd.DataFrame(data, index=pd.RangeIndex(n))

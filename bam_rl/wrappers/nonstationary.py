@@ -11,11 +11,12 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from bam_rl import schedules as _schedules
 from bam_rl.schedules import UNITS
 
 from .parameters import World, world_of
 
-__all__ = ["NOTIFY", "NonStationary"]
+__all__ = ["NOTIFY", "NonStationary", "make_nonstationary", "schedule_from_spec"]
 
 #: Notification levels: what ``info`` says about the world.
 NOTIFY = ("value", "flag", "none")
@@ -38,7 +39,8 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
     ``gravity``, ``mass:<body>``, ``friction:<geom>``, ``damping:<joint>`` and the
     ``*_scale`` factors; classic control's own attributes) to a schedule
     (:mod:`bam_rl.schedules`). An episode-level schedule takes its value ``t`` at the ``t``-th
-    ``reset``; a step-level one takes value ``t`` before the ``t``-th step. Both counters
+    ``reset``; a step-level one takes value ``t`` just before the ``t``-th step (value 0 at
+    the seeded reset), so its changes are flagged at the step where they act. Both counters
     survive ``reset`` (and the vector envs' autoreset); ``reset(seed=s)`` restarts them at 0
     and reseeds each parameter's generator from ``s`` and the parameter's name, so a seed
     gives the same schedule in any process, independently of the environment's own
@@ -222,9 +224,9 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
             for i in range(len(self._values)):
                 self._values[i] = math.nan
         self._advance(self._episode_items, self._episode)
-        if self._evaluated != self._step:
-            self._advance(self._step_items, self._step)
-            self._evaluated = self._step
+        if self._evaluated < 0:  # a restart: step 0's values are the reset's world
+            self._advance(self._step_items, 0)
+            self._evaluated = 0
         changed = [n for n, a, b in zip(self._names, before, self._values, strict=True) if a != b]
         self._world.apply(dict(zip(self._names, self._values, strict=True)), changed, reset=True)
         self._publish(bool(changed), bool(changed) and not first)
@@ -294,3 +296,53 @@ def _checked(world: World, name: str, value: Any) -> float:
             f"the schedule of {name!r} gave {value!r}, outside the accepted range {accepted}"
         )
     return number
+
+
+#: Schedules a JSON spec may name (:func:`schedule_from_spec`).
+SPEC_NAMES = ("piecewise", "cycle", "markov", "random_walk", "drift", "sinusoid")
+
+
+def schedule_from_spec(name: str, spec: Any) -> Any:
+    """A schedule from a JSON-able spec ``{"cycle": {"values": [9.81, 3.72], "every": 100,
+    "unit": "step"}}`` (one key, a function of :mod:`bam_rl.schedules`, and its keyword
+    arguments); a schedule object is returned as is. ``name`` labels errors.
+
+    Raises:
+        ValueError: If the spec is not one such key with a dict of arguments.
+    """
+    if callable(getattr(spec, "value", None)):
+        return spec
+    if not (isinstance(spec, Mapping) and len(spec) == 1):
+        raise ValueError(
+            f"changes[{name!r}] must be a schedule or a one-key dict naming one of "
+            f"{SPEC_NAMES} with its arguments, got {spec!r}"
+        )
+    ((kind, kwargs),) = spec.items()
+    if kind not in SPEC_NAMES or not isinstance(kwargs, Mapping):
+        raise ValueError(
+            f"changes[{name!r}] must name one of {SPEC_NAMES} with a dict of arguments, "
+            f"got {spec!r}"
+        )
+    if kind == "piecewise" and isinstance(kwargs.get("points"), Mapping):  # JSON keys: str
+        kwargs = {**kwargs, "points": {int(t): v for t, v in kwargs["points"].items()}}
+    return getattr(_schedules, kind)(**kwargs)
+
+
+def make_nonstationary(
+    env: str,
+    changes: Mapping[str, Any],
+    notify: str = "value",
+    observe_context: bool = False,
+    **env_kwargs: Any,
+) -> NonStationary:
+    """``gym.make("bam_rl/NonStationary-v0", env="InvertedPendulum-v5", changes={...})``:
+    the registered form (so ``bam-rl run --env-kwargs`` and sweeps can build one); schedules
+    may be JSON specs (:func:`schedule_from_spec`).
+
+    Raises:
+        ValueError: As :class:`NonStationary`, or on a bad spec.
+    """
+    if not isinstance(changes, Mapping):
+        raise ValueError(f"changes must be a dict {{parameter: schedule}}, got {changes!r}")
+    built = {name: schedule_from_spec(name, spec) for name, spec in changes.items()}
+    return NonStationary(gymnasium.make(env, **env_kwargs), built, notify, observe_context)
