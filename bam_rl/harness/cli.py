@@ -269,7 +269,14 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             agent_kwargs=agent_kwargs,
         )
         if args.shard is not None:
+            size = len(grid)
             grid = shard(grid, *args.shard)
+            if not grid:
+                print(
+                    f"shard {args.shard[0]}/{args.shard[1]} of a grid of {size} run(s) holds "
+                    "no runs: nothing to do"
+                )
+                return 0
         frame = run_many(
             grid,
             backend=args.backend,
@@ -280,6 +287,8 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         )
     except (ValueError, TypeError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
+    except OSError as error:  # a full disk, a lost mount, a folder where a claim belongs
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
 
     print(summary_table(frame).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if args.out is not None:

@@ -2,20 +2,42 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 
 import pandas as pd
 
 from bam_rl._io import atomic_path
 
-__all__ = ["write_frame"]
+__all__ = ["naming_write_failures", "write_frame"]
+
+
+@contextlib.contextmanager
+def naming_write_failures(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Re-raises an ``OSError`` of the block (a full disk, a file-size limit, a lost mount) as
+    one ``OSError`` whose message names ``path`` and the reason, e.g. ``cannot write
+    runs/x.parquet (File too large)``, instead of a writer library's own wording."""
+    try:
+        yield
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        failure = OSError(f"cannot write {os.fspath(path)} ({reason})")
+        failure.errno = error.errno
+        raise failure from error
 
 
 def write_frame(frame: pd.DataFrame, path: str | os.PathLike[str], fmt: str = "csv") -> None:
-    """Writes ``frame`` atomically as CSV or Parquet (without the index)."""
+    """Writes ``frame`` atomically as CSV or Parquet (without the index).
+
+    Raises:
+        ValueError: For an unknown ``fmt``.
+        OSError: When the file cannot be written (its message names ``path``); ``path`` is
+            then left as it was.
+    """
     if fmt not in ("csv", "parquet"):
         raise ValueError(f"fmt must be 'csv' or 'parquet', got {fmt!r}")
-    with atomic_path(path) as temporary:
+    with naming_write_failures(path), atomic_path(path) as temporary:
         if fmt == "parquet":
             frame.to_parquet(temporary, index=False)
         else:

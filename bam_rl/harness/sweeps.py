@@ -61,6 +61,7 @@ import pandas as pd
 from bam_rl._io import atomic_path
 from bam_rl.checks import check_int
 from bam_rl.harness.claims import ClaimBook
+from bam_rl.harness.files import naming_write_failures
 from bam_rl.harness.registry import check_agent_name, check_env_id, make_agent
 from bam_rl.harness.runner import check_budget, check_rows_memory, rollout
 
@@ -469,9 +470,10 @@ def _write_run(frame: pd.DataFrame, path: Path, fmt: str, spec: RunSpec) -> None
 
     The frame goes to a temporary file; its record (rows, size, checksum) is written next;
     only then is the temporary file renamed to ``path``. A kill at any point leaves either
-    no file (recomputed), or a file with the record that matches it.
+    no file (recomputed), or a file with the record that matches it; so does a failed write
+    (a full disk), which raises one ``OSError`` naming ``path``.
     """
-    with atomic_path(path) as temporary:
+    with naming_write_failures(path), atomic_path(path) as temporary:
         if fmt == "parquet":
             frame.to_parquet(temporary, index=False)
         else:
@@ -616,8 +618,9 @@ def run_many(
     Several sweeps may share ``out_dir``: each run is claimed before it is computed (see the
     module docstring), so it is computed once, and each sweep returns the whole grid.
     ``frame.attrs["sweep"]`` says what this process did: the keys it ``computed``, how many
-    runs it ``loaded`` from files, how many others computed (``by_others``) and which dead
-    holders' claims it ``taken_over``.
+    runs it ``loaded`` from files at the start, how many others computed while it ran
+    (``by_others``; the three add up to the grid) and which dead holders' claims it
+    ``taken_over``.
 
     Args:
         grid: :class:`RunSpec` objects, e.g. from :func:`make_grid`.
@@ -637,6 +640,9 @@ def run_many(
     Raises:
         ValueError: For an unknown backend or format, a bad ``n_jobs``, duplicate runs, or
             ``backend="ray"`` without Ray installed.
+        OSError: When a run file cannot be written (a full disk: the message names the file;
+            the folder keeps only whole runs, and a rerun completes the rest), or when
+            something else sits where a claim belongs (:class:`~bam_rl.harness.claims.ClaimError`).
     """
     from tqdm.auto import tqdm
 
@@ -664,6 +670,7 @@ def run_many(
         _remove_stale_temporaries(directory, idle)
     computed: list[int] = []
     waited: list[int] = []
+    by_others: list[int] = []  # runs other processes finished while this one ran
 
     def finished(index: int, frame: pd.DataFrame) -> None:
         computed.append(index)
@@ -688,6 +695,7 @@ def run_many(
                 continue
             assert directory is not None
             if _load_verified(directory, spec, index, paths, results, warn=False):
+                by_others.append(index)
                 bar.update(1)
                 continue
             if not book.try_claim(spec.key):
@@ -695,6 +703,7 @@ def run_many(
                 continue
             # ours now: a file written before we claimed is whole (or a writer's leftover)
             if _load_verified(directory, spec, index, paths, results, warn=False):
+                by_others.append(index)
                 book.release(spec.key)
                 bar.update(1)
                 continue
@@ -716,9 +725,11 @@ def run_many(
                 for index in pending:
                     spec = specs[index]
                     if _load_verified(directory, spec, index, paths, results, warn=False):
+                        by_others.append(index)
                         bar.update(1)
                     elif book.try_claim(spec.key):
                         if _load_verified(directory, spec, index, paths, results, warn=False):
+                            by_others.append(index)
                             book.release(spec.key)
                         else:
                             _remove_stale_temporaries(directory, {spec.key})
@@ -736,7 +747,7 @@ def run_many(
     stats = {
         "computed": [specs[i].key for i in computed],
         "loaded": len(specs) - len(todo),
-        "by_others": len(waited) - sum(i in computed for i in waited),
+        "by_others": len(by_others),
         "taken_over": [] if book is None else list(book.taken_over),
     }
     if directory is None:
