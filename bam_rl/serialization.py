@@ -11,7 +11,12 @@ generators numpy bit generators, so a foreign or tampered file cannot run code; 
 SHA-256 of their content (:func:`archive_digest`): a file changed after it was written
 (corrupted, or edited without recomputing the digest) is refused.
 
-Limits (every breach is a ``ValueError``): the archive is read by this module's own zip/npy
+Limits (every breach is a ``ValueError``): before a byte is read, the path must be a regular
+file (a FIFO, a device such as ``/dev/zero`` or a folder is refused; it is opened without
+blocking and checked on the opened descriptor) of at most :func:`file_size_limit` bytes
+(``max_bytes`` plus :data:`ARCHIVE_OVERHEAD`, and half the memory budget of
+:func:`bam_rl.checks.memory_budget`: the file's bytes and its arrays are held at once), and
+no more than that is ever read. The archive is then read by this module's own zip/npy
 walk, which refuses entries that are compressed more than :data:`MAX_EXPANSION` times (a
 1 MB file cannot become a 1 GiB array), arrays whose header claims more bytes than the entry
 holds, more than ``max_bytes`` (:data:`MAX_BYTES`) of data in all, and JSON nested deeper
@@ -48,6 +53,7 @@ import inspect
 import io
 import json
 import os
+import stat
 import sys
 import textwrap
 import types
@@ -59,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from bam_rl._io import atomic_path
+from bam_rl.checks import format_bytes, memory_budget
 
 FORMAT = "bam-rl-state/1"
 ALLOWED_PREFIXES = ("bam_rl.",)
@@ -86,6 +93,9 @@ LEGACY_PREFIXES = {
 REFUSED_PREFIXES = ("bam_rl.harness.",)
 #: Default bound on the bytes of all entries of an archive once read (1 GiB).
 MAX_BYTES = 1 << 30
+#: Bytes a state file may hold beyond ``max_bytes`` of entries: the zip archive's headers and
+#: directory (16 MiB: about 100,000 entries).
+ARCHIVE_OVERHEAD = 16 << 20
 #: Largest accepted ratio of an entry's size to its compressed size (``np.savez`` stores
 #: entries uncompressed, ratio 1; ``np.savez_compressed`` of real data stays far below).
 MAX_EXPANSION = 32
@@ -627,6 +637,62 @@ def write_archive(
     return path
 
 
+def file_size_limit(max_bytes: int = MAX_BYTES) -> int:
+    """The most bytes a state file may hold: ``max_bytes`` of entries plus
+    :data:`ARCHIVE_OVERHEAD`, and at most half of :func:`bam_rl.checks.memory_budget` (the
+    file's bytes and the arrays read from them are held at once)."""
+    budget, _ = memory_budget()
+    return int(min(max_bytes + ARCHIVE_OVERHEAD, budget // 2))
+
+
+_FILE_TYPES = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def _read_bounded(path: Path, kind: str, max_bytes: int) -> bytes:
+    """The bytes of ``path``, refused (``ValueError``) before reading unless it is a regular
+    file of at most :func:`file_size_limit` bytes; never reads more than that."""
+    limit = file_size_limit(max_bytes)
+    # O_NONBLOCK: opening a FIFO does not wait for a writer; the checks use the opened file
+    handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        status = os.fstat(handle)
+        if not stat.S_ISREG(status.st_mode):
+            what = _FILE_TYPES.get(stat.S_IFMT(status.st_mode), "not a file")
+            raise ValueError(
+                f"path {str(path)!r} is not a regular file ({what}); a {kind} file is a "
+                "regular .npz file"
+            )
+        if status.st_size > limit:
+            raise ValueError(_too_big(path, kind, status.st_size, limit, max_bytes))
+        chunks = []
+        left = limit + 1
+        while left > 0 and (chunk := os.read(handle, min(left, 1 << 24))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+    finally:
+        os.close(handle)
+    if len(data) > limit:  # it grew after the check
+        raise ValueError(_too_big(path, kind, len(data), limit, max_bytes))
+    return data
+
+
+def _too_big(path: Path, kind: str, size: int, limit: int, max_bytes: int) -> str:
+    budget, source = memory_budget()
+    return (
+        f"path {str(path)!r} holds {format_bytes(size)} ({size:,} bytes); a {kind} file may "
+        f"hold at most {limit:,} bytes (max_bytes={max_bytes:,} plus "
+        f"{format_bytes(ARCHIVE_OVERHEAD)} of archive overhead, and half the memory budget "
+        f"of {format_bytes(budget)}: {source})"
+    )
+
+
 def read_archive(
     path: str | os.PathLike[str], fmt: str, kind: str, max_bytes: int = MAX_BYTES
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -642,13 +708,15 @@ def read_archive(
         The JSON document and the arrays (``__json__`` removed).
 
     Raises:
-        ValueError: If the file is missing, unreadable, not an ``.npz`` with a JSON document,
-            of another format, or beyond the limits (size, expansion, JSON depth).
+        ValueError: If the file is missing, not a regular file (a FIFO, a device, a folder),
+            larger than :func:`file_size_limit`, unreadable, not an ``.npz`` with a JSON
+            document, of another format, or beyond the limits (size, expansion, JSON depth).
+            Nothing is read before the file's type and size are checked.
     """
     given = Path(path)
     path = find_archive(given)
     try:
-        data = path.read_bytes()
+        data = _read_bounded(path, kind, max_bytes)
     except FileNotFoundError as error:
         also = "" if archive_path(given) == given else f" (nor {str(archive_path(given))!r})"
         raise ValueError(f"path {str(path)!r} does not exist{also}") from error
