@@ -26,6 +26,8 @@ Groups (``--only``; default all but ``mnist`` when its data are missing):
   subprocess);
 * ``mnist``: :mod:`bam_rl.harness.bench.mnist` (rotated MNIST at full scale) when the data
   are found;
+* ``wrappers``: the plain MuJoCo step, ``bam_rl.wrappers.NonStationary`` and NS-Gym's
+  wrapper side by side, and a planning copy (not by default: about half a minute);
 * not by default: ``readout`` (Beta-Binomial and BLR greedy against Algorithm 1 loop by loop),
   ``bocd-pkg`` (against the ``bocd`` package, unpruned), and the checks that take minutes:
   ``soak`` (flat time and memory on long runs, no non-finite value), ``interrupt`` (sweeps
@@ -153,6 +155,12 @@ def _sweeps(args: argparse.Namespace) -> list[Row]:
 
 def _envs(args: argparse.Namespace) -> list[Row]:
     return _rows("envs", workload("envs").env_rows(args.quick))
+
+
+def _wrappers(args: argparse.Namespace) -> list[Row]:
+    """The plain step, ``NonStationary`` and NS-Gym's wrapper side by side
+    (:mod:`bam_rl.harness.bench.wrappers`)."""
+    return _rows("wrappers", workload("wrappers").wrapper_rows(args.quick))
 
 
 _MS = re.compile(r"([\d.]+)ms(?:\s*\(\s*([\d.]+)\))?")
@@ -363,6 +371,7 @@ GROUPS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "bocd-cap": _bocd_cap,
     "address-space": _address_space,
     "shared-sweeps": _shared_sweeps,
+    "wrappers": _wrappers,
 }
 #: Groups run when ``--only`` is not given (``mnist`` only when its data are found).
 DEFAULT_GROUPS = (
