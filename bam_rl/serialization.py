@@ -318,6 +318,8 @@ def _annotation(node: ast.expr | None, namespace: dict[str, Any]) -> _Expected |
     found = _lookup(node, namespace)
     if found is Any or found is typing.Any:
         return None
+    if typing.get_origin(found) is not None:  # an alias such as Callable[[X], Y]: unchecked
+        return None  # (Python 3.10 calls list[int] a type; isinstance would raise on it)
     return (found,) if isinstance(found, type) else None
 
 
