@@ -5,7 +5,7 @@ Each wrapper changes gravity every 100 steps (ours: ``cycle([9.81, 11.15, 3.72],
 unit="step")``; NS-Gym: ``CyclicUpdate(PeriodicScheduler(100), ...)`` on the z component).
 The three step loops are timed in interleaved rounds in one process (actions drawn in
 advance, resets not timed) and each keeps its fastest round, so the ratios compare like with
-like under the same load. Also timed: a planning copy of the current world (ours:
+like under the same load (30 short rounds: the fastest of many is robust to a shared machine). Also timed: a planning copy of the current world (ours:
 ``planning_copy()``; NS-Gym: ``get_planning_env()``).
 
 Bars (issue 40): our step ≤ 1.10 × the plain step; a planning copy ≤ 0.5 ms. NS-Gym is the
@@ -127,7 +127,7 @@ def _peer_copy(env: Any) -> Any:
 
 def wrapper_rows(quick: bool = False) -> list[tuple]:
     """Bench rows (workload, ours, peer, bar, met) for ``bam-rl bench --only wrappers``."""
-    steps, rounds, copies = (1000, 2, 20) if quick else (20_000, 7, 200)
+    steps, rounds, copies = (1000, 2, 20) if quick else (4000, 30, 200)
     rows: list[tuple] = []
     load = os.getloadavg()[0]
     for env_id in ENVS:
