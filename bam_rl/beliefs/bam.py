@@ -12,6 +12,8 @@ import numpy as np
 from bam_rl import hyperparams
 from bam_rl.beliefs.rules import (
     BeliefRule,
+    check_possible_datum,
+    check_posterior,
     check_restored_detector,
     warn_if_unbounded_growth,
 )
@@ -77,6 +79,8 @@ class BAM(BeliefRule):
         self.last_readout: ReadoutResult | None = None
         self.n_selections = 0
 
+    _keeps_records = True  # every datum becomes a record the readout scores
+
     def _check_restored(self) -> None:
         """The rule's belief and step count (:class:`BeliefRule`), and its options as the
         constructor checks them."""
@@ -99,13 +103,9 @@ class BAM(BeliefRule):
         if self.memory.family is not None:
             self.model.check_compatible(self.memory.family, "memory")
             size = len(self.memory)
-            prior = self.model.prior.fields
-            fields = {k: prior[k] + v[:size] for k, v in self.memory._fields.items()}
-            self.model._check_belief(fields)
-            with np.errstate(over="ignore", invalid="ignore"):
-                finite = np.isfinite(self.model.log_partition_fields(fields)).all()
-            if not finite:
-                raise ValueError("memory: the base prior plus a record overflows float64")
+            records = {k: v[:size] for k, v in self.memory._fields.items()}
+            # what update() checks of every datum before storing it
+            check_possible_datum(self.model, records, "memory", finite_partition=True)
 
     def choose_readout(self, s: NaturalParams) -> tuple[ReadoutResult, NaturalParams]:
         """Chooses readout weights for ``s``; returns them with the BAM prior ``η(W)``.
@@ -127,6 +127,7 @@ class BAM(BeliefRule):
     def _update(self, s: NaturalParams) -> NaturalParams:
         readout, prior = self.choose_readout(s)
         belief = prior + s
+        check_posterior(self.model, belief)
         self.memory.add(s, time=self.t)  # the last step that can refuse the datum
         self._record(readout)
         self._warn_if_unbounded_growth()
@@ -215,6 +216,7 @@ class BAMWithChangepoints(BAM):
         else:
             prior = self.belief
         belief = prior + s
+        check_posterior(self.model, belief)
         self.memory.add(s, time=self.t)  # the last step that can refuse the datum
         self._warn_if_unbounded_growth()
         self.detector = detector
@@ -254,6 +256,7 @@ class EpisodicBAM(BAM):
         else:
             prior = self.belief
         belief = prior + s
+        check_posterior(self.model, belief)
         self.memory.add(s, time=self.t)  # the last step that can refuse the datum
         self._record(readout)
         return belief

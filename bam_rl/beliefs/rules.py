@@ -13,7 +13,7 @@ import numpy as np
 from bam_rl import hyperparams
 from bam_rl.bocd import ChangepointDetector
 from bam_rl.checks import check_finite_params, check_int, check_real
-from bam_rl.families.base import ConjugateFamily, NaturalParams, Theta
+from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, Theta
 from bam_rl.memory import Memory
 
 #: Records an unbounded BAM memory may hold before :class:`BAM` warns (once) that every
@@ -39,6 +39,47 @@ def warn_if_unbounded_growth(memory: Memory, owner: str, cost: str, stacklevel: 
         )
 
 
+def check_possible_datum(
+    model: ConjugateFamily, fields: Fields, name: str = "s", finite_partition: bool = False
+) -> None:
+    """Raises ``ValueError`` naming ``name`` unless the base prior plus the statistics
+    ``fields`` (one datum, or records stacked along a first axis) is a proper belief of
+    ``model``: a datum no data could give (e.g. a negative count, which makes a Beta(1, 1)
+    prior Beta(−4, 2)) is refused, with the message of the changepoint detector's check.
+    With ``finite_partition`` (a datum a memory keeps as a record, scored by the readout)
+    the belief's log partition must be finite too."""
+    prior = model.prior.fields
+    total = {key: prior[key] + fields[key] for key in prior}
+    try:
+        model._check_belief(total)
+    except ValueError as error:
+        raise ValueError(
+            f"{name}: an impossible datum: the base prior plus its statistics is no "
+            f"distribution ({error})"
+        ) from error
+    if finite_partition:
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = np.isfinite(model.log_partition_fields(total)).all()
+        if not finite:
+            raise ValueError(
+                f"{name}: the base prior plus its statistics overflows float64 (data too "
+                "large in magnitude for the family; rescale them)"
+            )
+
+
+def check_posterior(model: ConjugateFamily, belief: NaturalParams, name: str = "s") -> None:
+    """Raises ``ValueError`` naming ``name`` unless ``belief``, the posterior a rule would
+    take after absorbing the datum ``name``, is a proper belief of ``model`` (checked before
+    the rule changes anything, so a refused datum leaves it as it was)."""
+    try:
+        model._check_belief(belief.fields)
+    except ValueError as error:
+        raise ValueError(
+            f"{name}: an impossible datum: the belief plus its statistics is no "
+            f"distribution ({error})"
+        ) from error
+
+
 class BeliefRule(ABC):
     """Base class: a belief over θ updated one datum (batch of observations) at a time.
 
@@ -52,6 +93,10 @@ class BeliefRule(ABC):
         self.model = model
         self.belief: NaturalParams = model.prior
         self.t = 0
+
+    #: Whether the rule keeps data as records of a memory that a readout scores (BAM and its
+    #: relatives): their base prior plus each datum must then have a finite log partition.
+    _keeps_records = False
 
     def _check_restored(self) -> None:
         """A restored rule's belief must be a finite, unbatched belief of its family and its
@@ -68,19 +113,23 @@ class BeliefRule(ABC):
 
         Raises:
             ValueError: For statistics of another family, batched or non-finite statistics,
-                or a datum the rule cannot absorb; a refused datum leaves the rule as it was.
+                an impossible datum (the base prior plus ``s``, or the posterior, is no
+                distribution of the family, :func:`check_possible_datum`) or a datum the
+                rule cannot absorb otherwise; a refused datum leaves the rule as it was.
         """
         self.model.check_params(s, "s")
         if s.batch_shape != ():
             raise ValueError(f"s must be a single datum (batch shape ()), got {s.batch_shape}")
         check_finite_params("s", s)
+        check_possible_datum(self.model, s.fields, finite_partition=type(self)._keeps_records)
         self.belief = self._update(s)
         self.t += 1
         return self.belief
 
     @abstractmethod
     def _update(self, s: NaturalParams) -> NaturalParams:
-        """Rule-specific update; ``s`` is already validated."""
+        """Rule-specific update; ``s`` is already validated (a possible datum). It checks the
+        posterior it computes (:func:`check_posterior`) before changing the rule."""
 
     def reset(self) -> None:
         """Returns to the base prior (the start of a new episode)."""
@@ -118,7 +167,9 @@ class RecursiveBayes(BeliefRule):
     """Every past datum fully remembered: ``η_t = η0 + Σ_{j<=t} s_j``."""
 
     def _update(self, s: NaturalParams) -> NaturalParams:
-        return self.belief + s
+        belief = self.belief + s
+        check_posterior(self.model, belief)
+        return belief
 
 
 #: Per forgetting or power-prior rule: the statistics its last ``prior_for_next`` was built
@@ -143,6 +194,20 @@ def _next_prior(
     return prior
 
 
+def _check_restored_past(rule: BeliefRule, name: str) -> None:
+    """A restored forgetting or power-prior rule's past statistics ``name`` are finite,
+    unbatched statistics of its family, and its prior for the next datum is a proper belief
+    (what its updates keep so)."""
+    past = getattr(rule, name, None)
+    if not isinstance(past, NaturalParams):
+        raise ValueError(f"{name} must be a NaturalParams, got {type(past).__name__}")
+    rule.model.check_params(past, name)
+    if past.batch_shape != ():
+        raise ValueError(f"{name} must be unbatched, got batch shape {past.batch_shape}")
+    check_finite_params(name, past)
+    check_posterior(rule.model, rule.prior_for_next(), name)
+
+
 class ExponentialForgetting(BeliefRule):
     """Bayesian exponential forgetting with the paper's readout ``w_{t,j} = alpha^(t−1−j)``.
 
@@ -164,9 +229,13 @@ class ExponentialForgetting(BeliefRule):
     def _check_restored(self) -> None:
         super()._check_restored()
         self.alpha = check_real("alpha", self.alpha, lower=0.0, upper=1.0)
+        _check_restored_past(self, "_decayed")
 
     def _update(self, s: NaturalParams) -> NaturalParams:
         belief = self.model.prior + self._decayed + s
+        check_posterior(self.model, belief)
+        # the next prior η0 + alpha·S_t + s_t = alpha·belief + (1 − alpha)·(η0 + s_t) is
+        # then proper too: natural parameter spaces are convex
         self._decayed = self.alpha * self._decayed + s
         return belief
 
@@ -199,9 +268,13 @@ class PowerPrior(BeliefRule):
     def _check_restored(self) -> None:
         super()._check_restored()
         self.alpha = check_real("alpha", self.alpha, lower=0.0, upper=1.0)
+        _check_restored_past(self, "_past")
 
     def _update(self, s: NaturalParams) -> NaturalParams:
         belief = self.model.prior + self.alpha * self._past + s
+        check_posterior(self.model, belief)
+        # the next prior η0 + alpha·(past + s) = alpha·belief + (1 − alpha)·(η0 + alpha·past)
+        # is then proper too, the previous one being so (natural parameter spaces are convex)
         self._past = self._past + s
         return belief
 

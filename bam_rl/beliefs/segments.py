@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from bam_rl.beliefs.bam import BAM
-from bam_rl.beliefs.rules import check_restored_detector
+from bam_rl.beliefs.rules import check_possible_datum, check_posterior, check_restored_detector
 from bam_rl.bocd import ChangepointDetector
 from bam_rl.checks import check_finite_params, check_int
 from bam_rl.families.base import ConjugateFamily, NaturalParams
@@ -101,6 +101,7 @@ class SegmentBAM(BAM):
             if s.batch_shape != ():
                 raise ValueError("_open must hold single-datum statistics")
             check_finite_params("_open", s)
+            check_possible_datum(self.model, s.fields, "_open", finite_partition=True)
         if not isinstance(self._pending_change, bool):
             raise ValueError(f"_pending_change must be a bool, got {self._pending_change!r}")
         if self._evidence is not None:
@@ -150,6 +151,7 @@ class SegmentBAM(BAM):
             split = len(self._open)  # an announced change closes the whole open segment
         if split is None:
             belief = self.belief + s
+            check_posterior(self.model, belief)
             self._open.append(s)
             if detector is not None:
                 self.detector = detector
@@ -166,6 +168,8 @@ class SegmentBAM(BAM):
         scored = evidence if override is None else _total(self.model, [*keeping[:-1], override])
         assert scored is not None
         readout, prior = _readout(self, memory, scored)
+        belief = prior + evidence
+        check_posterior(self.model, belief)
         # commit: nothing below can fail
         self.memory = memory
         if closed is not None:
@@ -178,7 +182,7 @@ class SegmentBAM(BAM):
                 self.changepoints.append(self._open_start)
         self._pending_change = False
         self._record(readout)
-        return prior + evidence
+        return belief
 
     def preview(self, s: NaturalParams) -> tuple[ReadoutResult | None, NaturalParams]:
         """The readout and belief a change whose new segment so far is ``s`` would give,
