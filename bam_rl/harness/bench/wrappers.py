@@ -5,8 +5,9 @@ Each wrapper changes gravity every 100 steps (ours: ``cycle([9.81, 11.15, 3.72],
 unit="step")``; NS-Gym: ``CyclicUpdate(PeriodicScheduler(100), ...)`` on the z component).
 The three step loops are timed in interleaved rounds in one process (actions drawn in
 advance, resets not timed) and each keeps its fastest round, so the ratios compare like with
-like under the same load (30 short rounds: the fastest of many is robust to a shared machine). Also timed: a planning copy of the current world (ours:
-``planning_copy()``; NS-Gym: ``get_planning_env()``).
+like under the same load (30 short rounds: the fastest of many is robust to a shared
+machine). Also timed: a planning copy of the current world (ours: ``planning_copy()``;
+NS-Gym: ``get_planning_env()``).
 
 Bars (issue 40): our step ≤ 1.10 × the plain step; a planning copy ≤ 0.5 ms. NS-Gym is the
 optional ``bench`` peer (``pip install ns-gym==1.0.12 --no-deps``: its metadata pins
