@@ -6,6 +6,11 @@ defaults to GLFW, which needs a display. Without one, rendering raised
 machine with no display and no ``MUJOCO_GL``, :func:`choose_platform` sets ``MUJOCO_GL`` to the
 first headless platform whose library is installed: EGL, then OSMesa (as ``bam-rl record``
 does). A choice the user made (``MUJOCO_GL`` set, or a display) is never changed.
+
+Importing MuJoCo loads the chosen platform too, and fails when ``MUJOCO_GL`` is not one MuJoCo
+knows (``MUJOCO_GL=garbage``) or names a library that is missing (``osmesa`` without OSMesa).
+The simulation needs no OpenGL, so :func:`preload_mujoco` then imports MuJoCo with rendering
+disabled (``MUJOCO_GL`` is restored at once) and returns the message that rendering raises.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ __all__ = [
     "HEADLESS_PLATFORMS",
     "choose_platform",
     "platform_advice",
+    "preload_mujoco",
     "window_advice",
 ]
 
@@ -44,6 +50,55 @@ def choose_platform() -> str | None:
                 os.environ.setdefault("PYOPENGL_PLATFORM", platform)
             return platform
     return None
+
+
+def _platform_problem(chosen: str) -> str | None:
+    """Why MuJoCo's import would fail to load ``MUJOCO_GL=chosen`` (``None``: it should not)."""
+    value = chosen.lower().strip()
+    accepted = ["", "disable", "disabled", "off", "false", "0"]
+    accepted += ["enable", "enabled", "on", "true", "1", "glfw"]
+    if sys.platform.startswith("linux"):
+        accepted += ["glx", "egl", "osmesa"]
+    elif sys.platform == "win32":
+        accepted += ["wgl"]
+    elif sys.platform == "darwin":
+        accepted += ["cgl"]
+    if value not in accepted:
+        names = ", ".join(name for name in accepted[11:])
+        return f"MUJOCO_GL={chosen!r} is not a platform MuJoCo knows ({names})"
+    for platform, library in HEADLESS_PLATFORMS:
+        if value == platform and not ctypes.util.find_library(library):
+            return f"MUJOCO_GL={chosen!r} needs the {library} library, which is not installed"
+    return None
+
+
+def preload_mujoco() -> str | None:
+    """Imports ``mujoco`` so that a bad OpenGL platform cannot stop the simulation.
+
+    Returns ``None`` when MuJoCo loaded its platform, else the message that rendering raises
+    (:func:`platform_advice`): MuJoCo was then imported with rendering disabled, and
+    ``MUJOCO_GL`` restored to the user's value.
+    """
+    if "mujoco" in sys.modules:  # imported already: its platform loaded
+        return None
+    chosen = os.environ.get("MUJOCO_GL")
+    problem = _platform_problem(chosen or "")
+    if problem is None:
+        try:
+            import mujoco
+        except Exception as error:  # the platform's library failed to load
+            problem = f"MUJOCO_GL={chosen!r}: {type(error).__name__}: {error}"
+        else:
+            return None
+    os.environ["MUJOCO_GL"] = "disable"
+    try:
+        import mujoco  # noqa: F401
+    finally:
+        if chosen is None:
+            del os.environ["MUJOCO_GL"]
+        else:
+            os.environ["MUJOCO_GL"] = chosen
+    return platform_advice(problem)
 
 
 def platform_advice(error: BaseException | str) -> str:

@@ -7,9 +7,12 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ._gl import choose_platform, platform_advice, window_advice
+from ._gl import choose_platform, platform_advice, preload_mujoco, window_advice
 
 choose_platform()  # before MuJoCo is imported: it reads MUJOCO_GL once
+# a platform MuJoCo cannot load (MUJOCO_GL=garbage, osmesa without OSMesa) disables rendering
+# only: the simulation needs no OpenGL (render() raises this message)
+_PLATFORM_FAILURE = preload_mujoco()
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
@@ -21,7 +24,7 @@ from ._checks import float_in_range, int_in_range, scalar_action  # noqa: E402
 
 #: Why rendering failed in this process: MuJoCo aborts the interpreter if a renderer is
 #: created again after a failed one, so every later render() raises this instead.
-_RENDER_FAILURE: list[str] = []
+_RENDER_FAILURE: list[str] = [] if _PLATFORM_FAILURE is None else [_PLATFORM_FAILURE]
 
 __all__ = ["GRAVITY_RANGE", "MAX_FRAME_SIDE", "GravityCartPoleEnv", "analytic_hanging_period"]
 

@@ -98,6 +98,8 @@ def _output_directory(parser: argparse.ArgumentParser, out: str | None) -> Path 
     """Creates ``--out`` if needed; a usage error (exit 2) if it is a file or not writable."""
     if out is None:
         return None
+    if not out.strip():
+        parser.error(f"--out {out!r} is empty; give a directory (--out . for this one)")
     path = Path(out)
     if path.exists() and not path.is_dir():
         parser.error(f"--out {out!r} is an existing file; give a directory")
@@ -110,6 +112,32 @@ def _output_directory(parser: argparse.ArgumentParser, out: str | None) -> Path 
         parser.error(f"--out {out!r} is not a writable directory ({reason})")
     if not os.access(path, os.W_OK | os.X_OK):  # pragma: no cover - caught above on POSIX
         parser.error(f"--out {out!r} is not a writable directory")
+    return path
+
+
+def _output_file(parser: argparse.ArgumentParser, option: str, out: str | None) -> Path | None:
+    """Checks an output file's path before any work: not empty, not a directory, its folder
+    creatable and writable. A usage error (exit 2) otherwise; the file itself is written
+    (atomically) only when the work is done."""
+    if out is None:
+        return None
+    if not out.strip():
+        parser.error(f"{option} {out!r} is empty; give a file path")
+    path = Path(out)
+    if path.is_dir() or out.endswith(("/", os.sep)):
+        parser.error(f"{option} {out!r} is a directory; give a file path (e.g. {option} x.json)")
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        parser.error(f"{option} {out!r}: {str(folder)!r} is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        reason = error.strerror or str(error)
+        parser.error(f"{option} {out!r}: its folder {str(folder)!r} is not writable ({reason})")
+    if path.exists() and not os.access(path, os.W_OK):
+        parser.error(f"{option} {out!r} exists and is not writable")
     return path
 
 
@@ -137,9 +165,50 @@ def _shard(text: str) -> tuple[int, int]:
     return i, n
 
 
+#: Largest magnitude of an integer in ``--agent-kwargs``/``--env-kwargs`` (int64, as seeds).
+MAX_JSON_INT = 2**63 - 1
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(
+            f"the number {text} is beyond float64 (magnitude at most about 1.8e308)"
+        )
+    return value
+
+
+def _bounded_json_int(text: str) -> int:
+    if len(text.lstrip("-")) > 19:  # more digits than any int64 (and than int() parses fast)
+        raise argparse.ArgumentTypeError(
+            f"the integer {text[:24]}{'…' if len(text) > 24 else ''} ({len(text.lstrip('-'))} "
+            f"digits) is out of range: integers must be within ±{MAX_JSON_INT} (2**63 - 1)"
+        )
+    value = int(text)
+    if abs(value) > MAX_JSON_INT:
+        raise argparse.ArgumentTypeError(
+            f"the integer {text} is out of range: integers must be within ±{MAX_JSON_INT} "
+            "(2**63 - 1)"
+        )
+    return value
+
+
+def _no_constant(text: str) -> Any:
+    raise argparse.ArgumentTypeError(
+        f"{text} is not a number JSON allows (give a finite number, or null)"
+    )
+
+
 def _json_object(text: str) -> dict[str, Any]:
+    """A JSON object of keyword arguments; every number in it finite and within float64 (a
+    ``1e400``, ``Infinity`` or ``NaN`` is refused) and every integer within int64."""
     try:
-        value = json.loads(text)
+        value = json.loads(
+            text,
+            parse_float=_finite_float,
+            parse_int=_bounded_json_int,
+            parse_constant=_no_constant,
+        )
     except json.JSONDecodeError as error:
         raise argparse.ArgumentTypeError(f"not valid JSON ({error}): {text!r}") from None
     if not isinstance(value, dict):
@@ -285,7 +354,7 @@ def _cmd_run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             progress=not args.no_progress,
             fmt=args.format,
         )
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, OverflowError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     except OSError as error:  # a full disk, a lost mount, a folder where a claim belongs
         parser.exit(1, f"{parser.prog}: error: {error}\n")
@@ -753,18 +822,22 @@ def _cmd_record(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         check_frame_size((args.width, args.height), args.every)
     except ValueError as error:
         parser.error(f"--width {args.width} --height {args.height} --every {args.every}: {error}")
+    _output_file(parser, "--out", args.out)  # before minutes of work
     os.environ.setdefault("MUJOCO_GL", "egl")
-    result = record_swingup(
-        args.out,
-        seed=args.seed,
-        revisit=args.revisit,
-        size=(args.width, args.height),
-        every=args.every,
-        quick=args.quick,
-        progress=None if args.no_progress else print,
-        methods=methods,
-        episode_trial=args.episode_trial,
-    )
+    try:
+        result = record_swingup(
+            args.out,
+            seed=args.seed,
+            revisit=args.revisit,
+            size=(args.width, args.height),
+            every=args.every,
+            quick=args.quick,
+            progress=None if args.no_progress else print,
+            methods=methods,
+            episode_trial=args.episode_trial,
+        )
+    except OSError as error:  # the GIF could not be written (a full disk, a lost mount)
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
     print(json.dumps(result, indent=2))
     return 0
 
@@ -838,7 +911,12 @@ def _add_record(commands: Any) -> None:
 def _cmd_bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from bam_rl.harness.bench import run_from_args
 
-    return run_from_args(args)
+    _output_file(parser, "--json", args.json)  # before the workloads run
+    _output_file(parser, "--markdown", args.markdown)
+    try:
+        return run_from_args(args)
+    except OSError as error:  # e.g. the disk filled up while the workloads ran
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
 
 
 def _add_bench(commands: Any) -> None:

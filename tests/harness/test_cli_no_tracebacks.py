@@ -3,6 +3,8 @@ traceback (issue 26). Each case runs in-process; an uncaught exception fails the
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from bam_rl.harness.cli import main
@@ -18,6 +20,10 @@ def _cases(tmp):
     corrupt = tmp / "corrupt"
     (corrupt / "tracking").mkdir(parents=True)
     (corrupt / "tracking" / "tracking_summary.csv").write_bytes(b"\x00\xff garbage")
+    claims_file = tmp / "claims_file"  # a sweep folder whose .claims is a regular file
+    claims_file.mkdir()
+    (claims_file / ".claims").write_text("not a folder")
+    huge = "9" * 30
     return {
         "demo steps": ["demo", "--steps", "-3"],
         "demo out is a file": ["demo", "--steps", "5", "--out", str(afile)],
@@ -40,6 +46,24 @@ def _cases(tmp):
         "record seed": ["record", "--seed", "-1"],
         "record size": ["record", "--width", "0"],
         "bench group": ["bench", "--only", "nosuch"],
+        # issue 39: oversized numbers, empty or directory outputs, a foreign .claims
+        "run agent kwargs 1e400": [*RUN, "--agent-kwargs", '{"c": 1e400}'],
+        "run agent kwargs huge int": [*RUN, "--agent-kwargs", f'{{"horizon": {huge}}}'],
+        "run env kwargs 1e400": [*RUN, "--env-kwargs", '{"n_arms": 1e400}'],
+        "run env kwargs -1e400 nested": [*RUN, "--env-kwargs", '{"means": [0.5, -1e400]}'],
+        "run env kwargs huge int": [*RUN, "--env-kwargs", f'{{"n_arms": {huge}}}'],
+        "run env kwargs NaN": [*RUN, "--env-kwargs", '{"n_arms": NaN}'],
+        "run env kwargs huge seed": [*RUN, "--env-kwargs", f'{{"config_seed": {huge}}}'],
+        "run out empty": [*RUN, "--out", ""],
+        "demo out empty": ["demo", "--steps", "5", "--out", ""],
+        "reproduce out empty": ["reproduce", "tracking", "--quick", "--out", ""],
+        "run claims is a file": [*RUN, "--no-progress", "--out", str(claims_file)],
+        "record out is a folder": ["record", "--quick", "--out", str(empty)],
+        "record out empty": ["record", "--quick", "--out", ""],
+        "record out under a file": ["record", "--quick", "--out", str(afile / "x.gif")],
+        "bench json is a folder": ["bench", "--quick", "--json", str(empty)],
+        "bench json empty": ["bench", "--quick", "--json", ""],
+        "bench markdown is a folder": ["bench", "--quick", "--markdown", str(empty)],
     }
 
 
@@ -48,15 +72,26 @@ NAMES = [
     "run agent seed", "run out is a file", "run shard", "run jobs", "run prefix", "list extra",
     "reproduce name", "reproduce out is a file", "reproduce mnist data", "report missing",
     "report file", "report empty", "record seed", "record size", "bench group",
+    "run agent kwargs 1e400", "run agent kwargs huge int", "run env kwargs 1e400",
+    "run env kwargs -1e400 nested", "run env kwargs huge int", "run env kwargs NaN",
+    "run env kwargs huge seed",
+    "run out empty", "demo out empty", "reproduce out empty", "run claims is a file",
+    "record out is a folder", "record out empty", "record out under a file",
+    "bench json is a folder", "bench json empty", "bench markdown is a folder",
 ]  # fmt: skip
+#: Checked before any work: each case ends within this many seconds (record and bench took
+#: 9-19 s before failing on their output path).
+UP_FRONT_SECONDS = 5.0
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_bad_argument_or_file_is_one_usage_line(name, tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("BAM_RL_MNIST", raising=False)
     argv = _cases(tmp_path)[name]
+    start = time.monotonic()
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
+    assert time.monotonic() - start < UP_FRONT_SECONDS
     assert exit_info.value.code not in (0, None)
     err = capsys.readouterr().err
     assert "Traceback" not in err
