@@ -16,6 +16,37 @@ MEMORY_BUDGET_ENV = "BAM_RL_MEMORY_BUDGET"
 _SMALL_REQUEST = 2**26
 
 
+#: Largest magnitude a Gaussian bandit's rewards may reach: ``|mean| + NOISE_REACH ·
+#: noise_std`` must stay within it, so rewards, their sums over any horizon and their squares
+#: stay finite.
+MAX_REWARD_MAGNITUDE = 1e150
+#: Standard deviations of the noise counted in that bound (float64 normal draws stay far
+#: below 40).
+NOISE_REACH = 40.0
+
+
+def gaussian_reward_bounds(noise_std: float, largest_mean: float, means_name: str) -> None:
+    """``ValueError`` unless Gaussian rewards ``mean + noise_std · N(0, 1)`` stay finite:
+    every ``|mean| <= MAX_REWARD_MAGNITUDE`` (``largest_mean`` is the largest ``|mean|``,
+    ``means_name`` the argument that sets the means) and ``noise_std <= (MAX_REWARD_MAGNITUDE -
+    largest_mean) / NOISE_REACH``."""
+    rule = (
+        f"|mean| + {NOISE_REACH:g}·noise_std <= {MAX_REWARD_MAGNITUDE:g} keeps Gaussian rewards "
+        "and their squares finite"
+    )
+    if not largest_mean <= MAX_REWARD_MAGNITUDE:
+        raise ValueError(
+            f"{means_name} must lie within ±{MAX_REWARD_MAGNITUDE:g} for reward='gaussian' "
+            f"({rule}), got a mean of magnitude {largest_mean:g}"
+        )
+    limit = (MAX_REWARD_MAGNITUDE - largest_mean) / NOISE_REACH
+    if not noise_std <= limit:
+        raise ValueError(
+            f"noise_std must be in [0, {limit:.6g}] for reward='gaussian' with these "
+            f"{means_name} ({rule}), got {noise_std!r}"
+        )
+
+
 def positive_int(name: str, value: Any) -> int:
     """Return ``value`` as an int >= 1 or raise ``ValueError`` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value <= 0:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
 
-from ._checks import check_memory, finite_float, positive_int
+from ._checks import check_memory, finite_float, gaussian_reward_bounds, positive_int
 from .switching_bandit import _BlockBandit, check_block_memory
 
 __all__ = [
@@ -163,6 +164,32 @@ BESSON_KAUFMANN_PROBLEMS: dict[int, tuple[tuple[tuple[float, ...], ...], tuple[i
 BESSON_KAUFMANN_HORIZONS: dict[int, int] = {1: 5000, 2: 5000, 3: 100_000, 4: 5000, 5: 20_000}
 
 
+def _scaled(problem: int, max_steps: int) -> list[int]:
+    _, breakpoints, reference = BESSON_KAUFMANN_PROBLEMS[problem]
+    return [int(b * max_steps / reference) for b in breakpoints]
+
+
+def _shortest_horizon(problem: int) -> int:
+    """The smallest ``max_steps`` from which on every horizon puts problem ``problem``'s
+    scaled breakpoints on distinct steps >= 1."""
+    _, breakpoints, reference = BESSON_KAUFMANN_PROBLEMS[problem]
+    gaps = [breakpoints[0], *np.diff(breakpoints).tolist()]
+    steps = -(-reference // min(gaps))  # from here on every gap scales to >= 1 step
+    while steps > 1:
+        scaled = _scaled(problem, steps - 1)
+        if scaled[0] < 1 or any(a >= b for a, b in itertools.pairwise(scaled)):
+            break
+        steps -= 1
+    return steps
+
+
+#: Problem k -> the shortest accepted ``max_steps`` (its breakpoints, fractions of the
+#: horizon, must fall on distinct steps >= 1): 5, 5, 9, 7 and 82 for problems 1..5.
+BESSON_KAUFMANN_MIN_STEPS: dict[int, int] = {
+    k: _shortest_horizon(k) for k in BESSON_KAUFMANN_PROBLEMS
+}
+
+
 def besson_kaufmann_problem(
     problem: int, max_steps: int | None = None
 ) -> tuple[np.ndarray, list[int]]:
@@ -174,16 +201,29 @@ def besson_kaufmann_problem(
             published horizon (:data:`BESSON_KAUFMANN_HORIZONS`).
 
     Raises:
-        ValueError: If ``problem`` is not one of 1..5 or ``max_steps`` is not a positive int.
+        ValueError: If ``problem`` is not an int in 1..5 (``1.0`` and ``True`` are refused), or
+            ``max_steps`` is not an int >= :data:`BESSON_KAUFMANN_MIN_STEPS` of the problem.
     """
-    if isinstance(problem, bool) or problem not in BESSON_KAUFMANN_PROBLEMS:
+    if (
+        isinstance(problem, bool)
+        or not isinstance(problem, int | np.integer)
+        or problem not in BESSON_KAUFMANN_PROBLEMS
+    ):
         raise ValueError(f"problem must be one of 1, 2, 3, 4, 5 (or None), got {problem!r}")
+    problem = int(problem)
     if max_steps is None:
         max_steps = BESSON_KAUFMANN_HORIZONS[problem]
     max_steps = positive_int("max_steps", max_steps)
-    means, breakpoints, reference = BESSON_KAUFMANN_PROBLEMS[problem]
-    scaled = [int(b * max_steps / reference) for b in breakpoints]
-    return np.array(means, dtype=np.float64), scaled
+    shortest = BESSON_KAUFMANN_MIN_STEPS[problem]
+    if max_steps < shortest:
+        count = len(BESSON_KAUFMANN_PROBLEMS[problem][1])
+        raise ValueError(
+            f"max_steps must be an int >= {shortest} for problem={problem} (its {count} "
+            f"breakpoints, fractions of max_steps, must fall on distinct steps >= 1), "
+            f"got {max_steps!r}"
+        )
+    means = BESSON_KAUFMANN_PROBLEMS[problem][0]
+    return np.array(means, dtype=np.float64), _scaled(problem, max_steps)
 
 
 def random_problem(
@@ -256,10 +296,14 @@ class PiecewiseBanditEnv(_BlockBandit):
     | `means`       | (S, K) array-like | `DEFAULT_MEANS` (4 × 3)  | arm means per segment         |
     | `breakpoints` | S-1 ints          | `(2500, 5000, 7500)`     | first step of segments 2..S   |
     | `reward`      | str               | `"bernoulli"`            | `"bernoulli"` or `"gaussian"` |
-    | `noise_std`   | float             | 0.25                     | Gaussian noise std (>= 0)     |
+    | `noise_std`   | float             | 0.25                     | Gaussian noise std (>= 0, †)  |
     | `max_steps`   | int or None       | 10_000; `problem`: its T | horizon (>= 1)                |
     | `problem`     | int or None       | None                     | Besson-Kaufmann problem 1..5  |
     | `render_mode` | str or None       | None                     | or `"rgb_array"`              |
+
+    † With `reward="gaussian"`, |mean| + 40 · `noise_std` must stay within 1e150
+    (`MAX_REWARD_MAGNITUDE`), so rewards and their squares stay finite. `problem=k` needs
+    `max_steps` >= 5, 5, 9, 7, 82 for k = 1..5 (`BESSON_KAUFMANN_MIN_STEPS`).
 
     ### Besson & Kaufmann's problems (`problem=k`)
     From SMPyBandits' `configuration_nonstationary.py` (Besson, Kaufmann, Maillard & Seznec,
@@ -307,7 +351,8 @@ class PiecewiseBanditEnv(_BlockBandit):
                 rewards.
             breakpoints: ``segments - 1`` strictly increasing positive ints.
             reward: ``"bernoulli"`` or ``"gaussian"``.
-            noise_std: Standard deviation of Gaussian rewards, >= 0 (unused for Bernoulli).
+            noise_std: Standard deviation of Gaussian rewards, >= 0 (unused for Bernoulli);
+                for Gaussian rewards every ``|mean| + 40 · noise_std`` must be <= 1e150.
             max_steps: Horizon (pulls per episode), a positive int; ``None`` (default):
                 10 000, or with ``problem=k`` the horizon of problem k's published column
                 (:data:`BESSON_KAUFMANN_HORIZONS`: 5000 for problems 1, 2 and 4, 100 000 for
@@ -328,6 +373,7 @@ class PiecewiseBanditEnv(_BlockBandit):
             raise ValueError(f"noise_std must be >= 0, got {noise_std!r}")
         if problem is not None:
             means, breakpoints = besson_kaufmann_problem(problem, max_steps)
+            problem = int(problem)
             if max_steps is None:
                 max_steps = BESSON_KAUFMANN_HORIZONS[problem]
         elif max_steps is None:
@@ -342,6 +388,8 @@ class PiecewiseBanditEnv(_BlockBandit):
         )
         if reward == "bernoulli" and (table.min() < 0.0 or table.max() > 1.0):
             raise ValueError("means must lie in [0, 1] for reward='bernoulli'")
+        if reward == "gaussian":
+            gaussian_reward_bounds(noise_std, float(np.abs(table).max()), "means")
         self.reward = reward
         self.means = table
         self.breakpoints = _breakpoints(breakpoints, table.shape[0])

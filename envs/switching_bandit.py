@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from . import _canvas
-from ._checks import check_memory, finite_float, positive_int
+from ._checks import check_memory, finite_float, gaussian_reward_bounds, positive_int
 
 __all__ = ["SwitchingBanditEnv"]
 
@@ -361,6 +361,11 @@ class SwitchingBanditEnv(_BlockBandit):
                     f"high_range must start at or above the end of low_range, got "
                     f"low_range={low_range!r}, high_range={high_range!r}"
                 )
+        if separated:
+            ends = (*low_range, *high_range)  # type: ignore[misc]
+            gaussian_reward_bounds(noise_std, max(abs(v) for v in ends), "low_range/high_range")
+        else:
+            gaussian_reward_bounds(noise_std, max(abs(lo), abs(hi)), "value_range")
         if config_seed is None:
             config_seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
         elif isinstance(config_seed, bool) or not isinstance(config_seed, int | np.integer):
