@@ -7,9 +7,33 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from bam_rl.checks import check_int
+
 from .base import BaseAgent, Transition
 
 __all__ = ["RandomAgent"]
+
+_INT64 = np.iinfo(np.int64)
+
+
+def _dtype_range(dtype: np.dtype) -> tuple[float, float]:
+    """The smallest and largest numbers of a numeric ``dtype``."""
+    if dtype.kind in "iu":
+        return float(np.iinfo(dtype).min), float(np.iinfo(dtype).max)
+    if dtype.kind == "b":
+        return 0.0, 1.0
+    return -float(np.finfo(dtype).max), float(np.finfo(dtype).max)
+
+
+def _bounds(name: str, value: Any) -> np.ndarray:
+    """``value`` as float64 bounds of a Box (real numbers, ±inf allowed, NaN not)."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be an array of real numbers, got {array.dtype}")
+    array = array.astype(np.float64)
+    if np.isnan(array).any():
+        raise ValueError(f"{name} must not hold NaN")
+    return array
 
 
 class RandomAgent(BaseAgent):
@@ -43,6 +67,65 @@ class RandomAgent(BaseAgent):
                 "RandomAgent supports Discrete and Box action spaces, got "
                 f"{type(action_space).__name__}"
             )
+        self._check_space()
+
+    def _check_space(self) -> None:
+        """The action space as the agent keeps it (``kind``, then ``n``/``start`` or
+        ``low``/``high``/``dtype``) is one it can draw from: checked for the space given to
+        the constructor and for a restored agent alike (``ValueError`` naming the field)."""
+        if self.kind == "discrete":
+            self.n = check_int("n", self.n)
+            self.start = check_int("start", self.start, minimum=None)
+            if not _INT64.min <= self.start <= _INT64.max - (self.n - 1):
+                raise ValueError(
+                    f"start and n: the actions start .. start + n - 1 must be int64 numbers, "
+                    f"got start={self.start}, n={self.n}"
+                )
+        elif self.kind == "box":
+            try:
+                dtype = np.dtype(self.dtype)
+            except (TypeError, ValueError):
+                dtype = None
+            if not isinstance(self.dtype, str) or dtype is None or dtype.kind not in "biuf":
+                raise ValueError(f"dtype must name a numeric numpy dtype, got {self.dtype!r}")
+            self.low, self.high = _bounds("low", self.low), _bounds("high", self.high)
+            if self.low.shape != self.high.shape:
+                raise ValueError(
+                    f"low and high must have one shape, got {self.low.shape} and {self.high.shape}"
+                )
+            if not (self.low <= self.high).all():
+                raise ValueError("low must be <= high in every dimension")
+            lowest, largest = _dtype_range(dtype)
+            for name, bound in (("low", self.low), ("high", self.high)):
+                finite = bound[np.isfinite(bound)]
+                if ((finite < lowest) | (finite > largest)).any():
+                    raise ValueError(
+                        f"{name}: finite bounds must lie in [{lowest}, {largest}], the range "
+                        f"of dtype {dtype.name}"
+                    )
+            bounded = np.isfinite(self.low) & np.isfinite(self.high)
+            with np.errstate(over="ignore"):
+                width = np.where(bounded, self.high - self.low, 0.0)
+            if not np.isfinite(width).all():
+                raise ValueError(
+                    "low and high: a bounded dimension's width high - low must be a finite "
+                    "float64 (the uniform draw needs it)"
+                )
+        else:
+            raise ValueError(f"kind must be 'discrete' or 'box', got {self.kind!r}")
+
+    def _check_restored(self) -> None:
+        """A restored agent's action space is checked as the constructor's is, then its seed
+        and generator (:class:`~bam_rl.agents.base.BaseAgent`)."""
+        kind = getattr(self, "kind", None)
+        fields = {"discrete": ("n", "start"), "box": ("low", "high", "dtype")}
+        for name in fields.get(kind, ()) if isinstance(kind, str) else ():
+            if not hasattr(self, name):
+                raise ValueError(f"the file has no {name} of the agent's {kind} action space")
+        if kind is None:
+            raise ValueError("the file has no kind of the agent's action space")
+        self._check_space()
+        super()._check_restored()
 
     def act(self, observation: Any) -> Any:
         """Returns a uniformly random action (an ``np.int64`` arm or a ``Box`` array)."""

@@ -61,18 +61,50 @@ class BeliefTracker(BaseAgent):
 
     def __init__(self, rule: BeliefRule, n_trials: int | None = None, seed: int | None = None):
         super().__init__(seed)
+        self.rule = rule
+        self.n_trials_given = n_trials
+        self.n_trials: int = DEFAULT_N_TRIALS if n_trials is None else n_trials
+        self.last_count = math.nan  # the count absorbed last (none yet)
+        self._check_settings()
+
+    def _check_settings(self) -> None:
+        """The rule and the number of trials, as given to the constructor or restored
+        (``ValueError`` naming the argument): a belief rule over a Beta-Binomial model,
+        ``n_trials`` a positive integer (the given one, if one was), and the count absorbed
+        last NaN (none yet) or a whole number >= 0."""
+        rule = self.rule
         if not isinstance(rule, BeliefRule):
             raise ValueError(f"rule must be a belief rule from bam_rl.beliefs, got {rule!r}")
         if not isinstance(rule.model, BetaBinomial):
             raise ValueError(
                 f"rule.model must be a BetaBinomial for the Binomial stream, got {rule.model!r}"
             )
-        self.rule = rule
-        self.n_trials_given = None if n_trials is None else check_int("n_trials", n_trials)
-        self.n_trials: int = (
-            DEFAULT_N_TRIALS if n_trials is None else check_int("n_trials", n_trials)
-        )
-        self.last_count = math.nan  # the count absorbed last (none yet)
+        if self.n_trials_given is not None:
+            self.n_trials_given = check_int("n_trials", self.n_trials_given)
+            if self.n_trials != self.n_trials_given:
+                raise ValueError(
+                    f"n_trials must be the n_trials given ({self.n_trials_given}), got "
+                    f"{self.n_trials!r}"
+                )
+        self.n_trials = check_int("n_trials", self.n_trials)
+        count = self.last_count
+        if (
+            isinstance(count, bool)
+            or not isinstance(count, (int, float))
+            or not (math.isnan(count) or (count >= 0 and count == round(count)))
+        ):
+            raise ValueError(
+                f"last_count must be NaN (no count yet) or a count >= 0, got {count!r}"
+            )
+
+    def _check_restored(self) -> None:
+        """A restored tracker's rule and trials are checked as the constructor checks them
+        (the rule checks its own belief), then its seed and generator."""
+        for name in ("rule", "n_trials", "n_trials_given", "last_count"):
+            if not hasattr(self, name):
+                raise ValueError(f"the file has no {name} of the tracker")
+        self._check_settings()
+        super()._check_restored()
 
     @classmethod
     def from_env(cls, env: Any, rule: BeliefRule, seed: int | None = None) -> BeliefTracker:

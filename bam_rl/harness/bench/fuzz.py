@@ -11,6 +11,10 @@ acts and observes for an episode. An outcome is one of:
   nothing the agent uses, or wrote the same value back);
 * ``valid`` — it loads and acts as a valid agent of other settings would (a mutated value
   the constructor also accepts, e.g. another temperature in (0, ∞));
+* ``unfit`` — it loads as a valid agent built for another action space (e.g. a
+  :class:`~bam_rl.agents.RandomAgent` of ``Discrete(10**9)``, whose state is its space),
+  which the run loop refuses before any step (:func:`bam_rl.harness.runner.check_fit`, as
+  :func:`~bam_rl.harness.runner.rollout` does);
 * ``error`` — anything else: an exception other than ``ValueError`` at load, or any exception
   while acting. The process must never die (a segfault would end this script).
 
@@ -43,6 +47,7 @@ import numpy as np
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.agents.mppi import GroundTruthMPPI, MPPIAgent
+from bam_rl.harness.runner import check_fit
 from bam_rl.serialization import FORMAT, import_class, read_archive, write_archive
 
 SMALL: dict[str, Any] = {"horizon": 4, "n_samples": 3}
@@ -282,6 +287,13 @@ def run_case(
             return "refused", description
         except Exception as error:  # the fuzz's finding
             return f"error at load: {error!r}", description
+    env_id, env_kwargs, _, _ = _target(name)
+    try:
+        check_fit(gym.make(env_id, **env_kwargs), agent)
+    except ValueError:
+        return "unfit", description
+    except Exception as error:  # the fuzz's finding
+        return f"error at load: {error!r}", description
     try:
         actions = play(agent, name)
     except Exception as error:  # the fuzz's finding
