@@ -45,6 +45,7 @@ from bam_rl.readout import ReadoutResult
 from .base import BaseAgent, Transition
 from .dynamics import RFFDynamicsModel
 from .planner import MPPI, AngleCosineReward, StateReward, mppi_options
+from .rewards import NamedReward, get_reward, make_planning_reward, unsaveable_reward_message
 from .simulator import SimulatorDynamics
 
 __all__ = [
@@ -135,6 +136,44 @@ def _info_gravity(info: Any) -> float | None:
     if value <= 0:
         raise ValueError(f'info["gravity"] must be a finite number > 0, got {gravity!r}')
     return value
+
+
+def _default_reward(reward: Any, state_dim: int) -> Any:
+    """``reward``, or for ``None`` the cart-pole's ``"cartpole-swingup"`` on a 5-D observation
+    (the agents' planning reward before rewards were named); elsewhere ``None`` is refused."""
+    if reward is not None:
+        return reward
+    if state_dim == CARTPOLE_STATE_DIM:
+        return "cartpole-swingup"
+    raise ValueError(
+        f"reward must be given for a {state_dim}-D observation (the default, "
+        f"'cartpole-swingup', reads the cart-pole's 5-D one): a name of "
+        f"bam_rl.agents.rewards.REWARDS or a callable reward(states (K, H, dx), "
+        f"actions (K, H, du)) -> (K, H)"
+    )
+
+
+def _check_saveable(planner: MPPI) -> None:
+    """``ValueError`` (before any file is written) when the planner's reward cannot be saved."""
+    message = unsaveable_reward_message(planner.reward)
+    if message is not None:
+        raise ValueError(message)
+
+
+def _check_restored_reward(planner: MPPI, state_dim: int) -> None:
+    """A restored planner's reward must read the state: indices within it, a named reward of
+    its dimension."""
+    reward = planner.reward
+    for name in ("cos_index", "sin_index", "index"):
+        if getattr(reward, name, 0) >= state_dim:
+            raise ValueError(f"the planner's reward {name} must index the state of {state_dim}")
+    if isinstance(reward, NamedReward):
+        obs_dim = get_reward(reward.name).obs_dim
+        if obs_dim is not None and obs_dim != state_dim:
+            raise ValueError(
+                f"the planner's reward {reward.name!r} reads a {obs_dim}-D observation, not "
+                f"the agent's {state_dim}-D state"
+            )
 
 
 def _observation_dim(space: Any, name: str) -> int:
@@ -236,8 +275,10 @@ class MPPIAgent(BaseAgent):
             steps of a trial without in-trial readouts, the trial's transitions so far join
             the belief it plans with (``None``, default: the belief changes at trials' ends).
         angle_pairs: ``(cos, sin)`` index pairs projected onto the unit circle in planning
-            rollouts; the default ``((2, 3),)`` is the cart-pole's pole angle, as the default
-            reward assumes (``()``: none, the paper's plain rollout). Without it the learned
+            rollouts, within the observation (``ValueError`` otherwise); ``None`` (default):
+            those the named ``reward`` declares (``"cartpole-swingup"``, the default on a 5-D
+            observation: ``((2, 3),)``, the cart-pole's pole angle), none for a callable
+            (``()``: none, the paper's plain rollout). Without it the learned
             model's predicted ``(cos, sin)`` drift off the circle over the 50-step horizon
             and the agent learns the swing-up more slowly
             (``bam_rl.harness.experiments.mppi_checks``).
@@ -245,6 +286,19 @@ class MPPIAgent(BaseAgent):
             trajectory, rolled out with the model noise) or ``"mean"`` (beyond the paper: the
             posterior mean for every trajectory, no noise); see
             :class:`~bam_rl.agents.dynamics.RFFDynamicsModel`.
+        reward: The planning reward (what MPPI maximises): a name in
+            :data:`bam_rl.agents.rewards.REWARDS` (saved by name; its observation dimension
+            must be the space's), or a callable ``reward(states (K, H, dx), actions (K, H,
+            du)) -> (K, H)`` (checked on one dummy rollout here; an agent holding one cannot
+            be saved until it is registered with
+            :func:`~bam_rl.agents.rewards.register_reward`). ``None`` (default):
+            ``"cartpole-swingup"`` on a 5-D observation, refused on any other.
+        in_trial_changes: Whether a change announced inside a trial (``info["context_changed"]``
+            turning True at a step, or the reported world changing) is acted on at once, as
+            :meth:`reset` acts on one (True, default): the trial so far is ended as a trial
+            (one datum), the rule resets to the base prior and ``"bam_segments"`` reads out
+            after ``readout_after_steps`` steps of the new world. ``False``: the notice waits
+            for the next trial.
         **planner_options: :class:`MPPI` options (``horizon``, ``n_samples``, ``noise_var``
             is named ``sampling_var`` here, ``temperature``).
 
@@ -253,7 +307,9 @@ class MPPIAgent(BaseAgent):
         rule: The memory rule (a :class:`~bam_rl.beliefs.BeliefRule`).
         planner: The :class:`MPPI` planner.
         trial_gravities: ``info["gravity"]`` of every finished trial (``nan`` if absent),
-            aligned with the BAM rules' memory.
+            aligned with the BAM rules' memory (a trial split by an in-trial change counts
+            as two).
+        n_in_trial_changes: Changes announced inside a trial and acted on.
     """
 
     def __init__(
@@ -273,14 +329,19 @@ class MPPIAgent(BaseAgent):
         prior_precision: float = hyperparams.BLR_PRIOR_PRECISION,
         planning_dtype: str = "float32",
         feature_states: Any = None,
-        angle_pairs: Any = ((2, 3),),
+        angle_pairs: Any = None,
         readout_after_steps: Any = None,
         refresh_every_steps: Any = None,
         planning_models: str = "draws",
+        reward: Any = None,
+        in_trial_changes: bool = True,
         **planner_options: Any,
     ):
         super().__init__(seed)
         memory = _memory_name(memory)
+        if not isinstance(in_trial_changes, (bool, np.bool_)):
+            raise ValueError(f"in_trial_changes must be a bool, got {in_trial_changes!r}")
+        self.in_trial_changes = bool(in_trial_changes)
         self.readout_after_steps = _check_readout_steps(readout_after_steps, memory)
         self.refresh_every_steps = _check_refresh_steps(refresh_every_steps, memory)
         if not isinstance(announced, (bool, np.bool_)):
@@ -289,6 +350,12 @@ class MPPIAgent(BaseAgent):
         self.action_dim = _observation_dim(action_space, "action_space")
         self.memory = memory
         self.announced = bool(announced)
+        options = mppi_options(planner_options, self.action_dim)
+        planning_reward, declared_pairs = make_planning_reward(
+            _default_reward(reward, self.state_dim), observation_space, action_space
+        )
+        if angle_pairs is None:
+            angle_pairs = declared_pairs
         feature_seed = int(self.rng.integers(2**31))
         self.model = RFFDynamicsModel(
             self.state_dim,
@@ -318,12 +385,14 @@ class MPPIAgent(BaseAgent):
         # the planner gets its dynamics at each call, so the model is held (and saved) once
         self.planner = MPPI(
             None,
+            planning_reward,
             action_dim=self.action_dim,
             action_low=cast(gym.spaces.Box, action_space).low,  # a Box (checked above)
             action_high=cast(gym.spaces.Box, action_space).high,
-            **mppi_options(planner_options, self.action_dim),
+            **options,
         )
         self.planner.check_planning_memory(self.model)
+        self.n_in_trial_changes = 0  # changes announced inside a trial and acted on
         self._trial = _TrialRecorder()
         self._last_info: dict[str, Any] = {}
         self.trial_gravities: list[float] = []
@@ -358,11 +427,7 @@ class MPPIAgent(BaseAgent):
             raise ValueError("the planner must plan the model's actions (and hold no dynamics)")
         if model.angle_pairs and self.state_dim <= max(map(max, model.angle_pairs)):
             raise ValueError("angle_pairs must index the state")
-        for index in (
-            getattr(planner.reward, name, 0) for name in ("cos_index", "sin_index", "index")
-        ):
-            if index >= self.state_dim:
-                raise ValueError(f"the planner's reward must index the state, got {index}")
+        _check_restored_reward(planner, self.state_dim)
         planner.check_planning_memory(model)
         model.family.check_compatible(self.rule.model, "rule")
         model.family.check_params(self.rule.belief, "rule belief")
@@ -395,6 +460,14 @@ class MPPIAgent(BaseAgent):
         vars(self).setdefault("refresh_every_steps", None)
         vars(self).setdefault("_refreshing", False)
         vars(self).setdefault("_trial_readouts", 0)
+        # files written before in-trial changes: the default (the agent acts on them)
+        vars(self).setdefault("in_trial_changes", True)
+        vars(self).setdefault("n_in_trial_changes", 0)
+        if not isinstance(self.in_trial_changes, bool):
+            raise ValueError(f"in_trial_changes must be a bool, got {self.in_trial_changes!r}")
+        self.n_in_trial_changes = int(
+            check_int("n_in_trial_changes", self.n_in_trial_changes, minimum=0)
+        )
         self.refresh_every_steps = _check_refresh_steps(self.refresh_every_steps, self.memory)
         if not isinstance(self._refreshing, bool) or (
             self._refreshing and self.refresh_every_steps is None
@@ -432,6 +505,12 @@ class MPPIAgent(BaseAgent):
             ):
                 raise ValueError(f"trial_gravities must hold nan or numbers > 0, got {gravity!r}")
 
+    def save(self, path: Any) -> Any:
+        """As :meth:`BaseAgent.save`; an unnamed callable ``reward`` is refused first
+        (``ValueError`` saying how to register it), before any file is written."""
+        _check_saveable(self.planner)
+        return super().save(path)
+
     # ----------------------------------------------------------------- protocol
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         """Starts a trial: ends a pending one, resets on an announced change, clears the
@@ -440,7 +519,17 @@ class MPPIAgent(BaseAgent):
         _info_gravity(info)
         if len(self._trial.actions):
             self._end_trial()
-        if bool((info or {}).get("context_changed", False)):
+        self._start_part(bool((info or {}).get("context_changed", False)))
+        self._trial = _TrialRecorder()
+        self._trial.states.append(state)
+        self._last_info = dict(info or {})
+        self.planner.reset()
+
+    def _start_part(self, changed: bool) -> None:
+        """Starts a trial, or after a change announced inside one the trial's new part: an
+        announced change resets the rule to the base prior (the BAM rules keep their memory)
+        and schedules the in-trial readouts."""
+        if changed:
             self.rule.reset()
             self.model.set_belief(self.rule.belief)
             self._readouts_due = list(self.readout_after_steps or ())
@@ -449,10 +538,22 @@ class MPPIAgent(BaseAgent):
         self._trial_readouts = 0
         # a trial that reads out inside itself plans with its readouts instead
         self._refreshing = self.refresh_every_steps is not None and not self._readouts_due
-        self._trial = _TrialRecorder()
-        self._trial.states.append(state)
-        self._last_info = dict(info or {})
-        self.planner.reset()
+
+    def _changed_in_trial(self, info: Any) -> bool:
+        """Whether ``info`` announces a change inside the trial: ``context_changed`` is True
+        and was not already in the last ``info``, or was but the world it reports
+        (``info["context"]``, else ``info["gravity"]``) differs. So a world that reports
+        ``context_changed`` on every step of a changed trial (the paper's announced cart-pole)
+        announces one change, at ``reset``, and a wrapper's flag on one step is one change."""
+        if not self.in_trial_changes or not bool((info or {}).get("context_changed", False)):
+            return False
+        last = self._last_info
+        if not bool(last.get("context_changed", False)):
+            return True
+        for key in ("context", "gravity"):
+            if key in info and key in last:
+                return bool(info[key] != last[key])
+        return True
 
     def act(self, observation: Any) -> np.ndarray:
         """The first action of the MPPI plan from ``observation`` (float32, action shape)."""
@@ -473,6 +574,8 @@ class MPPIAgent(BaseAgent):
         _info_gravity(info)
         if not self._trial.states:
             raise ValueError("observe() called before reset()")
+        if self._changed_in_trial(info):
+            self._split_trial()
         self._trial.actions.append(action)
         self._trial.states.append(state)
         self._last_info = dict(info or {})
@@ -493,6 +596,20 @@ class MPPIAgent(BaseAgent):
             self._trial = _TrialRecorder()
             self._trial.states.append(state)
             self._trial_readouts = 0  # the next trial's, until reset starts it
+
+    def _split_trial(self) -> None:
+        """A change announced by the step being observed (whose transition is the new
+        world's, as the wrapper applies a step's value before the step): the trial so far is
+        ended as a trial (one datum, labelled with the last ``info``'s gravity) and the rest
+        starts as an announced change's first trial does at :meth:`reset`, from the state
+        before the step (the plan is kept: it is the best guess there is)."""
+        self.n_in_trial_changes += 1
+        start = self._trial.states[-1]
+        if self._trial.actions:
+            self._end_trial()
+        self._trial = _TrialRecorder()
+        self._trial.states.append(start)
+        self._start_part(True)
 
     def _read_out_in_trial(self) -> None:
         """The in-trial readout: the segments read out with this trial's transitions so far,
@@ -669,10 +786,15 @@ class GroundTruthMPPI(BaseAgent):
     Args:
         env: The cart-pole environment (``bam_rl/GravityCartPole*-v0``, possibly wrapped).
         seed: Seed of :attr:`rng` (the planner's action noise).
+        reward: The planning reward: a name in :data:`bam_rl.agents.rewards.REWARDS` reading
+            a 5-D observation, or a callable ``reward(states (K, H, 5), actions (K, H, 1)) ->
+            (K, H)``; ``None`` (default) is ``"cartpole-swingup"``, ``cos θ``.
         **planner_options: ``horizon``, ``n_samples``, ``sampling_var``, ``temperature``.
     """
 
-    def __init__(self, env: gym.Env, seed: int | None = None, **planner_options: Any):
+    def __init__(
+        self, env: gym.Env, seed: int | None = None, *, reward: Any = None, **planner_options: Any
+    ):
         super().__init__(seed)
         base = getattr(env, "unwrapped", env)
         path = getattr(base, "fullpath", None)
@@ -684,8 +806,20 @@ class GroundTruthMPPI(BaseAgent):
         space = env.action_space
         if not isinstance(space, gym.spaces.Box) or space.shape != (1,):
             raise ValueError(f"env must have a (1,)-shaped Box action space, got {space!r}")
+        observations = env.observation_space
+        if not isinstance(observations, gym.spaces.Box) or observations.shape != (
+            CARTPOLE_STATE_DIM,
+        ):
+            raise ValueError(
+                f"env must have the cart-pole's ({CARTPOLE_STATE_DIM},)-shaped Box observation "
+                f"space, got {observations!r}"
+            )
+        planning_reward, _ = make_planning_reward(
+            "cartpole-swingup" if reward is None else reward, observations, space
+        )
         self.planner = MPPI(
             None,
+            planning_reward,
             action_dim=1,
             action_low=space.low,
             action_high=space.high,
@@ -699,10 +833,14 @@ class GroundTruthMPPI(BaseAgent):
         super()._check_restored()
         if self.planner.action_dim != 1 or self.planner.dynamics is not None:
             raise ValueError("the planner must plan one action (and hold no dynamics)")
-        for name in ("cos_index", "sin_index", "index"):
-            if getattr(self.planner.reward, name, 0) >= CARTPOLE_STATE_DIM:
-                raise ValueError(f"the planner's reward {name} must index the cart-pole state")
+        _check_restored_reward(self.planner, CARTPOLE_STATE_DIM)
         self.planner.check_planning_memory(self.dynamics)
+
+    def save(self, path: Any) -> Any:
+        """As :meth:`BaseAgent.save`; an unnamed callable ``reward`` is refused first
+        (``ValueError`` saying how to register it), before any file is written."""
+        _check_saveable(self.planner)
+        return super().save(path)
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
         """Starts a trial at ``info["gravity"]`` (required) with a cleared plan."""

@@ -23,7 +23,14 @@ from bam_rl.checks import (
     check_positive,
 )
 
-__all__ = ["MPPI", "PLANNER_OPTIONS", "AngleCosineReward", "StateReward", "mppi_options"]
+__all__ = [
+    "MPPI",
+    "PLANNER_OPTIONS",
+    "RESTORABLE_REWARDS",
+    "AngleCosineReward",
+    "StateReward",
+    "mppi_options",
+]
 
 
 #: The planner options the MPPI agents take (``sampling_var`` is the variance of the planner's
@@ -107,6 +114,11 @@ class AngleCosineReward:
 
     def __repr__(self) -> str:
         return f"AngleCosineReward(cos_index={self.cos_index}, sin_index={self.sin_index})"
+
+
+#: The reward classes a restored planner may hold: this module's, and the registry's
+#: ``NamedReward``, which :mod:`bam_rl.agents.rewards` adds (it builds on this module).
+RESTORABLE_REWARDS: list[type] = [AngleCosineReward, StateReward]
 
 
 class MPPI:
@@ -193,14 +205,16 @@ class MPPI:
         """A restored planner is checked by building it again from its options (so sizes,
         ``sampling_var``, ``temperature`` and bounds are refused as the constructor refuses
         them) and its plan and last weights must have the shapes those options give; only
-        this module's rewards are restored. Files written before the planner's variance was
+        this module's rewards and the registry's (:class:`~bam_rl.agents.rewards.NamedReward`)
+        are restored. Files written before the planner's variance was
         named ``sampling_var`` (``noise_var``, ``noise_std``) load as well."""
         for old, new in (("noise_var", "sampling_var"), ("noise_std", "sampling_std")):
             if old in vars(self) and new not in vars(self):
                 setattr(self, new, vars(self).pop(old))
-        if not isinstance(self.reward, (AngleCosineReward, StateReward)):
+        if not isinstance(self.reward, tuple(RESTORABLE_REWARDS)):
             raise ValueError(
-                f"reward must be an AngleCosineReward or a StateReward, got {self.reward!r}"
+                f"reward must be one of {[kind.__name__ for kind in RESTORABLE_REWARDS]}, got "
+                f"{self.reward!r}"
             )
         for name in ("cos_index", "sin_index", "index"):
             if hasattr(self.reward, name):

@@ -1,0 +1,377 @@
+"""Planning rewards: what the MPPI agents plan for, by name.
+
+A planning reward is ``reward(states (K, H, dx), actions (K, H, du)) -> (K, H)``: the reward of
+every step of every sampled trajectory (the planner sums it over the horizon). The registry
+holds one reward per environment of the recurring-worlds suite, each written from the
+environment's own reward (Gymnasium's source) and, where that reward is flat or sparse, with
+the difference said in its entry. An agent given a name saves the name (never the function),
+so a state file stays pickle-free; an agent given an unnamed callable plans with it but
+refuses to save until the callable is registered with :func:`register_reward`.
+
+Each entry says the observation dimension it reads (``obs_dim``) and the ``(cos, sin)`` index
+pairs of that observation (``angle_pairs``, projected onto the unit circle in a learned
+model's rollouts unless the agent is told otherwise).
+
+=============================  =======================================  =======  ===========
+name                           environment                              obs_dim  angle pairs
+=============================  =======================================  =======  ===========
+``cartpole-swingup``           ``bam_rl/GravityCartPole*-v0`` (ours)    5        (2, 3)
+``pendulum-swingup``           ``Pendulum-v1``                          3        (0, 1)
+``inverted-pendulum``          ``InvertedPendulum-v5``                  4        none
+``inverted-double-pendulum``   ``InvertedDoublePendulum-v5``            9        (3, 1), (4, 2)
+``reacher``                    ``Reacher-v5``                           10       (0, 2), (1, 3)
+``mountain-car``               ``MountainCarContinuous-v0``             2        none
+``cartpole-balance``           ``CartPole-v1`` (discrete actions)       4        none
+``half-cheetah``               ``HalfCheetah-v5``                       17       none
+=============================  =======================================  =======  ===========
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .planner import RESTORABLE_REWARDS, AngleCosineReward, StateReward
+
+__all__ = [
+    "CHECK_SHAPE",
+    "REWARDS",
+    "NamedReward",
+    "PlanningReward",
+    "check_reward_output",
+    "get_reward",
+    "make_planning_reward",
+    "register_reward",
+    "unsaveable_reward_message",
+]
+
+RewardFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class PlanningReward:
+    """One registry entry.
+
+    Attributes:
+        name: The registry name.
+        fn: ``fn(states (K, H, dx), actions (K, H, du)) -> (K, H)``.
+        obs_dim: The observation dimension it reads (``None``: any).
+        angle_pairs: The ``(cos, sin)`` index pairs of that observation.
+        description: What it computes, against the environment's own reward.
+    """
+
+    name: str
+    fn: RewardFn
+    obs_dim: int | None = None
+    angle_pairs: tuple[tuple[int, int], ...] = ()
+    description: str = ""
+
+
+def _alive(healthy: np.ndarray) -> np.ndarray:
+    """1 while every step of the trajectory so far is healthy, then 0 (an episode ends at
+    the first unhealthy state, so a model's later recovery earns nothing): ``(K, H)``."""
+    return np.cumprod(healthy, axis=-1, dtype=np.float64)
+
+
+def _pendulum_swingup(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    theta = np.arctan2(states[..., 1], states[..., 0])  # in (-π, π]: Gymnasium's angle_normalize
+    torque = np.clip(actions[..., 0], -2.0, 2.0)
+    return -(theta**2 + 0.1 * states[..., 2] ** 2 + 0.001 * torque**2)
+
+
+def _inverted_pendulum(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    theta = states[..., 1]
+    return _alive(np.abs(theta) <= 0.2) - theta**2
+
+
+def _inverted_double_pendulum(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    x, sin1, sin2, cos1, cos2 = (states[..., i] for i in range(5))
+    # angles from the (cos, sin) pairs, so a model's off-circle prediction keeps a true angle
+    theta1 = np.arctan2(sin1, cos1)
+    theta12 = theta1 + np.arctan2(sin2, cos2)
+    x_tip = x + 0.6 * np.sin(theta1) + 0.6 * np.sin(theta12)
+    y_tip = 0.6 * np.cos(theta1) + 0.6 * np.cos(theta12)
+    v1, v2 = states[..., 6], states[..., 7]
+    alive = _alive(y_tip > 1.0)
+    return 10.0 * alive - 0.01 * x_tip**2 - (y_tip - 2.0) ** 2 - 1e-3 * v1**2 - 5e-3 * v2**2
+
+
+def _reacher(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    distance = np.hypot(states[..., 8], states[..., 9])
+    return -distance - np.square(actions).sum(axis=-1)
+
+
+def _mountain_car(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    reached = ((states[..., 0] >= 0.45) & (states[..., 1] >= 0.0)).astype(np.float64)
+    first = np.diff(np.maximum.accumulate(reached, axis=-1), axis=-1, prepend=0.0)
+    return 100.0 * first - 0.1 * actions[..., 0] ** 2
+
+
+def _cartpole_balance(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    healthy = (np.abs(states[..., 0]) <= 2.4) & (np.abs(states[..., 2]) <= 12 * 2 * np.pi / 360)
+    return _alive(healthy)
+
+
+def _half_cheetah(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    return states[..., 8] - 0.1 * np.square(actions).sum(axis=-1)
+
+
+#: The registry: name → :class:`PlanningReward`.
+REWARDS: dict[str, PlanningReward] = {}
+
+
+def register_reward(
+    name: str,
+    fn: RewardFn,
+    *,
+    obs_dim: int | None = None,
+    angle_pairs: Any = (),
+    description: str = "",
+    replace: bool = False,
+) -> PlanningReward:
+    """Adds a planning reward to the registry, so agents planning with it can be saved.
+
+    An agent saved with a registered reward stores only ``name``; the process that loads it
+    must register the same name first (as it imports the function).
+
+    Args:
+        name: A non-empty string, not yet registered (unless ``replace``).
+        fn: ``fn(states (K, H, dx), actions (K, H, du)) -> (K, H)``.
+        obs_dim: The observation dimension it reads (``None``: any); agents refuse another.
+        angle_pairs: ``(cos, sin)`` index pairs of that observation (the agents' default
+            ``angle_pairs`` with this reward).
+        description: What it computes.
+        replace: Whether an existing entry of that name may be replaced.
+
+    Returns:
+        The registered entry.
+
+    Raises:
+        ValueError: Naming ``name``, ``fn``, ``obs_dim`` or ``angle_pairs``.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    if name in REWARDS and not replace:
+        raise ValueError(f"name {name!r} is registered already (pass replace=True to replace)")
+    if not callable(fn):
+        raise ValueError(f"fn must be callable, got {fn!r}")
+    if obs_dim is not None and (
+        not isinstance(obs_dim, (int, np.integer)) or isinstance(obs_dim, bool) or obs_dim < 1
+    ):
+        raise ValueError(f"obs_dim must be a positive int or None, got {obs_dim!r}")
+    try:
+        pairs = tuple((int(i), int(j)) for i, j in angle_pairs)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"angle_pairs must be a sequence of (cos index, sin index) pairs, got {angle_pairs!r}"
+        ) from None
+    if obs_dim is not None and any(not 0 <= i < obs_dim for pair in pairs for i in pair):
+        raise ValueError(f"angle_pairs must index an observation of {obs_dim}, got {pairs}")
+    entry = PlanningReward(name, fn, None if obs_dim is None else int(obs_dim), pairs, description)
+    REWARDS[name] = entry
+    return entry
+
+
+def get_reward(name: Any) -> PlanningReward:
+    """The registry entry ``name``, or ``ValueError`` listing the registered names."""
+    if not isinstance(name, str) or name not in REWARDS:
+        raise ValueError(f"reward must be one of {sorted(REWARDS)} or a callable, got {name!r}")
+    return REWARDS[name]
+
+
+class NamedReward:
+    """A registered planning reward held by name: what a planner saves (the name only).
+
+    Args:
+        name: A name in :data:`REWARDS`.
+    """
+
+    def __init__(self, name: str):
+        self.name = get_reward(name).name
+
+    def _check_restored(self) -> None:
+        """A restored reward must name a registered one (register it before loading)."""
+        if not isinstance(self.name, str) or self.name not in REWARDS:
+            raise ValueError(
+                f"the saved planning reward {self.name!r} is not registered in this process: "
+                f"call bam_rl.agents.rewards.register_reward({self.name!r}, fn) before loading "
+                f"(registered: {sorted(REWARDS)})"
+            )
+
+    def __call__(self, states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        return REWARDS[self.name].fn(states, actions)
+
+    def __repr__(self) -> str:
+        return f"NamedReward({self.name!r})"
+
+
+#: The ``(K, H)`` of the dummy rollout a reward is checked on at construction (distinct sizes,
+#: so a transposed result is found too).
+CHECK_SHAPE = (2, 3)
+
+
+def make_planning_reward(
+    reward: Any, state_space: Any, action_space: Any
+) -> tuple[Any, tuple[tuple[int, int], ...]]:
+    """The planner's reward for ``reward`` (a registry name or a callable) on these 1-D
+    ``Box`` spaces, and the ``angle_pairs`` it declares (``()`` for a callable).
+
+    A name must be registered and read an observation of the space's dimension; every reward
+    is called once on dummy states and actions of :data:`CHECK_SHAPE` ``(K, H)`` (the spaces'
+    points nearest 0) and must return ``(K, H)`` real numbers.
+
+    Raises:
+        ValueError: Naming ``reward``.
+    """
+    state_dim, action_dim = int(state_space.shape[0]), int(action_space.shape[0])
+    if isinstance(reward, str):
+        entry = get_reward(reward)
+        if entry.obs_dim is not None and entry.obs_dim != state_dim:
+            raise ValueError(
+                f"reward {reward!r} reads a {entry.obs_dim}-D observation ({entry.description}); "
+                f"the observation space has {state_dim} entries"
+            )
+        planning: Any = NamedReward(reward)
+        pairs = entry.angle_pairs
+    elif callable(reward):
+        planning, pairs = reward, ()
+    else:
+        raise ValueError(
+            f"reward must be one of {sorted(REWARDS)} or a callable "
+            f"reward(states (K, H, dx), actions (K, H, du)) -> (K, H), got {reward!r}"
+        )
+    states = np.broadcast_to(
+        np.clip(0.0, state_space.low, state_space.high), (*CHECK_SHAPE, state_dim)
+    ).astype(np.float64)
+    actions = np.broadcast_to(
+        np.clip(0.0, action_space.low, action_space.high), (*CHECK_SHAPE, action_dim)
+    ).astype(np.float64)
+    check_reward_output(planning, states, actions)
+    return planning, pairs
+
+
+def unsaveable_reward_message(reward: Any) -> str | None:
+    """Why an agent planning with ``reward`` cannot be saved (``None`` when it can)."""
+    if isinstance(reward, (NamedReward, AngleCosineReward, StateReward)):
+        return None
+    return (
+        f"the planning reward {reward!r} is an unnamed callable, and state files never pickle "
+        "functions: register it, bam_rl.agents.rewards.register_reward('my-reward', fn, "
+        "obs_dim=...), and build the agent with reward='my-reward' (the file then stores the "
+        "name; register it again before loading)"
+    )
+
+
+RESTORABLE_REWARDS.append(NamedReward)
+
+
+def check_reward_output(reward: Any, states: np.ndarray, actions: np.ndarray) -> None:
+    """One dummy call of ``reward`` on ``states (K, H, dx)`` and ``actions (K, H, du)``;
+    ``ValueError`` naming ``reward`` unless it returns a ``(K, H)`` array of real numbers."""
+    k, h = states.shape[:2]
+    try:
+        value = np.asarray(reward(states, actions))
+    except Exception as error:  # a user's callable: any failure is a refused reward
+        raise ValueError(
+            f"reward must accept states of shape {states.shape} and actions of shape "
+            f"{actions.shape}; calling it raised {type(error).__name__}: {error}"
+        ) from error
+    if value.shape != (k, h) or not (
+        np.issubdtype(value.dtype, np.floating)
+        or np.issubdtype(value.dtype, np.integer)
+        or value.dtype == np.bool_
+    ):
+        raise ValueError(
+            f"reward must return real numbers of shape (K, H) = ({k}, {h}) for states of shape "
+            f"{states.shape}, got {value.dtype} of shape {value.shape}"
+        )
+
+
+register_reward(
+    "cartpole-swingup",
+    AngleCosineReward(2, 3),
+    obs_dim=5,
+    angle_pairs=((2, 3),),
+    description=(
+        "bam-rl's cart-pole swing-up (obs x, ẋ, cos θ, sin θ, θ̇): cos θ = c / √(c² + s²), the "
+        "environment's reward, kept in [-1, 1] on a model's off-circle prediction; the MPPI "
+        "agents' default on a 5-D observation"
+    ),
+)
+register_reward(
+    "pendulum-swingup",
+    _pendulum_swingup,
+    obs_dim=3,
+    angle_pairs=((0, 1),),
+    description=(
+        "Pendulum-v1 (obs cos θ, sin θ, θ̇; torque in [-2, 2]): -(θ² + 0.1 θ̇² + 0.001 u²) with "
+        "θ = atan2(sin, cos) in (-π, π], the environment's reward (its angle_normalize) exactly"
+    ),
+)
+register_reward(
+    "inverted-pendulum",
+    _inverted_pendulum,
+    obs_dim=4,
+    description=(
+        "InvertedPendulum-v5 (obs x, θ, ẋ, θ̇): the environment pays 1 a step and ends the "
+        "episode once |θ| > 0.2; planned: 1 while every step so far has |θ| <= 0.2 (then 0), "
+        "minus θ² (a slope toward upright, which the flat reward lacks)"
+    ),
+)
+register_reward(
+    "inverted-double-pendulum",
+    _inverted_double_pendulum,
+    obs_dim=9,
+    angle_pairs=((3, 1), (4, 2)),
+    description=(
+        "InvertedDoublePendulum-v5 (obs x, sin θ1, sin θ2, cos θ1, cos θ2, ẋ, θ̇1, θ̇2, "
+        "constraint force): 10 while the tip has stayed above y = 1 (the environment ends "
+        "there) - 0.01 x_tip² - (y_tip - 2)² - 1e-3 θ̇1² - 5e-3 θ̇2², the tip from the two 0.6 m "
+        "poles of the model (θ2 relative to θ1); the environment's reward term by term"
+    ),
+)
+register_reward(
+    "reacher",
+    _reacher,
+    obs_dim=10,
+    angle_pairs=((0, 2), (1, 3)),
+    description=(
+        "Reacher-v5 (obs cos q, sin q, target, q̇, fingertip - target): -|fingertip - target| "
+        "- |u|², the environment's reward with its default weights (both 1 in Gymnasium "
+        "1.x's source; its docstring says 0.1 for the control weight)"
+    ),
+)
+register_reward(
+    "mountain-car",
+    _mountain_car,
+    obs_dim=2,
+    description=(
+        "MountainCarContinuous-v0 (obs position, velocity): 100 at the first step with "
+        "position >= 0.45 and velocity >= 0 (the environment ends there) - 0.1 u², the "
+        "environment's reward; sparse, so a short horizon far from the goal plans for the "
+        "control cost alone"
+    ),
+)
+register_reward(
+    "cartpole-balance",
+    _cartpole_balance,
+    obs_dim=4,
+    description=(
+        "CartPole-v1 (obs x, ẋ, θ, θ̇; discrete actions, so the reward reads states only): 1 "
+        "while every step so far has |x| <= 2.4 and |θ| <= 12°, then 0, the environment's "
+        "reward and end"
+    ),
+)
+register_reward(
+    "half-cheetah",
+    _half_cheetah,
+    obs_dim=17,
+    description=(
+        "HalfCheetah-v5 (obs qpos[1:], qvel; x excluded): forward velocity qvel[0] (obs 8) - "
+        "0.1 |u|²; the environment pays the x displacement over a frame divided by dt, which "
+        "the velocity at the step's end approximates"
+    ),
+)

@@ -1,0 +1,135 @@
+"""Changes announced inside a trial (issue 41): ``observe`` acts on ``info["context_changed"]``
+as ``reset`` does on an announced change (the trial so far becomes a datum, the rule resets,
+``mppi-bam-segments`` reads out ``readout_after_steps`` steps later), unless
+``in_trial_changes=False``; a world that flags every step of a changed trial (the paper's
+announced cart-pole) announces one change, at ``reset``. Tiny planner: behaviour only."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import bam_rl  # noqa: F401  (registers the environments)
+from bam_rl.agents import MPPIAgent
+from bam_rl.harness.registry import make_agent
+from bam_rl.schedules import piecewise
+from bam_rl.wrappers import NonStationary
+
+SMALL = {"horizon": 4, "n_samples": 3, "n_features": 12}
+STEPS = 20
+SWITCH = 8  # the step of trial 1 at which gravity goes 9.81 -> 3.72
+
+
+def run_switch(agent, env, switch=SWITCH, trials=2):
+    """Trial 0 at 9.81; in trial 1 the gravity is set to 3.72 before step ``switch``, and that
+    step's ``info`` announces it (``context_changed`` True on that step only)."""
+    counts = []
+    for trial in range(trials):
+        env.unwrapped.set_gravity(9.81)
+        obs, info = env.reset(seed=trial)
+        agent.reset(obs, {**info, "context_changed": False})
+        for t in range(STEPS):
+            changed = trial == 1 and t == switch
+            if changed:
+                env.unwrapped.set_gravity(3.72)
+            action = agent.act(obs)
+            obs, reward, terminated, truncated, info = env.step(action)
+            info = {**info, "context_changed": changed}
+            agent.observe(action, reward, obs, terminated, truncated, info)
+            counts.append((agent.n_trials, len(agent.in_trial_readouts)))
+    return counts
+
+
+def segments_agent(env, **kwargs):
+    return make_agent(
+        "mppi-bam-segments",
+        env,
+        seed=0,
+        readout_after_steps=(5,),
+        announced=True,
+        **SMALL,
+        **kwargs,
+    )
+
+
+def test_segments_read_out_inside_the_trial_after_a_notice():
+    env = gym.make("bam_rl/GravityCartPole-v0", max_steps=STEPS)
+    agent = segments_agent(env)
+    counts = run_switch(agent, env)
+    assert agent.n_in_trial_changes == 1
+    # trial 1's first SWITCH transitions became a datum at the notice (step SWITCH + 1) ...
+    assert counts[STEPS + SWITCH - 1] == (1, 0) and counts[STEPS + SWITCH][0] == 2
+    # ... closing the segment [trial 0, trial 1's first part]; 5 steps of 3.72 later, a readout
+    assert agent.rule.segment_sizes == [2]
+    before, after = counts[STEPS + SWITCH + 3], counts[STEPS + SWITCH + 4]
+    assert before[1] == 0 and after[1] == 1
+    assert agent.n_trials == 3  # trial 0, trial 1 before and after the change
+    np.testing.assert_array_equal(agent.trial_gravities, [9.81, 9.81, 3.72])
+    assert agent.summary()["in_trial_readouts"] == 1.0
+
+
+def test_ignoring_notices_waits_for_the_next_trial():
+    env = gym.make("bam_rl/GravityCartPole-v0", max_steps=STEPS)
+    agent = segments_agent(env, in_trial_changes=False)
+    run_switch(agent, env)
+    assert agent.n_in_trial_changes == 0 and agent.n_trials == 2
+    assert agent.in_trial_readouts == [] and agent.rule.segment_sizes == []
+
+
+@pytest.mark.parametrize("memory", ["bam", "recursive", "bocd", "bam_bocd"])
+def test_every_rule_resets_at_a_notice(memory):
+    env = gym.make("bam_rl/GravityCartPole-v0", max_steps=STEPS)
+    agent = MPPIAgent(
+        env.observation_space, env.action_space, memory=memory, seed=0, announced=True, **SMALL
+    )
+    resets = []
+    original = agent.rule.reset
+    agent.rule.reset = lambda: (resets.append(agent.n_trials), original())[1]
+    run_switch(agent, env)
+    assert agent.n_in_trial_changes == 1 and agent.n_trials == 3
+    assert resets == [2]  # after the first part of trial 1 was counted
+
+
+def test_a_notice_on_the_first_step_ends_no_empty_part():
+    env = gym.make("bam_rl/GravityCartPole-v0", max_steps=STEPS)
+    agent = segments_agent(env)
+    run_switch(agent, env, switch=0)
+    assert agent.n_in_trial_changes == 1 and agent.n_trials == 2
+
+
+def test_flags_on_every_step_of_a_changed_trial_are_one_change():
+    env = gym.make(
+        "bam_rl/GravityCartPoleEpisodic-v0", max_steps=10, gravity_schedule=[9.81, 3.72, 3.72]
+    )
+    agent = make_agent("mppi-bam-segments", env, seed=0, readout_after_steps=(5,), **SMALL)
+    obs, info = env.reset(seed=0)
+    agent.reset(obs, info)
+    for _ in range(3):
+        for _ in range(10):
+            action = agent.act(obs)
+            obs, reward, terminated, truncated, info = env.step(action)
+            agent.observe(action, reward, obs, terminated, truncated, info)
+        obs, info = env.reset()
+        agent.reset(obs, info)
+    assert agent.n_in_trial_changes == 0 and agent.n_trials == 3
+
+
+def test_the_wrappers_step_schedule_is_followed_and_saved(tmp_path):
+    env = NonStationary(
+        gym.make("bam_rl/GravityCartPole-v0", max_steps=STEPS),
+        {"gravity": piecewise({0: 9.81, STEPS + SWITCH: 3.72}, unit="step")},
+    )
+    agent = segments_agent(env)
+    for trial in range(2):
+        obs, info = env.reset(seed=0 if trial == 0 else None)
+        agent.reset(obs, info)
+        for t in range(STEPS):
+            action = agent.act(obs)
+            obs, reward, terminated, truncated, info = env.step(action)
+            agent.observe(action, reward, obs, terminated, truncated, info)
+            if trial == 1 and t == SWITCH + 1:
+                path = agent.save(tmp_path / "mid")
+    assert agent.n_in_trial_changes == 1 and len(agent.in_trial_readouts) == 1
+    restored = MPPIAgent.load(path)
+    assert restored.n_in_trial_changes == 1 and restored.n_trials == 2
