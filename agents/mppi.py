@@ -298,7 +298,7 @@ class MPPIAgent(BaseAgent):
             :meth:`reset` acts on one (True, default): the trial so far is ended as a trial
             (one datum), the rule resets to the base prior and ``"bam_segments"`` reads out
             after ``readout_after_steps`` steps of the new world. ``False``: the notice waits
-            for the next trial.
+            for the next trial, whose :meth:`reset` acts on it as on an announced change.
         **planner_options: :class:`MPPI` options (``horizon``, ``n_samples``, ``noise_var``
             is named ``sampling_var`` here, ``temperature``).
 
@@ -393,6 +393,7 @@ class MPPIAgent(BaseAgent):
         )
         self.planner.check_planning_memory(self.model)
         self.n_in_trial_changes = 0  # changes announced inside a trial and acted on
+        self._pending_change = False  # a notice ignored inside a trial, for the next reset
         self._trial = _TrialRecorder()
         self._last_info: dict[str, Any] = {}
         self.trial_gravities: list[float] = []
@@ -463,6 +464,9 @@ class MPPIAgent(BaseAgent):
         # files written before in-trial changes: the default (the agent acts on them)
         vars(self).setdefault("in_trial_changes", True)
         vars(self).setdefault("n_in_trial_changes", 0)
+        vars(self).setdefault("_pending_change", False)
+        if not isinstance(self._pending_change, bool):
+            raise ValueError(f"_pending_change must be a bool, got {self._pending_change!r}")
         if not isinstance(self.in_trial_changes, bool):
             raise ValueError(f"in_trial_changes must be a bool, got {self.in_trial_changes!r}")
         self.n_in_trial_changes = int(
@@ -519,7 +523,9 @@ class MPPIAgent(BaseAgent):
         _info_gravity(info)
         if len(self._trial.actions):
             self._end_trial()
-        self._start_part(bool((info or {}).get("context_changed", False)))
+        changed = bool((info or {}).get("context_changed", False)) or self._pending_change
+        self._pending_change = False
+        self._start_part(changed)
         self._trial = _TrialRecorder()
         self._trial.states.append(state)
         self._last_info = dict(info or {})
@@ -545,7 +551,7 @@ class MPPIAgent(BaseAgent):
         (``info["context"]``, else ``info["gravity"]``) differs. So a world that reports
         ``context_changed`` on every step of a changed trial (the paper's announced cart-pole)
         announces one change, at ``reset``, and a wrapper's flag on one step is one change."""
-        if not self.in_trial_changes or not bool((info or {}).get("context_changed", False)):
+        if not bool((info or {}).get("context_changed", False)):
             return False
         last = self._last_info
         if not bool(last.get("context_changed", False)):
@@ -575,7 +581,10 @@ class MPPIAgent(BaseAgent):
         if not self._trial.states:
             raise ValueError("observe() called before reset()")
         if self._changed_in_trial(info):
-            self._split_trial()
+            if self.in_trial_changes:
+                self._split_trial()
+            else:  # the notice waits for the next trial's reset
+                self._pending_change = True
         self._trial.actions.append(action)
         self._trial.states.append(state)
         self._last_info = dict(info or {})

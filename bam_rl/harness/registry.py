@@ -186,7 +186,8 @@ def _tracker(rule: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[
 
 
 def _mppi(memory: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
-    """``MPPIAgent`` for the cart-pole; ``announced`` from the environment's
+    """``MPPIAgent`` (the cart-pole's planning reward unless ``reward=`` names another or is
+    a callable, see :mod:`bam_rl.agents.rewards`); ``announced`` from the environment's
     ``announce_changes`` unless given."""
     from bam_rl.agents.mppi import MPPIAgent
 

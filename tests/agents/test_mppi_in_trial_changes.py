@@ -75,6 +75,9 @@ def test_ignoring_notices_waits_for_the_next_trial():
     run_switch(agent, env)
     assert agent.n_in_trial_changes == 0 and agent.n_trials == 2
     assert agent.in_trial_readouts == [] and agent.rule.segment_sizes == []
+    obs, info = env.reset(seed=2)
+    agent.reset(obs, {**info, "context_changed": False})  # the notice, one trial late
+    assert agent._readouts_due == [5] and not agent._pending_change
 
 
 @pytest.mark.parametrize("memory", ["bam", "recursive", "bocd", "bam_bocd"])
