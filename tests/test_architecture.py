@@ -21,10 +21,16 @@ RUN_LAYER = "bam_rl.harness"
 ENVS = "bam_rl.envs"
 AGENTS = "bam_rl.agents"
 WRAPPERS = "bam_rl.wrappers"
+INTEROP = "bam_rl.interop"
 #: What the wrappers layer may import: these third-party packages (plus the standard
 #: library) and, of ours, only these core modules and the layer itself.
 WRAPPERS_MAY_IMPORT = ("gymnasium", "mujoco", "numpy")
 WRAPPERS_MAY_USE = ("bam_rl.checks", "bam_rl._io", "bam_rl.schedules")
+#: What the interop layer (bridges to other toolkits) may import: these third-party packages
+#: (the other toolkit only deferred, inside functions) and, of ours, the agents, the wrappers
+#: and the core's checks; never the run layer or the environments.
+INTEROP_MAY_IMPORT = ("gymnasium", "numpy", "ns_gym")
+INTEROP_MAY_USE = (AGENTS, WRAPPERS, "bam_rl.checks")
 #: Third-party packages the math core must not import (it needs numpy and scipy only).
 NOT_IN_CORE = (
     "gymnasium",
@@ -107,7 +113,7 @@ def _core_modules() -> list[str]:
         m
         for m in MODULES
         if m not in ("bam_rl", "bam_rl.__main__")
-        and not any(_within(m, layer) for layer in (RUN_LAYER, ENVS, AGENTS, WRAPPERS))
+        and not any(_within(m, layer) for layer in (RUN_LAYER, ENVS, AGENTS, WRAPPERS, INTEROP))
     ]
 
 
@@ -115,6 +121,7 @@ def test_the_module_list_is_complete():
     assert "bam_rl.readout" in MODULES and "bam_rl.harness.runner" in MODULES
     assert "bam_rl.agents.base" in MODULES and "bam_rl.envs.gravity_cartpole" in MODULES
     assert "bam_rl.schedules" in _core_modules() and "bam_rl.wrappers.nonstationary" in MODULES
+    assert "bam_rl.interop.nsgym" in MODULES and "bam_rl.interop.nsgym" not in _core_modules()
     assert len(_core_modules()) >= 10
     assert (ROOT / "bam_rl" / "envs").resolve() == ROOT / "envs"
     assert (ROOT / "bam_rl" / "agents").resolve() == ROOT / "agents"
@@ -126,7 +133,7 @@ def test_core_modules_need_only_numpy_scipy_and_each_other(module):
         name
         for name in imports_of(module)
         if _top(name) in NOT_IN_CORE
-        or any(_within(name, layer) for layer in (RUN_LAYER, ENVS, AGENTS, WRAPPERS))
+        or any(_within(name, layer) for layer in (RUN_LAYER, ENVS, AGENTS, WRAPPERS, INTEROP))
         or name == "bam_rl"
     )
     assert not bad, f"{module} (math core) imports {bad}"
@@ -157,6 +164,49 @@ def test_the_wrappers_check_can_fail(tmp_path, monkeypatch):
     monkeypatch.setitem(MODULES, "bam_rl.wrappers.leaky", fake)
     with pytest.raises(AssertionError, match="scipy"):
         test_wrappers_import_gymnasium_mujoco_numpy_and_three_core_modules("bam_rl.wrappers.leaky")
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if _within(m, INTEROP)])
+def test_interop_imports_agents_wrappers_and_its_toolkits_only(module):
+    bad = sorted(
+        name
+        for name in imports_of(module)
+        if not (
+            _top(name) in _STDLIB
+            or _top(name) in INTEROP_MAY_IMPORT
+            or _within(name, INTEROP)
+            or any(_within(name, ok) for ok in INTEROP_MAY_USE)
+        )
+    )
+    assert not bad, f"{module} (interop) imports {bad}"
+
+
+def test_interop_imports_its_toolkits_only_inside_functions():
+    """``import bam_rl.interop`` must work without ns-gym: ``ns_gym`` appears in no
+    module-level import statement of the layer."""
+    offenders = []
+    for module in (m for m in MODULES if _within(m, INTEROP)):
+        tree = ast.parse(MODULES[module].read_text())
+        for node in tree.body:
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            offenders += [f"{module}: {n}" for n in names if _top(n) == "ns_gym"]
+    assert not offenders
+
+
+def test_nothing_below_the_run_layer_imports_interop():
+    reaching = sorted(
+        m
+        for m in MODULES
+        if not (_within(m, RUN_LAYER) or _within(m, INTEROP))
+        and any(_within(name, INTEROP) for name in imports_of(m))
+    )
+    assert not reaching, reaching
 
 
 @pytest.mark.parametrize("module", [m for m in MODULES if _within(m, AGENTS)])

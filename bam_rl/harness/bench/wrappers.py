@@ -53,8 +53,8 @@ def _ns_gym(env_id: str) -> gym.Env | None:
     try:
         with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            from ns_gym import schedulers, update_functions  # type: ignore[import-untyped]
-            from ns_gym.wrappers import MujocoWrapper  # type: ignore[import-untyped]
+            from ns_gym import schedulers, update_functions
+            from ns_gym.wrappers import MujocoWrapper
     except ImportError:
         return None
     update = update_functions.CyclicUpdate(
