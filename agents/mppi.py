@@ -43,15 +43,24 @@ from bam_rl.families import NaturalParams
 from bam_rl.readout import ReadoutResult
 
 from .base import BaseAgent, Transition
+from .classic_models import ClassicDynamics, classic_model_for
 from .dynamics import RFFDynamicsModel
-from .planner import MPPI, AngleCosineReward, StateReward, mppi_options
+from .planner import (
+    MPPI,
+    AngleCosineReward,
+    CategoricalMPPI,
+    StateReward,
+    discrete_mppi_options,
+    mppi_options,
+)
 from .rewards import NamedReward, get_reward, make_planning_reward, unsaveable_reward_message
-from .simulator import SimulatorDynamics
+from .simulator import MujocoEnvDynamics, SimulatorDynamics
 
 __all__ = [
     "MEMORY_RULES",
     "MPPI",
     "AngleCosineReward",
+    "CategoricalMPPI",
     "GroundTruthMPPI",
     "MPPIAgent",
     "StateReward",
@@ -105,9 +114,12 @@ def _check_state(name: str, observation: Any, state_dim: int, angle_pairs: Any =
     return state
 
 
-def _checked_action(action: Any, planner: MPPI) -> np.ndarray:
+def _checked_action(action: Any, planner: MPPI | CategoricalMPPI) -> np.ndarray:
     """``action`` as a float64 vector within the planner's action bounds (the action space),
-    or ``ValueError``."""
+    or, for a :class:`CategoricalMPPI`, an int of the ``Discrete`` space as a one-hot float64
+    vector (what the dynamics model sees); ``ValueError`` otherwise."""
+    if isinstance(planner, CategoricalMPPI):
+        return _checked_discrete_action(action, planner)
     action = as_float_array("action", action).reshape(-1)
     if action.shape != (planner.action_dim,):
         raise ValueError(f"action must have {planner.action_dim} entries, got {action.shape}")
@@ -117,6 +129,50 @@ def _checked_action(action: Any, planner: MPPI) -> np.ndarray:
             f"{planner.action_high.tolist()}], got {action.tolist()}"
         )
     return action
+
+
+def _checked_discrete_action(action: Any, planner: CategoricalMPPI) -> np.ndarray:
+    """An int action of ``Discrete(n, start)`` (a Python or NumPy integer, or a one-entry
+    integer array) as its one-hot float64 vector ``(n,)``, or ``ValueError``."""
+    value = np.asarray(action)
+    low, high = planner.start, planner.start + planner.n_actions - 1
+    if (
+        value.size != 1
+        or value.dtype == np.bool_
+        or not np.issubdtype(value.dtype, np.integer)
+        or not low <= int(value.reshape(-1)[0]) <= high
+    ):
+        raise ValueError(
+            f"action must be an int of the Discrete action space, in [{low}, {high}], got "
+            f"{action!r}"
+        )
+    return planner.one_hot(np.asarray(int(value.reshape(-1)[0]) - planner.start))
+
+
+def _checked_one_hot(action: Any, planner: CategoricalMPPI) -> np.ndarray:
+    """A restored pending trial's action: a one-hot float64 vector of ``n`` entries."""
+    value = as_float_array("action", action)
+    if value.shape != (planner.n_actions,) or not (
+        np.all((value == 0) | (value == 1)) and value.sum() == 1
+    ):
+        raise ValueError(f"a pending action must be a one-hot vector of {planner.n_actions}")
+    return value
+
+
+def _action_space(space: Any) -> tuple[int, int | None, gym.spaces.Box]:
+    """``(action_dim, n_actions, box)`` of an agent's action space: a 1-D ``Box`` (``n_actions``
+    ``None``, ``box`` the space itself) or a ``Discrete(n)`` with ``n >= 2``, whose actions the
+    model and the reward see as one-hot vectors (``action_dim = n``, ``box`` ``[0, 1]^n``)."""
+    if isinstance(space, gym.spaces.Discrete):
+        n = int(space.n)
+        if n < 2:
+            raise ValueError(f"action_space must have at least 2 actions, got {space!r}")
+        return n, n, gym.spaces.Box(0.0, 1.0, (n,), dtype=np.float64)
+    if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
+        raise ValueError(
+            f"action_space must be a 1-D gymnasium Box or a Discrete(n) with n >= 2, got {space!r}"
+        )
+    return int(space.shape[0]), None, space
 
 
 def _info_gravity(info: Any) -> float | None:
@@ -153,14 +209,14 @@ def _default_reward(reward: Any, state_dim: int) -> Any:
     )
 
 
-def _check_saveable(planner: MPPI) -> None:
+def _check_saveable(planner: MPPI | CategoricalMPPI) -> None:
     """``ValueError`` (before any file is written) when the planner's reward cannot be saved."""
     message = unsaveable_reward_message(planner.reward)
     if message is not None:
         raise ValueError(message)
 
 
-def _check_restored_reward(planner: MPPI, state_dim: int) -> None:
+def _check_restored_reward(planner: MPPI | CategoricalMPPI, state_dim: int) -> None:
     """A restored planner's reward must read the state: indices within it, a named reward of
     its dimension."""
     reward = planner.reward
@@ -250,7 +306,11 @@ class MPPIAgent(BaseAgent):
     Args:
         observation_space: A 1-D ``Box`` (the state the model learns; the cart-pole's 5-D
             observation).
-        action_space: A 1-D ``Box``; its bounds clamp the planner's samples.
+        action_space: A 1-D ``Box`` (its bounds clamp the planner's samples), or a
+            ``Discrete(n)`` with ``n >= 2``: then a :class:`CategoricalMPPI` plans, the model
+            and the reward see one-hot actions ``(n,)``, :meth:`act` returns an int of the
+            space, and the planner options are ``horizon``, ``n_samples``, ``temperature``
+            and ``explore``.
         memory: One of :data:`MEMORY_RULES`, the names :func:`~bam_rl.beliefs.make_rule` gives
             the rules (``"bam+bocd"`` and ``"bam-segments"``, the older spellings, are read as
             ``"bam_bocd"`` and ``"bam_segments"``).
@@ -347,12 +407,15 @@ class MPPIAgent(BaseAgent):
         if not isinstance(announced, (bool, np.bool_)):
             raise ValueError(f"announced must be a bool, got {announced!r}")
         self.state_dim = _observation_dim(observation_space, "observation_space")
-        self.action_dim = _observation_dim(action_space, "action_space")
+        self.action_dim, self.n_actions, action_box = _action_space(action_space)
         self.memory = memory
         self.announced = bool(announced)
-        options = mppi_options(planner_options, self.action_dim)
+        if self.n_actions is None:
+            options = mppi_options(planner_options, self.action_dim)
+        else:
+            options = discrete_mppi_options(planner_options)
         planning_reward, declared_pairs = make_planning_reward(
-            _default_reward(reward, self.state_dim), observation_space, action_space
+            _default_reward(reward, self.state_dim), observation_space, action_box
         )
         if angle_pairs is None:
             angle_pairs = declared_pairs
@@ -383,14 +446,19 @@ class MPPIAgent(BaseAgent):
             hazard=None if memory == "bam_segments" and self.announced else hazard,
         )
         # the planner gets its dynamics at each call, so the model is held (and saved) once
-        self.planner = MPPI(
-            None,
-            planning_reward,
-            action_dim=self.action_dim,
-            action_low=cast(gym.spaces.Box, action_space).low,  # a Box (checked above)
-            action_high=cast(gym.spaces.Box, action_space).high,
-            **options,
-        )
+        self.planner: MPPI | CategoricalMPPI
+        if self.n_actions is None:
+            self.planner = MPPI(
+                None,
+                planning_reward,
+                action_dim=self.action_dim,
+                action_low=action_box.low,
+                action_high=action_box.high,
+                **options,
+            )
+        else:
+            start = int(cast(gym.spaces.Discrete, action_space).start)
+            self.planner = CategoricalMPPI(self.n_actions, planning_reward, start=start, **options)
         self.planner.check_planning_memory(self.model)
         self.n_in_trial_changes = 0  # changes announced inside a trial and acted on
         self._pending_change = False  # a notice ignored inside a trial, for the next reset
@@ -426,6 +494,10 @@ class MPPIAgent(BaseAgent):
             raise ValueError("state_dim and action_dim must be the model's")
         if planner.action_dim != self.action_dim or planner.dynamics is not None:
             raise ValueError("the planner must plan the model's actions (and hold no dynamics)")
+        vars(self).setdefault("n_actions", None)  # files written before Discrete actions
+        discrete = isinstance(planner, CategoricalMPPI)
+        if self.n_actions != (cast(CategoricalMPPI, planner).n_actions if discrete else None):
+            raise ValueError("n_actions must be the categorical planner's (None for a Box)")
         if model.angle_pairs and self.state_dim <= max(map(max, model.angle_pairs)):
             raise ValueError("angle_pairs must index the state")
         _check_restored_reward(planner, self.state_dim)
@@ -441,7 +513,12 @@ class MPPIAgent(BaseAgent):
             _check_state("pending state", state, self.state_dim, model.angle_pairs)
             for state in states
         ]
-        self._trial.actions = [_checked_action(action, planner) for action in actions]
+        self._trial.actions = [
+            _checked_one_hot(action, planner)
+            if isinstance(planner, CategoricalMPPI)
+            else _checked_action(action, planner)
+            for action in actions
+        ]
         if not isinstance(self._last_info, dict):
             raise ValueError("_last_info must be a dict")
         _info_gravity(self._last_info)
@@ -561,10 +638,13 @@ class MPPIAgent(BaseAgent):
                 return bool(info[key] != last[key])
         return True
 
-    def act(self, observation: Any) -> np.ndarray:
-        """The first action of the MPPI plan from ``observation`` (float32, action shape)."""
+    def act(self, observation: Any) -> Any:
+        """The first action of the MPPI plan from ``observation``: float32 of the action's
+        shape for a ``Box``, an int of the space for a ``Discrete`` one."""
         state = _check_state("observation", observation, self.state_dim, self.model.angle_pairs)
         action = self.planner.plan(state, self.rng, dynamics=self.model)
+        if isinstance(action, int):
+            return action
         return action.astype(np.float32)
 
     def _check_action(self, action: Any) -> np.ndarray:
@@ -802,10 +882,22 @@ class GroundTruthMPPI(BaseAgent):
     """
 
     def __init__(
-        self, env: gym.Env, seed: int | None = None, *, reward: Any = None, **planner_options: Any
+        self,
+        env: gym.Env,
+        seed: int | None = None,
+        *,
+        reward: Any = None,
+        follow_changes: bool = True,
+        **planner_options: Any,
     ):
         super().__init__(seed)
         base = getattr(env, "unwrapped", env)
+        if not isinstance(follow_changes, (bool, np.bool_)):
+            raise ValueError(f"follow_changes must be a bool, got {follow_changes!r}")
+        if not (hasattr(base, "set_gravity") and hasattr(base, "fullpath")):
+            # any other environment: its own equations or a copy of its MuJoCo model
+            self._init_live(env, reward, bool(follow_changes), planner_options)
+            return
         path = getattr(base, "fullpath", None)
         frame_skip = getattr(base, "frame_skip", None)
         if path is None or frame_skip is None:
@@ -836,6 +928,52 @@ class GroundTruthMPPI(BaseAgent):
         )
         self.planner.check_planning_memory(self.dynamics)
 
+    def _init_live(
+        self, env: gym.Env, reward: Any, follow_changes: bool, planner_options: dict[str, Any]
+    ) -> None:
+        """The ground truth of an environment other than the cart-pole: a classic-control
+        one's vectorised equations (:mod:`bam_rl.agents.classic_models`) or a copy of a
+        MuJoCo environment (:class:`~bam_rl.agents.simulator.MujocoEnvDynamics`), read from
+        the live environment before every plan (``follow_changes=True``) or only here."""
+        dynamics: ClassicDynamics | MujocoEnvDynamics | None = classic_model_for(env)
+        if dynamics is None:
+            dynamics = MujocoEnvDynamics(env, follow_changes)  # refuses what it cannot copy
+        self._live_env = env
+        self._follow_changes = follow_changes
+        self.dynamics = dynamics  # type: ignore[assignment]
+        self._state_dim = _observation_dim(env.observation_space, "env's observation_space")
+        if dynamics.state_dim != self._state_dim:
+            raise ValueError(
+                f"env's observation has {self._state_dim} entries, its model gives "
+                f"{dynamics.state_dim}"
+            )
+        action_dim, n_actions, box = _action_space(env.action_space)
+        planning_reward, _ = make_planning_reward(
+            _default_reward(reward, self._state_dim), env.observation_space, box
+        )
+        if n_actions is None:
+            self.planner = MPPI(
+                None,
+                planning_reward,
+                action_dim=action_dim,
+                action_low=box.low,
+                action_high=box.high,
+                **mppi_options(planner_options, action_dim),
+            )
+        else:
+            self.planner = CategoricalMPPI(  # type: ignore[assignment]
+                n_actions,
+                planning_reward,
+                start=int(cast(gym.spaces.Discrete, env.action_space).start),
+                **discrete_mppi_options(planner_options),
+            )
+        self.planner.check_planning_memory(dynamics)
+
+    @property
+    def _live(self) -> bool:
+        """Whether this planner reads a live environment (anything but the cart-pole)."""
+        return "_live_env" in vars(self)
+
     def _check_restored(self) -> None:
         """A restored planner must plan the simulator's one action within the memory budget
         (the simulator and planner check their own fields when restored)."""
@@ -848,11 +986,21 @@ class GroundTruthMPPI(BaseAgent):
     def save(self, path: Any) -> Any:
         """As :meth:`BaseAgent.save`; an unnamed callable ``reward`` is refused first
         (``ValueError`` saying how to register it), before any file is written."""
+        if self._live:
+            raise ValueError(
+                "a GroundTruthMPPI of an environment other than the bam_rl cart-pole reads the "
+                "live environment and cannot be saved (build it again on the environment)"
+            )
         _check_saveable(self.planner)
         return super().save(path)
 
     def reset(self, observation: Any, info: dict[str, Any]) -> None:
-        """Starts a trial at ``info["gravity"]`` (required) with a cleared plan."""
+        """Starts a trial at ``info["gravity"]`` (required; the cart-pole) with a cleared
+        plan; on another environment, at its current world."""
+        if self._live:
+            _check_state("observation", observation, self._state_dim)
+            self.planner.reset()
+            return
         _check_state("observation", observation, CARTPOLE_STATE_DIM, _CARTPOLE_ANGLE)
         gravity = _info_gravity(info)
         if gravity is None:
@@ -863,7 +1011,18 @@ class GroundTruthMPPI(BaseAgent):
         self.dynamics.set_gravity(gravity)
         self.planner.reset()
 
-    def act(self, observation: Any) -> np.ndarray:
+    def act(self, observation: Any) -> Any:
+        """The planner's action: float32 of the action's shape, or an int of a ``Discrete``
+        space."""
+        if self._live:
+            state = _check_state("observation", observation, self._state_dim)
+            dynamics: Any = self.dynamics
+            if isinstance(dynamics, MujocoEnvDynamics):
+                dynamics.check_observation(state)
+            elif self._follow_changes:
+                dynamics.read_parameters(self._live_env)
+            action = self.planner.plan(state, self.rng, dynamics=dynamics)
+            return action if isinstance(action, int) else action.astype(np.float32)
         _check_state("observation", observation, CARTPOLE_STATE_DIM, _CARTPOLE_ANGLE)
         action = self.planner.plan(observation, self.rng, dynamics=self.dynamics)
         return action.astype(np.float32)
@@ -872,13 +1031,20 @@ class GroundTruthMPPI(BaseAgent):
         return _checked_action(action, self.planner)
 
     def _check_next_observation(self, observation: Any) -> np.ndarray:
+        if self._live:
+            return _check_state("next_observation", observation, self._state_dim)
         return _check_state("next_observation", observation, CARTPOLE_STATE_DIM, _CARTPOLE_ANGLE)
 
     def _observe(self, step: Transition) -> None:
-        """Follows the gravity ``info`` announces (the simulator plans with it)."""
+        """Follows the gravity ``info`` announces (the simulator plans with it); another
+        environment's world is read before every plan instead."""
+        if self._live:
+            return
         gravity = _info_gravity(step.info)
         if gravity is not None:
             self.dynamics.set_gravity(gravity)
 
     def __repr__(self) -> str:
+        if self._live:
+            return f"GroundTruthMPPI(dynamics={self.dynamics!r}, planner={self.planner!r})"
         return f"GroundTruthMPPI(gravity={self.dynamics.gravity:g}, planner={self.planner!r})"

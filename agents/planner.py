@@ -24,10 +24,12 @@ from bam_rl.checks import (
 )
 
 __all__ = [
+    "DISCRETE_PLANNER_OPTIONS",
     "MPPI",
     "PLANNER_OPTIONS",
     "RESTORABLE_REWARDS",
     "AngleCosineReward",
+    "CategoricalMPPI",
     "StateReward",
     "mppi_options",
 ]
@@ -36,6 +38,23 @@ __all__ = [
 #: The planner options the MPPI agents take (``sampling_var`` is the variance of the planner's
 #: action perturbations; an agent's ``noise_var`` is its dynamics model's noise).
 PLANNER_OPTIONS = ("horizon", "n_samples", "sampling_var", "temperature")
+
+
+#: The options of the planner over ``Discrete(n)`` actions (:class:`CategoricalMPPI`).
+DISCRETE_PLANNER_OPTIONS = ("horizon", "n_samples", "temperature", "explore")
+
+
+def discrete_mppi_options(options: dict[str, Any]) -> dict[str, Any]:
+    """An agent's planner options over ``Discrete(n)`` actions
+    (:data:`DISCRETE_PLANNER_OPTIONS`), or ``ValueError`` naming the unknown ones
+    (``sampling_var``, a Gaussian perturbation's variance, has no meaning there)."""
+    unknown = set(options) - set(DISCRETE_PLANNER_OPTIONS)
+    if unknown:
+        raise ValueError(
+            f"unknown planner options {sorted(unknown)} for a Discrete action space; accepted: "
+            f"{', '.join(DISCRETE_PLANNER_OPTIONS)}"
+        )
+    return dict(options)
 
 
 def mppi_options(options: dict[str, Any], action_dim: int) -> dict[str, Any]:
@@ -337,4 +356,182 @@ class MPPI:
         return (
             f"MPPI(horizon={self.horizon}, n_samples={self.n_samples}, "
             f"sampling_var={self.sampling_var.tolist()}, temperature={self.temperature:g})"
+        )
+
+
+#: Default share of the probability of every planned step spread uniformly over the actions
+#: (:class:`CategoricalMPPI`'s ``explore``), so sampled sequences keep exploring.
+DISCRETE_EXPLORE = 0.1
+
+
+class CategoricalMPPI:
+    """MPPI over ``Discrete(n)`` actions (a categorical MPPI, or one iteration of CEM per step).
+
+    The plan is a table of per-step action probabilities ``(horizon, n)``. One call of
+    :meth:`plan` samples ``n_samples`` action sequences from it (the first is the plan's most
+    probable sequence, the warm start), rolls all of them out at once as one-hot actions
+    ``(K, H, n)``, weights them by ``exp((R_k − max_k R_k) / temperature)`` as :class:`MPPI`
+    does, and replaces the probabilities by the weighted frequencies of the sampled actions,
+    mixed with ``explore`` of the uniform distribution. It returns the most probable first
+    action (an int) and shifts the table (the last step uniform).
+
+    Args:
+        n_actions: ``n >= 2``, the size of the ``Discrete`` space.
+        reward: ``reward(states (K, H, dx), one-hot actions (K, H, n)) -> (K, H)``.
+        horizon: Planning horizon ``H >= 1`` (50).
+        n_samples: Sampled sequences ``K >= 1`` (32).
+        temperature: ``λ > 0`` of the weights (0.5, the continuous planner's).
+        explore: Share in [0, 1) of every step's probability spread uniformly (0.1).
+        start: The first action of the space (``Discrete``'s ``start``); :meth:`plan` returns
+            ``start + index``.
+        seed: Seed of :attr:`rng`, used when :meth:`plan` gets no generator.
+
+    Attributes:
+        probs: The plan, ``(horizon, n)`` probabilities (rows sum to 1).
+        last_returns: Summed rewards of the samples of the latest :meth:`plan`.
+        last_weights: Their normalised weights.
+    """
+
+    def __init__(
+        self,
+        n_actions: int,
+        reward: Any,
+        *,
+        horizon: int = hyperparams.MPPI_HORIZON,
+        n_samples: int = hyperparams.MPPI_SAMPLES,
+        temperature: float = hyperparams.MPPI_TEMPERATURE,
+        explore: float = DISCRETE_EXPLORE,
+        start: int = 0,
+        seed: int | None = None,
+    ):
+        if not callable(reward):
+            raise ValueError(f"reward must be callable, got {reward!r}")
+        self.reward = reward
+        self.n_actions = check_int("n_actions", n_actions, minimum=2)
+        self.action_dim = self.n_actions  # the one-hot action the dynamics see
+        self.horizon = check_int("horizon", horizon)
+        self.n_samples = check_int("n_samples", n_samples)
+        self.start = int(start) if isinstance(start, (int, np.integer)) else start
+        if not isinstance(self.start, int) or isinstance(start, bool):
+            raise ValueError(f"start must be an int, got {start!r}")
+        self.dynamics = None  # given to every plan (the agent holds the model once)
+        self.check_planning_memory()
+        self.temperature = check_finite_scalar("temperature", temperature)
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature!r}")
+        self.explore = check_finite_scalar("explore", explore)
+        if not 0.0 <= self.explore < 1.0:
+            raise ValueError(f"explore must lie in [0, 1), got {explore!r}")
+        self.rng = np.random.default_rng(seed)
+        self.probs = np.full((self.horizon, self.n_actions), 1.0 / self.n_actions)
+        self.last_returns = np.zeros(self.n_samples)
+        self.last_weights = np.full(self.n_samples, 1.0 / self.n_samples)
+
+    def _check_restored(self) -> None:
+        """A restored planner is checked by building it again from its options, and its
+        probabilities must be a ``(horizon, n)`` table of rows summing to 1."""
+        if not isinstance(self.reward, tuple(RESTORABLE_REWARDS)):
+            raise ValueError(
+                f"reward must be one of {[kind.__name__ for kind in RESTORABLE_REWARDS]}, got "
+                f"{self.reward!r}"
+            )
+        fresh = CategoricalMPPI(
+            self.n_actions,
+            self.reward,
+            horizon=self.horizon,
+            n_samples=self.n_samples,
+            temperature=self.temperature,
+            explore=self.explore,
+            start=self.start,
+        )
+        for name in ("probs", "last_returns", "last_weights"):
+            value, expected = getattr(self, name), getattr(fresh, name)
+            if not isinstance(value, np.ndarray) or value.shape != expected.shape:
+                raise ValueError(f"{name} must be an array of shape {expected.shape}")
+        probs = as_float_array("probs", self.probs)
+        if np.any(probs < 0) or not np.allclose(probs.sum(axis=1), 1.0):
+            raise ValueError("probs must hold probabilities, each row summing to 1")
+        if not isinstance(self.rng, np.random.Generator):
+            raise ValueError("rng must be a numpy Generator")
+        if self.dynamics is not None:
+            raise ValueError("the planner must hold no dynamics")
+        self.n_actions, self.action_dim = fresh.n_actions, fresh.action_dim
+        self.horizon, self.n_samples = fresh.horizon, fresh.n_samples
+        self.temperature, self.explore = fresh.temperature, fresh.explore
+        self.probs = np.array(probs, dtype=np.float64)
+
+    def check_planning_memory(self, dynamics: Any = None) -> None:
+        """``ValueError`` naming ``horizon`` and ``n_samples`` unless one :meth:`plan` fits the
+        memory budget (the one-hot samples and draws, plus what ``dynamics`` says a rollout
+        takes)."""
+        k, h, n = self.n_samples, self.horizon, self.n_actions
+        nbytes = k * h * (16 * n + 24) + 16 * h * n
+        rollout_bytes = getattr(dynamics, "rollout_bytes", None)
+        if callable(rollout_bytes):
+            nbytes += int(rollout_bytes(k, h))
+        check_memory(f"horizon = {h} with n_samples = {k}", nbytes)
+
+    def reset(self) -> None:
+        """Clears the plan (uniform probabilities), as at the start of a trial."""
+        self.probs[:] = 1.0 / self.n_actions
+
+    def one_hot(self, indices: np.ndarray) -> np.ndarray:
+        """``indices`` (any shape, in ``[0, n)``) as float64 one-hot vectors ``(..., n)``."""
+        return (np.asarray(indices)[..., None] == np.arange(self.n_actions)).astype(np.float64)
+
+    def plan(self, state: Any, rng: np.random.Generator | None = None, dynamics: Any = None) -> int:
+        """One categorical MPPI iteration from ``state``; returns the action (an int of the
+        space: ``start`` + the index).
+
+        Args:
+            state: The current state, a finite vector.
+            rng: Generator of the samples and the dynamics' draws (default :attr:`rng`); the
+                ``(K, H)`` uniform draws of the samples come first.
+            dynamics: ``dynamics(state, one-hot actions (K, H, n), rng) -> (K, H, dx)``.
+
+        Raises:
+            ValueError: For a non-finite or non-vector state, or no dynamics.
+        """
+        rng = self.rng if rng is None else rng
+        if dynamics is None:
+            raise ValueError("dynamics must be given to plan")
+        state = as_float_array("state", state)
+        if state.ndim != 1:
+            raise ValueError(f"state must be a vector, got shape {state.shape}")
+        k, n = self.n_samples, self.n_actions
+        draws = rng.random((k, self.horizon))
+        cdf = np.cumsum(self.probs, axis=1)
+        indices = (draws[..., None] >= cdf[:, :-1]).sum(axis=-1)  # inverse CDF, (K, H)
+        indices[0] = self.probs.argmax(axis=1)  # the plan's most probable sequence
+        samples = self.one_hot(indices)
+        unchecked = getattr(dynamics, "rollout_unchecked", None)
+        if (
+            unchecked is not None
+            and state.shape == (getattr(dynamics, "state_dim", -1),)
+            and n == getattr(dynamics, "action_dim", -1)
+        ):
+            states = unchecked(state, samples, rng)
+        else:
+            states = dynamics(state, samples, rng)
+        returns = np.asarray(self.reward(states, samples), dtype=np.float64).sum(axis=1)
+        returns = np.where(np.isfinite(returns), returns, -np.inf)
+        best = returns.max()
+        if not np.isfinite(best):
+            weights = np.full(k, 1.0 / k)
+        else:
+            weights = np.exp((returns - best) / self.temperature)
+            weights /= weights.sum()
+        self.last_returns, self.last_weights = returns, weights
+        frequencies = np.tensordot(weights, samples, axes=1)  # (H, n)
+        self.probs = (1.0 - self.explore) * frequencies + self.explore / n
+        action = int(self.probs[0].argmax())
+        self.probs[:-1] = self.probs[1:]
+        self.probs[-1] = 1.0 / n
+        return self.start + action
+
+    def __repr__(self) -> str:
+        return (
+            f"CategoricalMPPI(n_actions={self.n_actions}, horizon={self.horizon}, "
+            f"n_samples={self.n_samples}, temperature={self.temperature:g}, "
+            f"explore={self.explore:g})"
         )

@@ -15,7 +15,7 @@ from bam_rl.checks import check_int, check_memory, check_positive
 
 from .dynamics import check_rollout_inputs
 
-__all__ = ["SimulatorDynamics"]
+__all__ = ["MujocoEnvDynamics", "SimulatorDynamics"]
 
 #: Largest MJCF file a restored :class:`SimulatorDynamics` may name (the cart-pole's is ~2 kB).
 MAX_MODEL_BYTES = 2**20
@@ -185,3 +185,111 @@ class SimulatorDynamics:
             f"SimulatorDynamics({self.model_path!r}, frame_skip={self.frame_skip}, "
             f"gravity={self.gravity:g})"
         )
+
+
+class MujocoEnvDynamics:
+    """Any Gymnasium MuJoCo environment as a dynamics callable: the ground truth of
+    :class:`~bam_rl.agents.mppi.GroundTruthMPPI` beyond the cart-pole.
+
+    The planner is an oracle, so it reads the true simulator: every rollout starts from a copy
+    of the live environment's ``MjData`` (the full state, warm start included, not only what
+    the observation shows: InvertedDoublePendulum's observation holds sines, cosines and a
+    constraint force, from which no ``qpos``/``qvel`` could be recovered exactly), steps a
+    private copy of the environment (its own ``MjData``, a copy of the live ``MjModel``, so
+    every parameter the ``NonStationary`` wrapper changed is planned with) through the
+    environment's own ``do_simulation`` and reads each observation with its own
+    ``_get_obs``: one planned step is exactly one ``env.step``.
+
+    Args:
+        env: A Gymnasium ``MujocoEnv`` (possibly wrapped), read live.
+        follow_changes: Copy the live model before every rollout (True), or only here (False:
+            a planner blind to later changes of the world).
+
+    Raises:
+        ValueError: When ``env`` is not a MuJoCo environment whose state can be copied and
+            whose observation its ``_get_obs`` gives (checked here on a copy).
+    """
+
+    def __init__(self, env: Any, follow_changes: bool = True):
+        import copy
+
+        base = getattr(env, "unwrapped", env)
+        if not all(hasattr(base, name) for name in ("model", "data", "frame_skip", "_get_obs")):
+            raise ValueError(
+                f"env must be a Gymnasium MuJoCo environment (model, data, frame_skip, "
+                f"_get_obs), got {env!r}"
+            )
+        self.env = base
+        self.follow_changes = bool(follow_changes)
+        self.frame_skip = int(base.frame_skip)
+        self.state_dim = int(np.prod(env.observation_space.shape))
+        self.action_dim = int(np.prod(env.action_space.shape))
+        clone = object.__new__(type(base))
+        clone.__dict__.update(base.__dict__)
+        clone.render_mode = None
+        clone.mujoco_renderer = None
+        self._clone = clone
+        self._refresh_model()
+        clone.data = copy.copy(base.data)
+        try:
+            observation = np.asarray(clone._get_obs(), dtype=np.float64).reshape(-1)
+            live = np.asarray(base._get_obs(), dtype=np.float64).reshape(-1)
+        except Exception as error:  # an environment whose observation needs more than data
+            raise ValueError(
+                f"env's observation cannot be computed from a copy of its state: {error}"
+            ) from None
+        if observation.shape != (self.state_dim,) or not np.array_equal(observation, live):
+            raise ValueError(
+                "env's observation is not what a copy of its MuJoCo state gives (shape "
+                f"{observation.shape}, observation space {env.observation_space.shape})"
+            )
+
+    def _refresh_model(self) -> None:
+        """The clone plans with a copy of the live model (the current world)."""
+        import copy
+
+        self._clone.model = copy.copy(self.env.model)
+
+    def rollout_bytes(self, n_samples: int, horizon: int) -> int:
+        """Bytes a rollout allocates: its observations (the copies are made once)."""
+        return n_samples * horizon * 8 * (self.state_dim + self.action_dim)
+
+    def __call__(
+        self, state: Any, actions: Any, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
+        """Rolls the environment's copy out from its live state under ``actions (K, H,
+        du)``; ``state`` must be the live observation. Returns observations ``(K, H, dx)``."""
+        state, actions = check_rollout_inputs(state, actions, self.state_dim, self.action_dim)
+        return self.rollout_unchecked(state, actions, rng)
+
+    def check_observation(self, observation: np.ndarray) -> None:
+        """``ValueError`` unless ``observation`` is the live environment's current one (the
+        oracle plans from the simulator's state, which must be the one observed)."""
+        live = np.asarray(self.env._get_obs(), dtype=np.float64).reshape(-1)
+        if not np.allclose(observation, live, rtol=1e-6, atol=1e-6):
+            raise ValueError(
+                "observation must be the environment's current one (the ground-truth planner "
+                "plans from its simulator state)"
+            )
+
+    def rollout_unchecked(
+        self, state: np.ndarray, actions: np.ndarray, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
+        """:meth:`__call__` without its input checks."""
+        import mujoco
+
+        if self.follow_changes:
+            self._refresh_model()
+        clone, live = self._clone, self.env.data
+        model = clone.model
+        k, h, _ = actions.shape
+        out = np.empty((k, h, self.state_dim))
+        for i in range(k):
+            mujoco.mj_copyData(clone.data, model, live)
+            for t in range(h):
+                clone.do_simulation(actions[i, t], self.frame_skip)
+                out[i, t] = clone._get_obs()
+        return out
+
+    def __repr__(self) -> str:
+        return f"MujocoEnvDynamics({type(self.env).__name__}, follow_changes={self.follow_changes})"
