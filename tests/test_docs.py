@@ -28,6 +28,8 @@ def test_the_docs_have_examples():
 def test_python_example_runs(page, index, block, capsys):
     if "stable_baselines3" in block:
         pytest.importorskip("stable_baselines3")
+    if "ns_gym" in block:
+        pytest.importorskip("ns_gym")  # the NS-Gym bridge's page (the extra `nsgym`)
     exec(compile(block, f"docs/{page}[python block {index}]", "exec"), {})
     assert capsys.readouterr().out.strip()  # every example prints its result
 

@@ -241,3 +241,15 @@ def test_a_small_mppi_agent_learns_through_the_adapter_on_nsgym_pendulum():
     assert [c[0] for c in spy.calls].count("reset") == 2
     for call, (reward, state, _) in zip(observed, transitions, strict=True):
         assert call[2] == reward and np.array_equal(call[3], state)
+
+
+def test_nsgym_cannot_wrap_our_cartpole_so_nothing_can_desync():
+    """docs/nsgym.md: NS-Gym 1.0.12 accepts only the classes of its own tables; if a later
+    version accepts ours, its direct model writes would bypass ``set_gravity`` (revisit)."""
+    import bam_rl  # noqa: F401  (registers bam_rl/GravityCartPole-v0)
+
+    update = StepWiseUpdate(DiscreteScheduler({2}), [3.72])
+    with pytest.raises(AssertionError, match="GravityCartPoleEnv"):
+        MujocoWrapper(gym.make("bam_rl/GravityCartPole-v0"), {"gravity": update})
+    with pytest.raises(AssertionError, match="GravityCartPoleEnv"):
+        NSClassicControlWrapper(gym.make("bam_rl/GravityCartPole-v0"), {"gravity": update})
