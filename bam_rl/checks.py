@@ -1,5 +1,11 @@
-"""Argument checks shared by the math core and ``agents``: each raises ``ValueError`` naming
-the argument and the accepted range. (``envs`` keeps its own, so it depends on nothing of ours.)
+"""Argument checks shared by the math core, ``agents``, the environments and the wrappers: each
+raises ``ValueError`` naming the argument and the accepted range.
+
+A pure leaf module (numpy and the standard library only), so ``bam_rl.envs`` and
+``bam_rl.wrappers`` may use it without reaching the rest of the core. The environments'
+checks keep their own wording (``positive_int``, ``int_in_range``, ``float_in_range``,
+``finite_float``, ``scalar_action``, ``gaussian_reward_bounds``; the last section); the memory
+budget (:func:`check_memory`) is one for all.
 """
 
 from __future__ import annotations
@@ -323,3 +329,121 @@ def all_finite(array: np.ndarray) -> bool:
     if array.ndim == 0:
         return math.isfinite(array.item())
     return math.isfinite(array.sum()) or bool(np.isfinite(array).all())
+
+
+# --- the environments' checks (their messages, as the environments have always worded them) ---
+
+#: Largest magnitude a Gaussian bandit's rewards may reach: ``|mean| + NOISE_REACH ·
+#: noise_std`` must stay within it, so rewards, their sums over any horizon and their squares
+#: stay finite.
+MAX_REWARD_MAGNITUDE = 1e150
+#: Standard deviations of the noise counted in that bound (float64 normal draws stay far
+#: below 40).
+NOISE_REACH = 40.0
+
+
+def gaussian_reward_bounds(noise_std: float, largest_mean: float, means_name: str) -> None:
+    """``ValueError`` unless Gaussian rewards ``mean + noise_std · N(0, 1)`` stay finite:
+    every ``|mean| <= MAX_REWARD_MAGNITUDE`` (``largest_mean`` is the largest ``|mean|``,
+    ``means_name`` the argument that sets the means) and ``noise_std <= (MAX_REWARD_MAGNITUDE -
+    largest_mean) / NOISE_REACH``."""
+    rule = (
+        f"|mean| + {NOISE_REACH:g}·noise_std <= {MAX_REWARD_MAGNITUDE:g} keeps Gaussian rewards "
+        "and their squares finite"
+    )
+    if not largest_mean <= MAX_REWARD_MAGNITUDE:
+        raise ValueError(
+            f"{means_name} must lie within ±{MAX_REWARD_MAGNITUDE:g} for reward='gaussian' "
+            f"({rule}), got a mean of magnitude {largest_mean:g}"
+        )
+    limit = (MAX_REWARD_MAGNITUDE - largest_mean) / NOISE_REACH
+    if not noise_std <= limit:
+        raise ValueError(
+            f"noise_std must be in [0, {limit:.6g}] for reward='gaussian' with these "
+            f"{means_name} ({rule}), got {noise_std!r}"
+        )
+
+
+def _int_within(value: Any, low: int, high: float = math.inf) -> bool:
+    """True when ``value`` is an int (not a bool; numpy integers count) in ``[low, high]``."""
+    return (
+        not isinstance(value, bool) and isinstance(value, int | np.integer) and low <= value <= high
+    )
+
+
+def positive_int(name: str, value: Any) -> int:
+    """Return ``value`` as an int >= 1 or raise ``ValueError`` naming ``name``."""
+    if not _int_within(value, 1):
+        raise ValueError(f"{name} must be a positive int (>= 1), got {value!r}")
+    return int(value)
+
+
+def int_in_range(name: str, value: Any, low: int, high: int) -> int:
+    """Return ``value`` as an int in ``[low, high]`` or raise ``ValueError`` naming ``name``."""
+    if not _int_within(value, low, high):
+        raise ValueError(f"{name} must be an int in [{low}, {high}], got {value!r}")
+    return int(value)
+
+
+def _as_float(message: str, value: Any) -> float:
+    """``float(value)``, refusing strings, bytes and bools with ``f"{message}, got {value!r}"``."""
+    if isinstance(value, str | bytes | bool):
+        raise ValueError(f"{message}, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{message}, got {value!r}") from exc
+
+
+def float_in_range(name: str, value: Any, low: float, high: float, unit: str = "") -> float:
+    """Return ``value`` as a float in ``[low, high]`` or raise ``ValueError`` naming ``name``.
+
+    The message reads ``"<name> must be a finite number > 0 in [low, high] <unit>"`` when
+    ``low > 0`` (so callers that promised "> 0" keep their wording).
+    """
+    sign = "> 0 " if low > 0 else ""
+    suffix = f" {unit}" if unit else ""
+    message = f"{name} must be a finite number {sign}in [{low:g}, {high:g}]{suffix}"
+    out = _as_float(message, value)
+    if not low <= out <= high:  # also rejects NaN
+        raise ValueError(f"{message}, got {value!r}")
+    return out
+
+
+def finite_float(name: str, value: Any) -> float:
+    """Return ``value`` as a finite float or raise ``ValueError`` naming ``name``."""
+    message = f"{name} must be a finite number"
+    out = _as_float(message, value)
+    if not math.isfinite(out):
+        raise ValueError(f"{message}, got {value!r}")
+    return out
+
+
+def scalar_action(action: Any, low: float, high: float, meaning: str) -> float:
+    """Return a one-element action as a float in ``[low, high]`` or raise ``ValueError``.
+
+    Args:
+        action: An array of shape ``(1,)`` (the fast path) or anything with one number.
+        low: Lower bound of the action space.
+        high: Upper bound of the action space.
+        meaning: What the action is, for the error message (e.g. "estimate of theta").
+    """
+    if type(action) is np.ndarray and action.shape == (1,):
+        value = float(action[0])
+    else:
+        try:
+            if isinstance(action, str | bytes):
+                raise TypeError(type(action))
+            arr = np.asarray(action, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"action must be a number in [{low:g}, {high:g}], got {action!r}"
+            ) from exc
+        if arr.size != 1:
+            raise ValueError(
+                f"action must have exactly one element in [{low:g}, {high:g}], got {action!r}"
+            )
+        value = float(arr.reshape(-1)[0])
+    if not low <= value <= high:  # also rejects NaN
+        raise ValueError(f"action must be a finite {meaning} in [{low:g}, {high:g}], got {value!r}")
+    return value

@@ -16,7 +16,8 @@ id                                  environment
 ``bam_rl/GravityCartPoleContinual-v0``  60 trials, 3 unannounced gravity changes (§4.2)
 ==================================  ===========================================================
 
-This package imports nothing from ``bam_rl`` or ``agents``.
+Of ours, this package imports only the pure leaf modules ``bam_rl.checks`` (the argument
+checks and the memory budget) and ``bam_rl._io``; never the rest of the core or ``agents``.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ ENV_IDS: tuple[str, ...] = tuple(env_id for env_id, _, _ in _REGISTRATIONS)
 
 #: Any Gymnasium environment made non-stationary (``bam_rl.wrappers.NonStationary``; kwargs
 #: ``env``, ``changes``, ``notify``, ``observe_context``). Registered by name only: this
-#: package imports nothing of ``bam_rl``, and it is not in :data:`ENV_IDS` (it needs kwargs).
+#: package imports no wrapper (of ours, only the leaf modules), and it is not in
+#: :data:`ENV_IDS` (it needs kwargs).
 NONSTATIONARY_ID = "bam_rl/NonStationary-v0"
 
 

@@ -1,8 +1,8 @@
 """Drawing with NumPy only: the ``rgb_array`` frames of the bandits and the Binomial stream.
 
-The environments may import nothing but gymnasium, mujoco and numpy, so their pictures are
-drawn here on ``(height, width, 3)`` ``uint8`` arrays: filled rectangles, bar charts, polylines
-and square markers, all clipped to the frame.
+The environments import only gymnasium, mujoco, numpy and our leaf modules (no matplotlib),
+so their pictures are drawn here on ``(height, width, 3)`` ``uint8`` arrays: filled
+rectangles, bar charts, polylines and square markers, all clipped to the frame.
 """
 
 from __future__ import annotations

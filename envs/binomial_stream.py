@@ -8,8 +8,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from bam_rl.checks import check_memory, finite_float, positive_int, scalar_action
+
 from . import _canvas
-from ._checks import check_memory, finite_float, positive_int, scalar_action
 
 __all__ = ["BinomialStreamEnv"]
 

@@ -20,7 +20,7 @@ from gymnasium import utils  # noqa: E402
 from gymnasium.envs.mujoco import MujocoEnv  # noqa: E402
 from gymnasium.spaces import Box  # noqa: E402
 
-from ._checks import float_in_range, int_in_range, scalar_action  # noqa: E402
+from bam_rl.checks import float_in_range, int_in_range, scalar_action  # noqa: E402
 
 #: Why rendering failed in this process: MuJoCo aborts the interpreter if a renderer is
 #: created again after a failed one, so every later render() raises this instead.

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_memory, finite_float, gaussian_reward_bounds, positive_int
+from bam_rl.checks import check_memory, finite_float, gaussian_reward_bounds, positive_int
+
 from .switching_bandit import _BlockBandit, check_block_memory
 
 __all__ = [

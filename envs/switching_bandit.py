@@ -9,8 +9,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from bam_rl.checks import check_memory, finite_float, gaussian_reward_bounds, positive_int
+
 from . import _canvas
-from ._checks import check_memory, finite_float, gaussian_reward_bounds, positive_int
 
 __all__ = ["SwitchingBanditEnv"]
 
@@ -21,7 +22,7 @@ _BLOCK_BYTES = 56
 
 
 def check_block_memory(n_arms: int, max_steps: int, what: str, per_arm: float = 0.0) -> None:
-    """``ValueError`` (``bam_rl.envs._checks.check_memory``) unless a block of arm means, plus
+    """``ValueError`` (``bam_rl.checks.check_memory``) unless a block of arm means, plus
     ``per_arm`` bytes for every arm, fits the memory budget; ``what`` names the argument."""
     block = min(_BLOCK, max_steps)
     check_memory(what, n_arms * (_BLOCK_BYTES * block + per_arm + 512))

@@ -31,6 +31,9 @@ WRAPPERS_MAY_USE = ("bam_rl.checks", "bam_rl._io", "bam_rl.schedules")
 #: and the core's checks; never the run layer or the environments.
 INTEROP_MAY_IMPORT = ("gymnasium", "numpy", "ns_gym")
 INTEROP_MAY_USE = (AGENTS, WRAPPERS, "bam_rl.checks")
+#: The pure leaf modules of the core (numpy and the standard library only): the one part of
+#: ours the environments may import.
+LEAVES = ("bam_rl.checks", "bam_rl._io")
 #: Third-party packages the math core must not import (it needs numpy and scipy only).
 NOT_IN_CORE = (
     "gymnasium",
@@ -220,11 +223,29 @@ def test_agents_never_import_the_run_layer_or_envs(module):
 
 
 @pytest.mark.parametrize("module", [m for m in MODULES if _within(m, ENVS)])
-def test_envs_import_nothing_of_ours(module):
+def test_envs_import_only_the_leaf_modules_of_ours(module):
     bad = sorted(
-        name for name in imports_of(module) if _top(name) == "bam_rl" and not _within(name, ENVS)
+        name
+        for name in imports_of(module)
+        if _top(name) == "bam_rl" and not _within(name, ENVS) and name not in LEAVES
     )
     assert not bad, f"{module} imports {bad}"
+
+
+@pytest.mark.parametrize("module", LEAVES)
+def test_the_leaf_modules_import_only_numpy_and_the_standard_library(module):
+    bad = sorted(n for n in imports_of(module) if _top(n) not in _STDLIB and _top(n) != "numpy")
+    assert not bad, f"{module} (a leaf the environments use) imports {bad}"
+
+
+def test_the_envs_check_can_fail(tmp_path, monkeypatch):
+    """An environment may use ``bam_rl.checks`` but not the rest of the core."""
+    fake = tmp_path / "envs" / "leaky.py"
+    fake.parent.mkdir()
+    fake.write_text("from bam_rl.checks import check_memory\nfrom bam_rl import families\n")
+    monkeypatch.setitem(MODULES, "bam_rl.envs.leaky", fake)
+    with pytest.raises(AssertionError, match=r"\['bam_rl.families'\]"):
+        test_envs_import_only_the_leaf_modules_of_ours("bam_rl.envs.leaky")
 
 
 def test_only_the_package_init_reaches_envs():

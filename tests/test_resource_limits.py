@@ -28,7 +28,6 @@ import pytest
 
 import bam_rl  # registers the environments
 import bam_rl.checks as core_checks
-import bam_rl.envs._checks as env_checks
 from bam_rl.harness.cli import main
 
 resource = pytest.importorskip("resource")
@@ -253,25 +252,24 @@ def test_paper_sizes_pass_and_the_small_path_reads_no_limit(monkeypatch):
 
 
 def test_the_budget_follows_the_environment_variable_and_rlimit(monkeypatch):
-    for checks in (core_checks, env_checks):
-        monkeypatch.delenv(checks.MEMORY_BUDGET_ENV, raising=False)
+    checks = core_checks  # the environments use this budget too
+    monkeypatch.delenv(checks.MEMORY_BUDGET_ENV, raising=False)
+    budget, source = checks.memory_budget()
+    assert budget <= checks.DEFAULT_MEMORY_BUDGET == 4 * GIB
+    monkeypatch.setenv(checks.MEMORY_BUDGET_ENV, str(2**27))
+    assert checks.memory_budget() == (2**27, f"${checks.MEMORY_BUDGET_ENV}")
+    with pytest.raises(ValueError, match=r"n_arms = 5000.*BAM_RL_MEMORY_BUDGET"):
+        checks.check_memory("n_arms = 5000", 2**28)
+    monkeypatch.setenv(checks.MEMORY_BUDGET_ENV, "lots")
+    with pytest.raises(ValueError, match="BAM_RL_MEMORY_BUDGET must be a positive number"):
+        checks.check_memory("n = 1", 2**30)
+    monkeypatch.delenv(checks.MEMORY_BUDGET_ENV)
+    with limited(GIB):
         budget, source = checks.memory_budget()
-        assert budget <= checks.DEFAULT_MEMORY_BUDGET == 4 * GIB
-        monkeypatch.setenv(checks.MEMORY_BUDGET_ENV, str(2**27))
-        assert checks.memory_budget() == (2**27, f"${checks.MEMORY_BUDGET_ENV}")
-        with pytest.raises(ValueError, match=r"n_arms = 5000.*BAM_RL_MEMORY_BUDGET"):
-            checks.check_memory("n_arms = 5000", 2**28)
-        monkeypatch.setenv(checks.MEMORY_BUDGET_ENV, "lots")
-        with pytest.raises(ValueError, match="BAM_RL_MEMORY_BUDGET must be a positive number"):
-            checks.check_memory("n = 1", 2**30)
-        monkeypatch.delenv(checks.MEMORY_BUDGET_ENV)
-        with limited(GIB):
-            budget, source = checks.memory_budget()
-        assert budget <= GIB and "RLIMIT_AS" in source
+    assert budget <= GIB and "RLIMIT_AS" in source
     # a size above the default budget is fine once the variable raises the budget
     monkeypatch.setenv(core_checks.MEMORY_BUDGET_ENV, str(2**50))
     core_checks.check_memory("n = 1", 5 * GIB)
-    env_checks.check_memory("n = 1", 5 * GIB)
 
 
 def _recorded_estimate(monkeypatch, module) -> list[float]:

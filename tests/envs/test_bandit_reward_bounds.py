@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import bam_rl  # noqa: F401  (registers the environments)
-from bam_rl.envs._checks import MAX_REWARD_MAGNITUDE
+from bam_rl.checks import MAX_REWARD_MAGNITUDE
 from bam_rl.envs.piecewise_bandit import (
     BESSON_KAUFMANN_MIN_STEPS,
     BESSON_KAUFMANN_PROBLEMS,
