@@ -194,6 +194,31 @@ def _info_gravity(info: Any) -> float | None:
     return value
 
 
+#: Keys of ``info["context"]`` (the ``NonStationary`` wrapper's world) read as a trial's gravity
+#: label when ``info`` has no ``"gravity"``: MuJoCo's ``gravity``, Pendulum-v1's ``g``.
+CONTEXT_GRAVITY_KEYS = ("gravity", "g")
+
+
+def _trial_label(info: Any) -> float | None:
+    """A trial's gravity label: ``info["gravity"]`` (checked, :func:`_info_gravity`), else the
+    wrapper's ``info["context"]`` entry of :data:`CONTEXT_GRAVITY_KEYS` (or its only entry),
+    when a finite number > 0; ``None`` otherwise (the label is then ``nan``)."""
+    gravity = _info_gravity(info)
+    if gravity is not None:
+        return gravity
+    context = (info or {}).get("context")
+    if not isinstance(context, dict) or not context:
+        return None
+    keys = [key for key in CONTEXT_GRAVITY_KEYS if key in context]
+    value = (
+        context[keys[0]] if keys else next(iter(context.values())) if len(context) == 1 else None
+    )
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        return None
+    value = float(value)
+    return value if 0 < value < math.inf else None
+
+
 def _default_reward(reward: Any, state_dim: int) -> Any:
     """``reward``, or for ``None`` the cart-pole's ``"cartpole-swingup"`` on a 5-D observation
     (the agents' planning reward before rewards were named); elsewhere ``None`` is refused."""
@@ -366,7 +391,9 @@ class MPPIAgent(BaseAgent):
         model: The :class:`~bam_rl.agents.dynamics.RFFDynamicsModel`.
         rule: The memory rule (a :class:`~bam_rl.beliefs.BeliefRule`).
         planner: The :class:`MPPI` planner.
-        trial_gravities: ``info["gravity"]`` of every finished trial (``nan`` if absent),
+        trial_gravities: ``info["gravity"]`` of every finished trial, else its
+            ``info["context"]`` gravity (``"gravity"`` or ``"g"``, or the only entry; the
+            ``NonStationary`` wrapper's) when a number > 0, else ``nan``;
             aligned with the BAM rules' memory (a trial split by an in-trial change counts
             as two).
         n_in_trial_changes: Changes announced inside a trial and acted on.
@@ -739,7 +766,7 @@ class MPPIAgent(BaseAgent):
         selections = self.n_selections
         try:
             s = self.model.stats(np.asarray(trial.states), np.asarray(trial.actions))
-            gravity = _info_gravity(self._last_info)
+            gravity = _trial_label(self._last_info)
             steps = self.readout_after_steps
             if isinstance(self.rule, SegmentBAM) and not self.announced and steps:
                 # a change BOCD detects at this trial is read out with its first steps only
@@ -815,8 +842,8 @@ class MPPIAgent(BaseAgent):
         firsts = np.cumsum([0, *rule.segment_sizes])
         firsts = firsts[firsts < gravities.size][: len(readout.weights)]
         picked = gravities[firsts][readout.weights[: firsts.size] > 0]
-        current = self._last_info.get("gravity", math.nan)
-        current = math.nan if current is None else float(current)
+        current = _trial_label(self._last_info)
+        current = math.nan if current is None else current
         return float(np.mean(picked == current)) if picked.size else math.nan
 
     def __repr__(self) -> str:
