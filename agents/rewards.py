@@ -22,6 +22,7 @@ name                           environment                              obs_dim 
 ``reacher``                    ``Reacher-v5``                           10       (0, 2), (1, 3)
 ``mountain-car``               ``MountainCarContinuous-v0``             2        none
 ``cartpole-balance``           ``CartPole-v1`` (discrete actions)       4        none
+``cartpole-balance-shaped``    ``CartPole-v1`` (discrete actions)       4        none
 ``half-cheetah``               ``HalfCheetah-v5``                       17       none
 =============================  =======================================  =======  ===========
 """
@@ -113,6 +114,18 @@ def _mountain_car(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
 def _cartpole_balance(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
     healthy = (np.abs(states[..., 0]) <= 2.4) & (np.abs(states[..., 2]) <= 12 * 2 * np.pi / 360)
     return _alive(healthy)
+
+
+#: CartPole-v1's termination bounds: ``|x| <= 2.4`` and ``|θ| <= 12°``.
+_CARTPOLE_X_LIMIT = 2.4
+_CARTPOLE_THETA_LIMIT = 12 * 2 * np.pi / 360
+
+
+def _cartpole_balance_shaped(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    x_share = (states[..., 0] / _CARTPOLE_X_LIMIT) ** 2
+    theta_share = (states[..., 2] / _CARTPOLE_THETA_LIMIT) ** 2
+    healthy = (x_share <= 1.0) & (theta_share <= 1.0)
+    return _alive(healthy) * (2.0 - 0.5 * x_share - 0.5 * theta_share)
 
 
 def _half_cheetah(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
@@ -363,6 +376,18 @@ register_reward(
         "CartPole-v1 (obs x, ẋ, θ, θ̇; discrete actions, so the reward reads states only): 1 "
         "while every step so far has |x| <= 2.4 and |θ| <= 12°, then 0, the environment's "
         "reward and end"
+    ),
+)
+register_reward(
+    "cartpole-balance-shaped",
+    _cartpole_balance_shaped,
+    obs_dim=4,
+    description=(
+        "CartPole-v1 (obs x, ẋ, θ, θ̇; discrete actions): the environment's 1 while every step "
+        "so far has |x| <= 2.4 and |θ| <= 12° (then 0), plus a margin from those bounds, "
+        "1 - ½ (x / 2.4)² - ½ (θ / 12°)² in [0, 1]; so surviving still outweighs everything, "
+        "but sequences that all survive the horizon are no longer tied (with the flat reward "
+        "their weights are equal and the plan drifts to a bound beyond the horizon)"
     ),
 )
 register_reward(
