@@ -34,14 +34,17 @@ def run(seed: int, follow: bool, args: argparse.Namespace) -> tuple[int, float, 
     agent = GroundTruthMPPI(
         env,
         seed=seed,
-        reward="inverted-double-pendulum",
+        reward=args.reward,
         follow_changes=follow,
         n_samples=args.samples,
         horizon=args.horizon,
+        sampling_var=args.sampling_var,
+        temperature=args.temperature,
     )
     agent.reset(obs, info)
     total, steps, elapsed = 0.0, 0, 0.0
-    for steps in range(1, 1001):
+    for step in range(1, 1001):
+        steps = step
         start = time.perf_counter()
         action = agent.act(obs)
         elapsed += time.perf_counter() - start
@@ -62,12 +65,16 @@ def main() -> None:
     parser.add_argument("--mass", type=float, default=4.0)
     parser.add_argument("--samples", type=int, default=32)
     parser.add_argument("--horizon", type=int, default=20)
+    parser.add_argument("--sampling-var", type=float, default=0.4)
+    parser.add_argument("--temperature", type=float, default=0.5)
+    parser.add_argument("--reward", default="inverted-double-pendulum")
+    parser.add_argument("--variants", nargs="+", default=["follow", "blind"])
     args = parser.parse_args()
     if args.base_mass is None:
         model = gym.make("InvertedDoublePendulum-v5").unwrapped.model
         args.base_mass = float(model.body("pole2").mass[0])
     for seed in args.seeds:
-        for follow in (True, False):
+        for follow in [variant == "follow" for variant in args.variants]:
             steps, total, per_act = run(seed, follow, args)
             label = "ground truth" if follow else "blind to the change"
             print(
