@@ -367,7 +367,9 @@ def gaussian_reward_bounds(noise_std: float, largest_mean: float, means_name: st
 def _int_within(value: Any, low: int, high: float = math.inf) -> bool:
     """True when ``value`` is an int (not a bool; numpy integers count) in ``[low, high]``."""
     return (
-        not isinstance(value, bool) and isinstance(value, int | np.integer) and low <= value <= high
+        not isinstance(value, bool)
+        and isinstance(value, int | np.integer)
+        and bool(low <= value <= high)
     )
 
 
