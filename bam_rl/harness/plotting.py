@@ -5,6 +5,11 @@ Every experiment draws through these helpers, so a figure's look is decided once
 the data (:func:`figure_legend`), a caption stating the bands and the abbreviations
 (:func:`add_caption`, :func:`band_note`) and saving (:func:`save_figure`). Method names,
 colours and line styles come from :mod:`bam_rl.harness.naming`.
+
+A figure with many methods highlights the few its text discusses
+(:func:`plot_highlighted`): those get strong colours, bands and labels at their line ends
+(:func:`label_line_ends`); the others are thin grey lines named together in one legend row
+below the panels (:func:`context_legend`), clear of the title and the smoke-test banner.
 """
 
 from __future__ import annotations
@@ -12,19 +17,25 @@ from __future__ import annotations
 import contextlib
 import os
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from bam_rl.harness.naming import PALETTE
+
 __all__ = [
     "STYLE",
     "add_caption",
     "band_note",
+    "context_legend",
     "figure_legend",
+    "highlight_styles",
+    "label_line_ends",
     "new_figure",
     "plot_band",
+    "plot_highlighted",
     "plot_points",
     "save_figure",
 ]
@@ -174,12 +185,193 @@ def figure_legend(
     raise ValueError(f"loc must be 'right' or 'below', got {loc!r}")
 
 
-def add_caption(figure: Any, text: str, width: int = 150) -> Any:
+def add_caption(figure: Any, text: str, width: int = 150, below: Any = None) -> Any:
     """A caption (wrapped at ``width`` characters) under the figure: what the lines and
-    bands are, and what the abbreviations stand for."""
+    bands are, and what the abbreviations stand for. ``below``: an artist placed under the
+    panels (the legend row of :func:`context_legend`) the caption goes beneath."""
     wrapped = "\n".join(textwrap.wrap(text, width))
+    top = -0.01
+    if below is not None:
+        extent = below.get_window_extent(figure.canvas.get_renderer())
+        top = figure.transFigure.inverted().transform((0.0, extent.y0))[1] - 0.01
     return figure.text(
-        0.01, -0.01, wrapped, ha="left", va="top", fontsize=8.5, color="0.25", wrap=False
+        0.01, top, wrapped, ha="left", va="top", fontsize=8.5, color="0.25", wrap=False
+    )
+
+
+#: Colours of the highlighted methods, in the order :func:`highlight_styles` hands them out
+#: (Okabe–Ito: strong and colour-blind safe; yellow is left out, too light on white).
+HIGHLIGHT_COLORS: tuple[str, ...] = tuple(
+    PALETTE[name] for name in ("vermilion", "blue", "green", "black", "purple", "orange", "sky")
+)
+#: The look of every method a figure does not highlight: thin, light grey, underneath.
+CONTEXT_STYLE: dict[str, Any] = {"color": "#b4b4b4", "linewidth": 0.8, "zorder": 1.0}
+#: Width and stacking of a highlighted line.
+HIGHLIGHT_WIDTH = 2.0
+
+
+def highlight_styles(
+    keys: Sequence[str],
+    highlighted: Sequence[str],
+    colors: Mapping[str, str] | None = None,
+    linestyles: Mapping[str, Any] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """``Axes.plot`` keyword arguments for each of ``keys``: the ``highlighted`` ones a strong
+    colour each (``colors``, else :data:`HIGHLIGHT_COLORS` in order) and a thick line
+    (``linestyles``: their dash patterns, solid by default); every other one
+    :data:`CONTEXT_STYLE`.
+
+    Raises:
+        ValueError: If ``highlighted`` repeats a key or has more keys than there are colours.
+    """
+    highlighted = list(highlighted)
+    if len(set(highlighted)) != len(highlighted):
+        raise ValueError(f"highlighted must not repeat a method, got {highlighted}")
+    colors = dict(colors or {})
+    spare = [c for c in HIGHLIGHT_COLORS if c not in colors.values()]
+    needed = [k for k in highlighted if k not in colors]
+    if len(needed) > len(spare):
+        raise ValueError(
+            f"at most {len(HIGHLIGHT_COLORS)} methods can be highlighted (strong colours run "
+            f"out beyond that), got {len(highlighted)}: {highlighted}"
+        )
+    colors |= dict(zip(needed, spare, strict=False))
+    styles: dict[str, dict[str, Any]] = {}
+    for key in keys:
+        if key in highlighted:
+            styles[key] = {
+                "color": colors[key],
+                "linestyle": (linestyles or {}).get(key, "-"),
+                "linewidth": HIGHLIGHT_WIDTH,
+                "zorder": 3.0 + 0.01 * highlighted.index(key),
+            }
+        else:
+            styles[key] = dict(CONTEXT_STYLE, linestyle="-")
+    return styles
+
+
+def plot_highlighted(
+    axis: Any,
+    curves: Mapping[str, tuple[Any, ...]],
+    highlighted: Sequence[str],
+    labels: Mapping[str, str] | None = None,
+    styles: Mapping[str, Mapping[str, Any]] | None = None,
+    band_alpha: float = BAND_ALPHA,
+) -> dict[str, Any]:
+    """Draws many methods' curves, the ``highlighted`` ones strong and on top.
+
+    Args:
+        axis: The matplotlib axis.
+        curves: ``key -> (x, y)`` or ``key -> (x, y, low, high)``; a highlighted method's
+            band is drawn between ``low`` and ``high`` (the others get none: their bands
+            would only fog the highlighted ones).
+        highlighted: The methods the text discusses (in the order their colours are handed
+            out); keys absent from ``curves`` are skipped.
+        labels: ``key -> label`` (default: the key); the label of each line.
+        styles: ``key -> Axes.plot keyword arguments`` (default: :func:`highlight_styles`
+            over ``curves``, ``highlighted``); pass one table to keep colours equal across
+            panels that miss some methods.
+        band_alpha: Opacity of a band.
+
+    Returns:
+        ``key -> Line2D``, every drawn line (each line's ``gid`` is its key). Label the
+        highlighted ends with :func:`label_line_ends` once the axis limits are final, and
+        name the others with :func:`context_legend`.
+    """
+    labels = labels or {}
+    styles = styles or highlight_styles(list(curves), highlighted)
+    order = [k for k in curves if k not in highlighted] + [k for k in highlighted if k in curves]
+    lines: dict[str, Any] = {}
+    for key in order:
+        x, y, *band = curves[key]
+        (line,) = axis.plot(np.asarray(x), np.asarray(y), label=labels.get(key, key), **styles[key])
+        line.set_gid(key)
+        lines[key] = line
+        if key in highlighted and len(band) == 2:
+            axis.fill_between(
+                np.asarray(x),
+                np.asarray(band[0]),
+                np.asarray(band[1]),
+                color=line.get_color(),
+                alpha=band_alpha,
+                linewidth=0,
+                zorder=line.get_zorder() - 0.5,
+            )
+    return lines
+
+
+def label_line_ends(
+    axis: Any, lines: Mapping[str, Any], fontsize: float = 8.5, spacing: float = 1.3
+) -> list[Any]:
+    """Writes each ``label -> line`` of ``lines`` just right of ``axis``, at the height its line
+    ends, in the line's colour; labels that would touch are pushed apart (``spacing`` line
+    heights between centres) and kept within the axis height. Call it once the axis limits
+    are final (after ``set_yscale``, ``set_ylim``). Returns the texts."""
+    axis.get_xlim(), axis.get_ylim()  # settle a pending autoscale before reading positions
+    to_axes = axis.transScale + axis.transLimits  # data -> axes fraction (log scales too)
+    ends = []
+    for text, line in lines.items():
+        x, y = (np.asarray(v, dtype=np.float64) for v in line.get_data())
+        keep = np.isfinite(x) & np.isfinite(y)
+        if axis.get_yscale() == "log":
+            keep &= y > 0
+        if keep.any():
+            ends.append([float(to_axes.transform((x[keep][-1], y[keep][-1]))[1]), text, line])
+    if not ends:
+        return []
+    height_points = axis.get_window_extent().height * 72.0 / axis.figure.dpi
+    gap = spacing * fontsize / max(height_points, 1.0)
+    ends.sort(key=lambda end: end[0])
+    positions = np.clip([end[0] for end in ends], 0.0, 1.0)
+    for i in range(1, len(positions)):
+        positions[i] = max(positions[i], positions[i - 1] + gap)
+    if positions[-1] > 1.0:
+        positions[-1] = 1.0
+        for i in range(len(positions) - 2, -1, -1):
+            positions[i] = min(positions[i], positions[i + 1] - gap)
+    return [
+        axis.annotate(
+            text,
+            xy=(1.0, position),
+            xycoords="axes fraction",
+            xytext=(4, 0),
+            textcoords="offset points",
+            ha="left",
+            va="center",
+            fontsize=fontsize,
+            color=line.get_color(),
+            fontweight="bold",
+            annotation_clip=False,
+        )
+        for position, (_, text, line) in zip(positions, ends, strict=True)
+    ]
+
+
+def context_legend(
+    figure: Any, labels: Sequence[str], title: str = "grey", fontsize: float = 8.5
+) -> Any:
+    """One legend row under the panels naming every method drawn in :data:`CONTEXT_STYLE`:
+    a grey line and ``"<title>: label; label; …"``, wrapped to the figure's width. Under
+    the panels, it never meets the title or the smoke-test banner above them. Returns the
+    legend (``None`` when ``labels`` is empty); pass it to :func:`add_caption` as ``below``."""
+    if not labels:
+        return None
+    from matplotlib.lines import Line2D
+
+    width_points = figure.get_figwidth() * 72.0
+    characters = max(40, int(0.85 * width_points / (0.55 * fontsize)))
+    line = f"{title}: " + "; ".join(labels)
+    text = "\n".join(textwrap.wrap(line, characters, break_on_hyphens=False))
+    handle = Line2D([], [], **CONTEXT_STYLE)
+    handle.set_linewidth(2.0 * float(CONTEXT_STYLE["linewidth"]))  # visible at legend size
+    return figure.legend(
+        [handle],
+        [text],
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=1,
+        fontsize=fontsize,
+        handlelength=2.5,
     )
 
 

@@ -32,10 +32,13 @@ import pandas as pd
 from bam_rl.harness.files import write_frame
 from bam_rl.harness.plotting import (
     add_caption,
+    context_legend,
     count_text,
-    figure_legend,
+    highlight_styles,
+    label_line_ends,
     mark_smoke_test,
     new_figure,
+    plot_highlighted,
     save_figure,
     smoke_test,
 )
@@ -466,55 +469,53 @@ def _parse_problem(problem: Any) -> int | str:
     return str(problem) if str(problem) in ("random", "4-long") else int(problem)
 
 
-_MAIN_LINES = (
-    "glr-klucb",
+#: The five methods docs/piecewise.md discusses ("BAM against GLR-klUCB, honestly"), drawn in
+#: strong colours and labelled at their line ends; every other method is a thin grey line.
+HIGHLIGHTED = (
     "thompson-bocd",
+    "glr-klucb",
     "thompson-bam-segments",
-    "ucbam-segments",
     "oracle-restart-klucb",
-    "cusum-klucb",
-    "klucb",
-    "glr-klucb-global",
-    "sw-klucb",
-    "thompson-bam",
+    "ucbam-segments",
 )
+#: Their end labels (the legend labels without "(beyond)"; the caption says which are BAM's).
+_END_LABELS = {
+    "thompson-bocd": "BOCD + Thompson",
+    "glr-klucb": "GLR-klUCB (local)",
+    "thompson-bam-segments": "segment BAM + Thompson",
+    "oracle-restart-klucb": "Oracle-Restart klUCB",
+    "ucbam-segments": "segment UCBAM",
+}
+#: Their dash patterns: BAM's agents solid, the field's change-point bandit dash-dot, the
+#: oracle (it knows the breakpoints) dashed.
+_LINESTYLES = {"glr-klucb": (0, (6, 2, 1, 2)), "oracle-restart-klucb": (0, (5, 2))}
 
 
 def plot_piecewise(frame: pd.DataFrame, path: str | Path | None = None) -> Any:
-    """Mean cumulative regret over time with 25–75 % bands over runs, one panel per problem."""
+    """Mean cumulative regret over time, one panel per problem: the five methods the text
+    discusses (:data:`HIGHLIGHTED`) in strong colours with 25–75 % bands over runs and
+    labels at their line ends, every other method a thin grey line named in one legend row."""
     problems = [p for p in map(str, PROBLEMS) if p in set(frame["problem"])]
     columns = min(3, len(problems))
     rows = -(-len(problems) // columns)
-    figure, axes = new_figure(rows, columns, figsize=(5.0 * columns + 2.0, 3.8 * rows))
+    figure, axes = new_figure(rows, columns, figsize=(5.6 * columns + 1.0, 3.8 * rows))
     axes = np.atleast_1d(axes).ravel()
-    import matplotlib
-
-    # 17 methods: tab20's strong shades for the comparison's main lines, its light ones after
-    palette = matplotlib.colormaps["tab20"](np.arange(20))  # its 20 colours, in order
-    main = [m for m in _MAIN_LINES if m in METHODS]
-    rest = [m for m in METHODS if m not in main]
-    colors = {m: palette[(2 * i) % len(palette)] for i, m in enumerate(main)}
-    colors |= {m: palette[(2 * i + 1) % len(palette)] for i, m in enumerate(rest)}
+    styles = highlight_styles(list(METHODS), HIGHLIGHTED, linestyles=_LINESTYLES)
+    labels = {m: _END_LABELS.get(m, METHODS[m][2]) for m in METHODS}
+    drawn: set[str] = set()
     for axis, problem in zip(axes, problems, strict=False):
         cell = frame[frame["problem"] == problem]
+        curves = {}
         for method in METHODS:
             runs = cell[cell["method"] == method]
             if runs.empty:
                 continue
             by_step = runs.groupby("step")["cumulative_regret"]
             mean = by_step.mean()
-            style = "--" if method in BAM_METHODS else ("-." if method.endswith("-ref") else "-")
-            axis.plot(
-                mean.index, mean.values, style, color=colors[method], label=METHODS[method][2]
-            )
-            axis.fill_between(
-                mean.index,
-                by_step.quantile(0.25).values,
-                by_step.quantile(0.75).values,
-                color=colors[method],
-                alpha=0.12,
-                linewidth=0,
-            )
+            low, high = by_step.quantile(0.25), by_step.quantile(0.75)
+            curves[method] = (mean.index, mean.values, low.values, high.values)
+        lines = plot_highlighted(axis, curves, HIGHLIGHTED, labels, styles)
+        drawn |= set(lines)
         title = (
             "random instances"
             if problem == "random"
@@ -525,19 +526,23 @@ def plot_piecewise(frame: pd.DataFrame, path: str | Path | None = None) -> Any:
         axis.set(title=title, xlabel="step $t$", ylabel="cumulative regret (log scale)")
         axis.set_yscale("log")
         axis.set_ylim(bottom=5.0)  # regrets of a few pulls would stretch the scale
+        label_line_ends(axis, {labels[m]: lines[m] for m in HIGHLIGHTED if m in lines})
     for axis in axes[len(problems) :]:
         axis.set_visible(False)
     figure.suptitle("Piecewise-stationary Bernoulli bandits (Besson et al.) — beyond the paper")
-    figure_legend(figure, axes[: len(problems)])
+    others = [METHODS[m][2] for m in METHODS if m in drawn and m not in HIGHLIGHTED]
+    legend = context_legend(figure, others, title="thin grey, the other methods")
     runs = frame.groupby(["problem", "method"])["run"].nunique()
     add_caption(
         figure,
         f"Lines: mean over runs ({runs.min()}–{runs.max()} a cell: by default a baseline's runs "
         "stop once their SE is a tenth of the published std; fewer on long horizons, the random "
-        "instances and for BAM's agents; see the summary's runs column); bands: 25–75 % of "
-        "runs. Dashed: BAM's agents (beyond the paper); dash-dot: the published runs' code or "
-        "configuration (D-klUCB, DTS, Oracle-Restart, M-klUCB's window). Every method sees the "
-        "same streams.",
+        "instances and for BAM's agents; see the summary's runs column). In colour, labelled at "
+        "their ends, the five methods docs/piecewise.md compares, with bands of 25–75 % of "
+        "runs: BOCD + Thompson, segment BAM + Thompson and segment UCBAM (BAM's agents, beyond "
+        "the paper, solid), GLR-klUCB (local; dash-dot) and the Oracle-Restart klUCB, which "
+        "knows the breakpoints (dashed). Every method sees the same streams.",
+        below=legend,
     )
     return save_figure(figure, path)
 
@@ -663,6 +668,7 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
 __all__ = [
     "BAM_METHODS",
     "CLAIMS",
+    "HIGHLIGHTED",
     "METHODS",
     "PROBLEMS",
     "PUBLISHED",
