@@ -14,9 +14,10 @@ time per step in brackets (less sensitive to other load on the machine; the load
 is printed first). float32 is the default planning dtype; the float64 row shows the
 slower option (equally good plans, not identical ones; see ``RFFDynamicsModel``). A last
 row times one ``GroundTruthMPPI`` control step (the
-simulator through ``mujoco.rollout``; no peer). Then the NumPy floor of a control step (the
-kernels it cannot avoid, timed alone, see :func:`floor`), and one greedy readout over 90
-trials with the time its Cholesky factorisations alone must take.
+simulator through ``mujoco.rollout``; no peer). Then ``MPPIAgent.act`` on the cart-pole,
+InvertedPendulum-v5 and CartPole-v1 (discrete) side by side (:func:`agent_act`), the NumPy
+floor of a control step (the kernels it cannot avoid, timed alone, see :func:`floor`), and
+one greedy readout over 90 trials with the time its Cholesky factorisations alone must take.
 
 Usage: ``python -m bam_rl.harness.bench.mppi [--steps 200]``.
 """
@@ -175,6 +176,46 @@ def control_step(args: argparse.Namespace) -> None:
     )
 
 
+#: ``agent_act`` rows (issue 41): label, environment id, ``MPPIAgent`` options
+ACT_WORKLOADS = (
+    ("cart-pole 5-D", "bam_rl/GravityCartPole-v0", {}),
+    ("InvertedPendulum-v5 4-D", "InvertedPendulum-v5", {"reward": "inverted-pendulum"}),
+    ("CartPole-v1 Discrete(2)", "CartPole-v1", {"reward": "cartpole-balance"}),
+)
+
+
+def agent_act(args: argparse.Namespace) -> None:
+    """``MPPIAgent.act`` (K = 32, H = 50, 200 features, the paper's draws of ``M``) on the
+    cart-pole, InvertedPendulum-v5 and CartPole-v1 (``CategoricalMPPI``), side by side: each
+    agent (``memory="recursive"``) first learns from one trial of 100 steps of its own actions,
+    then ``act`` is timed on the next trial's first observation."""
+    from bam_rl.agents.mppi import MPPIAgent
+
+    base = None
+    for label, env_id, options in ACT_WORKLOADS:
+        env = gym.make(env_id)
+        agent = MPPIAgent(
+            env.observation_space, env.action_space, memory="recursive", seed=0, **options
+        )
+        observation, info = env.reset(seed=0)
+        agent.reset(observation, info)
+        for _ in range(100):
+            action = agent.act(observation)
+            observation, reward, terminated, truncated, info = env.step(action)
+            agent.observe(action, reward, observation, terminated, truncated, info)
+            if terminated or truncated:
+                break
+        observation, info = env.reset(seed=1)
+        agent.reset(observation, info)
+        for _ in range(5):  # warm-up
+            agent.act(observation)
+        latency = median_latency(partial(agent.act, observation), args.steps)
+        ratio = "" if base is None else f", {latency[0] / base:.2f}x the cart-pole's"
+        base = latency[0] if base is None else base
+        name = f"MPPIAgent.act control step 32x50, 200 RFF, {label}{ratio}"
+        print(f"{name:58s} {cell(latency):>20s}")
+
+
 def best_of(call: Callable[[], object], repeats: int) -> float:
     """Minimum wall time of ``call`` over ``repeats`` runs (a floor: the least disturbed)."""
     return min(wall_times(call, repeats))
@@ -285,6 +326,7 @@ def main() -> None:
     parser.add_argument("--readout-repeats", type=int, default=3)
     args = parser.parse_args()
     control_step(args)
+    agent_act(args)
     floor(args)
     readout(args)
 
