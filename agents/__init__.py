@@ -10,11 +10,13 @@ from .bandits import UCB, ThompsonSampling
 from .base import Agent, BanditAgent, BaseAgent
 from .mppi import GroundTruthMPPI, MPPIAgent
 from .random_agent import RandomAgent
+from .rewards import REWARDS, register_reward
 from .sb3 import SB3Agent
 from .tracking import BeliefTracker
 from .ucbam import UCBAM
 
 __all__ = [
+    "REWARDS",
     "UCB",
     "UCBAM",
     "Agent",
@@ -26,4 +28,5 @@ __all__ = [
     "RandomAgent",
     "SB3Agent",
     "ThompsonSampling",
+    "register_reward",
 ]
