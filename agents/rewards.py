@@ -84,8 +84,12 @@ def _pendulum_swingup(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
 
 
 def _inverted_pendulum(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
-    theta = states[..., 1]
-    return _alive(np.abs(theta) <= 0.2) - theta**2
+    x, theta, x_dot, theta_dot = (states[..., i] for i in range(4))
+    # the cart's rail ends at |x| = 1: a pole balanced into the rail end falls (measured with
+    # the simulator as the planner: without the x terms ground-truth MPPI ran into it after
+    # 230-370 steps, with them it held 1000 on both seeds tried)
+    shaping = theta**2 + x**2 + 0.1 * x_dot**2 + 0.01 * theta_dot**2
+    return _alive(np.abs(theta) <= 0.2) - shaping
 
 
 def _inverted_double_pendulum(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
@@ -331,7 +335,8 @@ register_reward(
     description=(
         "InvertedPendulum-v5 (obs x, θ, ẋ, θ̇): the environment pays 1 a step and ends the "
         "episode once |θ| > 0.2; planned: 1 while every step so far has |θ| <= 0.2 (then 0), "
-        "minus θ² (a slope toward upright, which the flat reward lacks)"
+        "minus θ² + x² + 0.1 ẋ² + 0.01 θ̇² (a slope toward upright and the rail's centre, "
+        "which the flat reward lacks: the rail ends at |x| = 1)"
     ),
 )
 register_reward(
