@@ -1,5 +1,5 @@
-"""Smoke tests of the soak (:mod:`bam_rl.harness.bench.soak`; the soak itself takes hours,
-and ``bam-rl bench --only soak`` runs a fraction of it)."""
+"""Smoke tests of the soak (:mod:`bam_rl.harness.drills.soak`; the soak itself takes hours,
+and ``bam-rl drill soak`` runs a fraction of it)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 @pytest.fixture
 def soak():
-    return importlib.import_module("bam_rl.harness.bench.soak")
+    return importlib.import_module("bam_rl.harness.drills.soak")
 
 
 def test_soak_runs_every_workload_briefly(soak, capsys):

@@ -11,6 +11,7 @@ Subcommands::
     bam-rl report DIR                                    # report.html + report.md of DIR
     bam-rl record [--out swingup.gif]                    # the swing-up animation (GIF)
     bam-rl bench [--quick] [--only GROUP ...]            # performance against peers
+    bam-rl drill DRILL [DRILL ...] [--quick]             # reliability drills: pass or fail
 
 Usage errors (an unknown agent or environment, bad numbers, an ``--out`` that is a file or
 cannot be written) print a message naming the offending value and the accepted ones to
@@ -933,6 +934,31 @@ def _add_bench(commands: Any) -> None:
     bench.set_defaults(handler=_cmd_bench, parser=bench)
 
 
+def _cmd_drill(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from bam_rl.harness.drills import run_from_args
+
+    _output_file(parser, "--json", args.json)  # before the drills run
+    try:
+        return run_from_args(args)
+    except OSError as error:  # e.g. the disk filled up while the drills ran
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
+
+
+def _add_drill(commands: Any) -> None:
+    """The ``drill`` command's parser: its arguments and handler."""
+    from bam_rl.harness.drills import add_arguments as add_drill_arguments
+
+    drill = commands.add_parser(
+        "drill",
+        help="reliability drills (soak, interrupted sweeps, fuzz, ...): pass or fail",
+        description="Runs the reliability drills of bam_rl.harness.drills (minutes each; "
+        "--quick: seconds), prints their output and one table of verdicts, and exits 1 when "
+        "a drill fails.",
+    )
+    add_drill_arguments(drill)
+    drill.set_defaults(handler=_cmd_drill, parser=drill)
+
+
 # ------------------------------------------------------------------------------ parser
 class _Parser(argparse.ArgumentParser):
     """``argparse`` with exact option names (no prefixes: ``--seed`` is not ``--seeds``) and
@@ -973,6 +999,7 @@ def build_parser() -> _Parser:
     _add_report(commands)
     _add_record(commands)
     _add_bench(commands)
+    _add_drill(commands)
     return parser
 
 

@@ -28,12 +28,12 @@ Groups (``--only``; default all but ``mnist`` when its data are missing):
   are found;
 * ``wrappers``: the plain MuJoCo step, ``bam_rl.wrappers.NonStationary`` and NS-Gym's
   wrapper side by side, and a planning copy (not by default: about half a minute);
-* not by default: ``readout`` (Beta-Binomial and BLR greedy against Algorithm 1 loop by loop),
-  ``bocd-pkg`` (against the ``bocd`` package, unpruned), and the checks that take minutes:
-  ``soak`` (flat time and memory on long runs, no non-finite value), ``interrupt`` (sweeps
-  SIGKILLed mid-write and resumed lose, duplicate and corrupt nothing), ``shared-sweeps``
-  (processes sharing a sweep folder), ``fuzz`` (mutated state files), ``bocd-cap`` (the
-  capped BOCD against the uncapped one) and ``address-space`` (size arguments under 2 GiB).
+* not by default: ``readout`` (Beta-Binomial and BLR greedy against Algorithm 1 loop by loop)
+  and ``bocd-pkg`` (against the ``bocd`` package, unpruned).
+
+The reliability drills (the soak, interrupted and shared sweeps, the state-file fuzz, the BOCD
+cap, the address-space limit) check rather than time: they are ``bam-rl drill``
+(:mod:`bam_rl.harness.drills`); ``--only soak`` and the like say so and exit 2.
 
 ``--quick`` shrinks every workload to a smoke test.
 """
@@ -41,9 +41,7 @@ Groups (``--only``; default all but ``mnist`` when its data are missing):
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import io
 import json
 import math
 import os
@@ -280,39 +278,6 @@ def _mnist(args: argparse.Namespace) -> list[Row]:
     ]
 
 
-def _checked_run(group: str, label: str, main: Callable[[list[str]], int], argv: list[str]) -> Row:
-    """One row for a workload that checks rather than times: its ``main(argv)`` exit status
-    (``met``: 0), its wall time, and its last printed line as the workload's label."""
-    buffer = io.StringIO()
-    start = time.perf_counter()
-    with contextlib.redirect_stdout(buffer):
-        status = main(argv)
-    seconds = time.perf_counter() - start
-    lines = buffer.getvalue().strip().splitlines()
-    print(buffer.getvalue(), end="")
-    verdict = lines[-1].strip() if lines else "no output"
-    return make_row(
-        f"{label}: {verdict}"[:300], seconds, bar="exit 0", met=status == 0, group=group
-    )
-
-
-def _soak(args: argparse.Namespace) -> list[Row]:
-    """The soak (:mod:`bam_rl.harness.bench.soak`): bounded BAM and BOCD on a long stream and
-    every bandit agent, checked for flat time per step and memory and no non-finite value."""
-    if args.quick:
-        argv = ["--stream-steps", "300", "--bandit-steps", "200", "--capacity", "16"]
-        argv += ["--check-every", "10", "--time-tolerance", "1e9"]
-    else:
-        argv = ["--stream-steps", "100000", "--bandit-steps", "20000"]
-    return [_checked_run("soak", "soak", workload("soak").main, argv)]
-
-
-def _interrupt(args: argparse.Namespace) -> list[Row]:
-    """Sweeps SIGKILLed at every point of a run's write and resumed
-    (:mod:`bam_rl.harness.bench.interrupt`): nothing lost, duplicated or corrupted."""
-    return [_checked_run("interrupt", "interrupted sweeps", workload("interrupt").main, [])]
-
-
 def _import(args: argparse.Namespace) -> list[Row]:
     """``import bam_rl`` against ``import gymnasium, numpy, scipy.special`` in fresh
     interpreters (:mod:`bam_rl.harness.bench.import_time`)."""
@@ -321,36 +286,6 @@ def _import(args: argparse.Namespace) -> list[Row]:
 
 def _piecewise(args: argparse.Namespace) -> list[Row]:
     return _rows("piecewise", workload("piecewise").piecewise_rows(args.quick))
-
-
-def _fuzz(args: argparse.Namespace) -> list[Row]:
-    """Mutated MPPI state files (:mod:`bam_rl.harness.bench.fuzz`): each refused at load or a
-    working agent, never an error."""
-    argv = ["--cases", "10" if args.quick else "200"]
-    return [_checked_run("fuzz", "state-file fuzz", workload("fuzz").main, argv)]
-
-
-def _bocd_cap(args: argparse.Namespace) -> list[Row]:
-    """The capped BOCD against the uncapped one on a stationary stream
-    (:mod:`bam_rl.harness.bench.bocd_cap`): posterior moments within 1 %."""
-    argv = ["--steps", "2000", "--every", "1000"] if args.quick else []
-    return [_checked_run("bocd-cap", "BOCD cap", workload("bocd_cap").main, argv)]
-
-
-def _address_space(args: argparse.Namespace) -> list[Row]:
-    """Every size argument under a 2 GiB address-space limit
-    (:mod:`bam_rl.harness.bench.address_space`): built or refused, never out of memory."""
-    argv = ["--quick", "--only", "Memory"] if args.quick else []
-    main = workload("address_space").main
-    return [_checked_run("address-space", "size arguments under 2 GiB", main, argv)]
-
-
-def _shared_sweeps(args: argparse.Namespace) -> list[Row]:
-    """Three processes on one sweep folder, and one SIGKILLed and restarted
-    (:mod:`bam_rl.harness.bench.shared_sweeps`): the serial run's files, each run once."""
-    argv = ["--repeats", "1" if args.quick else "20"]
-    main = workload("shared_sweeps").main
-    return [_checked_run("shared-sweeps", "shared sweep folder", main, argv)]
 
 
 GROUPS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
@@ -365,14 +300,21 @@ GROUPS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "mnist": _mnist,
     "readout": _readout,
     "bocd-pkg": _bocd_package,
-    "soak": _soak,
-    "interrupt": _interrupt,
-    "fuzz": _fuzz,
-    "bocd-cap": _bocd_cap,
-    "address-space": _address_space,
-    "shared-sweeps": _shared_sweeps,
     "wrappers": _wrappers,
 }
+#: The reliability drills that were ``--only`` groups: now ``bam-rl drill NAME``.
+MOVED_TO_DRILL = ("soak", "interrupt", "fuzz", "bocd-cap", "address-space", "shared-sweeps")
+
+
+def _group(text: str) -> str:
+    """An ``--only`` value; a drill's name is a usage error naming ``bam-rl drill``."""
+    if text in MOVED_TO_DRILL:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is a reliability drill, not a benchmark: run `bam-rl drill {text}`"
+        )
+    return text
+
+
 #: Groups run when ``--only`` is not given (``mnist`` only when its data are found).
 DEFAULT_GROUPS = (
     "import",
@@ -540,6 +482,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--only",
         nargs="+",
+        type=_group,
         choices=tuple(GROUPS),
         default=None,
         metavar="GROUP",

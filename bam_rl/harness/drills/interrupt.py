@@ -14,8 +14,8 @@ return exactly the rows of an uninterrupted in-memory sweep: zero lost, zero dup
 zero corrupted rows, and no temporary files left. Prints one summary line; exit status 1 if
 any check fails. POSIX only (SIGKILL, process groups)::
 
-    python -m bam_rl.harness.bench.interrupt            # ~1.5 minutes
-    python -m bam_rl.harness.bench.interrupt --keep DIR  # keep the sweep directory
+    python -m bam_rl.harness.drills.interrupt            # ~1.5 minutes
+    python -m bam_rl.harness.drills.interrupt --keep DIR  # keep the sweep directory
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
 * SIGKILL one of three workers mid-sweep, then restart it: the same files, nothing lost or
   duplicated, and the dead worker's claims taken over (counted from the processes' output).
 
-Usage: ``python -m bam_rl.harness.bench.shared_sweeps [--repeats 20]`` (or ``bam-rl bench --only
+Usage: ``python -m bam_rl.harness.drills.shared_sweeps [--repeats 20]`` (or ``bam-rl drill
 shared-sweeps``).
 """
 

@@ -7,8 +7,8 @@ differences of the filtered posterior mean and variance of θ = (μ, τ). The ba
 every checkpoint. The uncapped detector's cost grows with ``t`` (about five minutes for 10⁵
 steps on one core).
 
-Usage: ``python -m bam_rl.harness.bench.bocd_cap [--steps 100000] [--every 10000] [--seed 0]``
-(also ``python scripts/bocd_cap_check.py``, ``bam-rl bench --only bocd-cap``).
+Usage: ``python -m bam_rl.harness.drills.bocd_cap [--steps 100000] [--every 10000] [--seed 0]``
+(also ``python scripts/bocd_cap_check.py``, ``bam-rl drill bocd-cap``).
 """
 
 from __future__ import annotations

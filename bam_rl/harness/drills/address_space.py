@@ -11,8 +11,8 @@ how it ended:
 
 Run from anywhere bam-rl is installed::
 
-    python -m bam_rl.harness.bench.address_space          # the whole ladder, a table at the end
-    python -m bam_rl.harness.bench.address_space --quick  # one huge size per argument
+    python -m bam_rl.harness.drills.address_space          # the whole ladder, a table at the end
+    python -m bam_rl.harness.drills.address_space --quick  # one huge size per argument
 
 Exit status 1 if any case ends in MEMORY, CRASH or OTHER.
 """

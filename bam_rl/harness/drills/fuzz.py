@@ -24,10 +24,10 @@ which exercises the checks of every restored field (``--random-changes`` keeps t
 
 Usage::
 
-    MUJOCO_GL=egl python -m bam_rl.harness.bench.fuzz --cases 200 --seed 0
-    MUJOCO_GL=egl python -m bam_rl.harness.bench.fuzz --agents glr-klucb,ucbam --cases 40
+    MUJOCO_GL=egl python -m bam_rl.harness.drills.fuzz --cases 200 --seed 0
+    MUJOCO_GL=egl python -m bam_rl.harness.drills.fuzz --agents glr-klucb,ucbam --cases 40
 
-(or ``bam-rl bench --only fuzz``). The counts are printed per agent class as well.
+(or ``bam-rl drill fuzz``). The counts are printed per agent class as well.
 """
 
 from __future__ import annotations

@@ -29,9 +29,9 @@ FAIL.
 
 Usage::
 
-    python -m bam_rl.harness.bench.soak        # the full soak (timings: docs/reliability.md)
-    python -m bam_rl.harness.bench.soak --stream-steps 100000 --bandit-steps 20000  # a fraction
-    bam-rl bench --only soak                   # that fraction, as one row of the bench table
+    python -m bam_rl.harness.drills.soak        # the full soak (timings: docs/reliability.md)
+    python -m bam_rl.harness.drills.soak --stream-steps 100000 --bandit-steps 20000  # a fraction
+    bam-rl drill soak                          # that fraction, with its verdict as one row
 """
 
 from __future__ import annotations
