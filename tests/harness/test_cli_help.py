@@ -39,6 +39,7 @@ ERRORS = [
     ["reproduce", "nosuch"],
     ["record", "--seed", "-1"],
     ["bench", "--only", "nosuch"],
+    ["bench", "--only", "soak"],
     ["drill", "nosuch"],
 ]
 #: The terminal width the fixtures were written at (argparse reads $COLUMNS).
