@@ -355,3 +355,46 @@ def test_the_readout_package_imports_no_private_names_across_its_files():
     for name in ("select.py", "greedy.py", "regression.py"):
         text = (ROOT / "bam_rl" / "readout" / name).read_text(encoding="utf-8")
         assert "accept(" in text and "if not round_scores[pick] > best" not in text
+
+
+def test_the_cli_is_one_module_per_command_behind_one_table():
+    """Issue 43: ``bam_rl.harness.cli`` is a package; each command is a module owning its parser
+    (``add``) and handler (``handle``), listed in ``COMMANDS``; the modules share only the
+    public names of ``cli.common`` (no private names across its files)."""
+    from bam_rl.harness.cli import COMMANDS
+
+    folder = ROOT / "bam_rl" / "harness" / "cli"
+    files = {path.stem for path in folder.glob("*.py")} - {"__init__", "__main__", "common"}
+    assert set(COMMANDS) == files
+    for name, module in COMMANDS.items():
+        assert module.__name__ == f"bam_rl.harness.cli.{name}"
+        assert callable(module.add) and callable(module.handle)
+    offending = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(RUN_LAYER):
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                if private:
+                    offending.append(f"{path.name}: {node.module} {private}")
+    assert not offending, offending
+
+
+def test_bench_times_and_the_drills_check():
+    """Issue 43: the reliability drills are ``bam_rl.harness.drills`` (``bam-rl drill``), not
+    benchmark groups; the benchmarks never import the drills."""
+    from bam_rl.harness import bench, drills
+
+    assert not set(drills.DRILLS) & set(bench.GROUPS)
+    bench_modules = [m for m in MODULES if _within(m, f"{RUN_LAYER}.bench")]
+    assert bench_modules
+    for module in bench_modules:
+        assert not any(_within(name, f"{RUN_LAYER}.drills") for name in imports_of(module))
+    drill_files = {p.stem for p in (ROOT / "bam_rl" / "harness" / "drills").glob("*.py")}
+    assert {
+        "soak",
+        "fuzz",
+        "interrupt",
+        "address_space",
+        "shared_sweeps",
+        "bocd_cap",
+    } <= drill_files

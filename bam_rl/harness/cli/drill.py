@@ -1,0 +1,37 @@
+"""``bam-rl drill``: the reliability drills, pass or fail (:mod:`bam_rl.harness.drills`).
+
+Each command module of :mod:`bam_rl.harness.cli` owns its parser (``add``) and its handler
+(``handle``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from bam_rl.harness.cli.common import output_file
+
+
+def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from bam_rl.harness.drills import run_from_args
+
+    output_file(parser, "--json", args.json)  # before the drills run
+    try:
+        return run_from_args(args)
+    except OSError as error:  # e.g. the disk filled up while the drills ran
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
+
+
+def add(commands: Any) -> None:
+    """The ``drill`` command's parser: its arguments and handler."""
+    from bam_rl.harness.drills import add_arguments as add_drill_arguments
+
+    drill = commands.add_parser(
+        "drill",
+        help="reliability drills (soak, interrupted sweeps, fuzz, ...): pass or fail",
+        description="Runs the reliability drills of bam_rl.harness.drills (minutes each; "
+        "--quick: seconds), prints their output and one table of verdicts, and exits 1 when "
+        "a drill fails.",
+    )
+    add_drill_arguments(drill)
+    drill.set_defaults(handler=handle, parser=drill)

@@ -1,0 +1,32 @@
+"""``bam-rl list``: the environment ids and the agent names (with each builder's summary).
+
+Each command module of :mod:`bam_rl.harness.cli` owns its parser (``add``) and its handler
+(``handle``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from bam_rl.harness.cli.common import docstring_summary
+
+
+def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from bam_rl.harness import AGENTS, ENV_IDS
+
+    print("environments:")
+    for env_id in ENV_IDS:
+        print(f"  {env_id}")
+    print()
+    print("agents:")
+    width = max(len(name) for name in AGENTS)
+    for name, builder in AGENTS.items():
+        print(f"  {name:<{width}}  {docstring_summary(builder)}")
+    return 0
+
+
+def add(commands: Any) -> None:
+    """The ``list`` command's parser: its arguments and handler."""
+    listing = commands.add_parser("list", help="environment ids and agent names")
+    listing.set_defaults(handler=handle, parser=listing)

@@ -1,0 +1,121 @@
+"""``bam-rl record``: the GIF of BAM and recursive Bayes swinging up on a revisited gravity.
+
+Each command module of :mod:`bam_rl.harness.cli` owns its parser (``add``) and its handler
+(``handle``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from bam_rl.harness.cli.common import output_file, positive_int, seed_option, split_names
+
+
+def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from bam_rl.harness.record import (
+        check_frame_size,
+        check_methods,
+        record_swingup,
+        replay_plan,
+    )
+
+    methods = split_names(args.methods) or ["bam", "recursive"]
+    try:  # methods, a seed index or revisit the experiment does not have: usage errors
+        check_methods(methods)
+        replay_plan(args.seed, args.revisit, args.quick, args.episode_trial)
+    except ValueError as error:
+        parser.error(
+            f"--methods {','.join(methods)} --seed {args.seed} --revisit {args.revisit} "
+            f"--episode-trial {args.episode_trial}: {error}"
+        )
+    try:  # so is a frame size the renderer or the memory cannot take
+        check_frame_size((args.width, args.height), args.every)
+    except ValueError as error:
+        parser.error(f"--width {args.width} --height {args.height} --every {args.every}: {error}")
+    output_file(parser, "--out", args.out)  # before minutes of work
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    try:
+        result = record_swingup(
+            args.out,
+            seed=args.seed,
+            revisit=args.revisit,
+            size=(args.width, args.height),
+            every=args.every,
+            quick=args.quick,
+            progress=None if args.no_progress else print,
+            methods=methods,
+            episode_trial=args.episode_trial,
+        )
+    except OSError as error:  # the GIF could not be written (a full disk, a lost mount)
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def add(commands: Any) -> None:
+    """The ``record`` command's parser: its arguments and handler."""
+    from bam_rl.harness.record import DEFAULT_PATH
+
+    record = commands.add_parser(
+        "record",
+        help="GIF of BAM vs recursive Bayes swinging up on a revisited gravity",
+        description="Runs MPPI with BAM and with recursive Bayes through the episodic cart-pole "
+        "schedule and renders, side by side and headless (MUJOCO_GL=egl), the "
+        "second trial of a revisited episode (the first trial after BAM's "
+        "readout). Takes a few minutes.",
+    )
+    record.add_argument(
+        "--out",
+        default=DEFAULT_PATH,
+        metavar="PATH",
+        help=f"GIF path (default: {DEFAULT_PATH} in the current directory; the docs' figure "
+        "is made with --out docs/figures/swingup.gif)",
+    )
+    record.add_argument(
+        "--seed",
+        type=seed_option,
+        default=0,
+        help="seed index of the episodic experiment, 0-999 (0; its runs are replayed trial for "
+        "trial)",
+    )
+    record.add_argument(
+        "--revisit",
+        type=positive_int,
+        default=1,
+        help="which revisited episode: 1, 2 or 3 (11.15, 3.72, 9.81 m/s^2 again; default 1; "
+        "--quick has one)",
+    )
+    record.add_argument(
+        "--methods",
+        action="append",
+        default=None,
+        metavar="M[,M]",
+        help="episodic methods shown left to right (bam,recursive; also bam_segments, gt)",
+    )
+    record.add_argument(
+        "--episode-trial",
+        type=int,
+        choices=(1, 2),
+        default=2,
+        help="trial of the revisited episode: 1 (first, after the announced change) or 2 "
+        "(the first after the paper's readout; default)",
+    )
+    record.add_argument("--width", type=positive_int, default=320, help="panel width (320)")
+    record.add_argument("--height", type=positive_int, default=240, help="panel height (240)")
+    record.add_argument(
+        "--every",
+        type=positive_int,
+        default=3,
+        help="keep every N-th simulator step's frame (3; played in real time)",
+    )
+    record.add_argument(
+        "--quick",
+        action="store_true",
+        help="the runs of 'reproduce --quick' (two trials per episode, a short planner); "
+        "every frame says it is a smoke test",
+    )
+    record.add_argument("--no-progress", action="store_true", help="no line per trial")
+    record.set_defaults(handler=handle, parser=record)
