@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from bam_rl._io import atomic_path
 
-__all__ = ["naming_write_failures", "write_frame"]
+__all__ = ["naming_write_failures", "read_results", "write_frame"]
 
 
 @contextlib.contextmanager
@@ -42,3 +44,17 @@ def write_frame(frame: pd.DataFrame, path: str | os.PathLike[str], fmt: str = "c
             frame.to_parquet(temporary, index=False)
         else:
             frame.to_csv(temporary, index=False)
+
+
+def read_results(
+    folder: str | os.PathLike[str] | None, name: str, **read_csv: Any
+) -> pd.DataFrame | None:
+    """``folder/name`` read as CSV (``read_csv`` passed to :func:`pandas.read_csv`), or
+    ``None`` when ``folder`` is ``None`` or the file is missing: what an experiment's
+    ``claims`` and ``scale`` read."""
+    if folder is None:
+        return None
+    path = Path(folder) / name
+    if not path.is_file():
+        return None
+    return pd.read_csv(path, **read_csv)

@@ -17,12 +17,13 @@ from __future__ import annotations
 import contextlib
 import os
 import textwrap
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from bam_rl.harness.files import write_frame
 from bam_rl.harness.naming import PALETTE
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "plot_highlighted",
     "plot_points",
     "save_figure",
+    "write_summary",
 ]
 
 #: Matplotlib settings of every figure.
@@ -404,6 +406,27 @@ def mark_smoke_test(summary: pd.DataFrame) -> pd.DataFrame:
     if not in_smoke_test():
         return summary
     return summary.assign(note=SMOKE_NOTE)
+
+
+def write_summary(
+    quick: bool,
+    summary: pd.DataFrame,
+    path: str | os.PathLike[str],
+    draw: Callable[[], object] | None = None,
+    frames: Mapping[str | os.PathLike[str], pd.DataFrame] | None = None,
+) -> pd.DataFrame:
+    """The end of an experiment's ``reproduce``, inside a :func:`smoke_test` block when
+    ``quick``: marks ``summary`` (:func:`mark_smoke_test`), writes ``frames`` (path -> frame)
+    and the summary to ``path``, then calls ``draw`` (the figure). Returns the marked
+    summary."""
+    with smoke_test(quick):
+        summary = mark_smoke_test(summary)
+        for frame_path, frame in (frames or {}).items():
+            write_frame(frame, frame_path)
+        write_frame(summary, path)
+        if draw is not None:
+            draw()
+    return summary
 
 
 def count_text(count: int, noun: str) -> str:

@@ -21,17 +21,17 @@ from typing import Any
 import pandas as pd
 
 from bam_rl.harness import naming
-from bam_rl.harness.files import write_frame
+from bam_rl.harness.files import read_results, write_frame
 from bam_rl.harness.plotting import (
     add_caption,
     band_note,
     count_text,
     figure_legend,
-    mark_smoke_test,
     new_figure,
     plot_band,
     save_figure,
     smoke_test,
+    write_summary,
 )
 
 #: agent name in the harness registry (also the CSV value) -> label in the paper's Figure 3,
@@ -212,10 +212,9 @@ def reproduce(
         summary = summarize(frame)
         summary.insert(0, "setting", setting)
         summaries.append(summary)
-    with smoke_test(quick):
-        summary = mark_smoke_test(pd.concat(summaries, ignore_index=True))
-    write_frame(summary, out / "bandits_summary.csv")
-    return summary
+    return write_summary(
+        quick, pd.concat(summaries, ignore_index=True), out / "bandits_summary.csv"
+    )
 
 
 #: The paper's claims of §4.3, in order (the rows of the report's claim table).
@@ -245,10 +244,9 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
     only holds "partly"); ``None`` or a missing file: "not run"."""
     from bam_rl.harness.report import claim, not_run
 
-    path = None if folder is None else Path(folder) / "bandits_summary.csv"
-    if path is None or not path.exists():
+    summary = read_results(folder, "bandits_summary.csv")
+    if summary is None:
         return not_run("bandits", "§4.3", CLAIMS)
-    summary = pd.read_csv(path)
     short = {
         "thompson": "TS",
         "thompson-forgetting": "BF",

@@ -44,17 +44,16 @@ from bam_rl.harness.experiments.cartpole_segments import (
     write_report,
 )
 from bam_rl.harness.experiments.cartpole_segments import claims as segment_claims
-from bam_rl.harness.files import write_frame
+from bam_rl.harness.files import read_results, write_frame
 from bam_rl.harness.plotting import (
     add_caption,
     band_note,
     count_text,
     figure_legend,
-    mark_smoke_test,
     new_figure,
     plot_band,
     save_figure,
-    smoke_test,
+    write_summary,
 )
 from bam_rl.harness.registry import SEGMENT_MODEL_OPTIONS, SEGMENT_READOUT_AFTER_STEPS
 
@@ -333,10 +332,12 @@ def run_setting(
     write_frame(steps[columns], out / "steps.csv")
     write_frame(trials, out / "trials.csv")
     write_report(setting, trials, steps, out)  # beyond the paper: segment BAM's numbers
-    with smoke_test(quick):
-        summary = mark_smoke_test(summary)
-        write_frame(summary, out / "summary.csv")
-        plot_cartpole(trials, setting, out / f"cartpole_{setting}.png")
+    summary = write_summary(
+        quick,
+        summary,
+        out / "summary.csv",
+        draw=lambda: plot_cartpole(trials, setting, out / f"cartpole_{setting}.png"),
+    )
     return trials, summary
 
 
@@ -666,10 +667,9 @@ def claims_continual(folder: str | Path | None) -> list[dict[str, str]]:
 def scale(folder: str | Path) -> str:
     """What ``folder/trials.csv`` holds, counted (the report's caption): seeds, trials and
     methods; ``""`` without the file."""
-    path = Path(folder) / "trials.csv"
-    if not path.is_file():
+    trials = read_results(folder, "trials.csv", usecols=["method", "seed_index", "trial"])
+    if trials is None:
         return ""
-    trials = pd.read_csv(path, usecols=["method", "seed_index", "trial"])
     return (
         f"This run: {count_text(trials['seed_index'].nunique(), 'seed')} × "
         f"{count_text(trials['trial'].nunique(), 'trial')} for each of "

@@ -629,7 +629,7 @@ def reproduce(
     from tqdm.auto import tqdm
 
     from bam_rl.harness.files import write_frame
-    from bam_rl.harness.plotting import mark_smoke_test, smoke_test
+    from bam_rl.harness.plotting import write_summary
 
     out = Path(out)
     folder = out / "runs"
@@ -649,11 +649,9 @@ def reproduce(
     write_frame(pd.DataFrame(naive), out / "naive_readouts.csv")
     with atomic_path(out / "readout_summary.txt") as temporary:
         temporary.write_text("\n".join(summary_lines(rows, naive)) + "\n")
-    with smoke_test(quick):
-        save(rows, out)
-        table = mark_smoke_test(variant_table(rows))
-    write_frame(table, out / "readout_variants.csv")
-    return table
+    return write_summary(
+        quick, variant_table(rows), out / "readout_variants.csv", draw=lambda: save(rows, out)
+    )
 
 
 #: What the analysis measures (rows of the report's claim table; not claims of the paper).
@@ -667,12 +665,12 @@ CLAIMS = (
 
 def claims(folder: str | Path | None) -> list[dict[str, str]]:
     """The analysis rows of the claim table from ``folder/revisits.csv``."""
+    from bam_rl.harness.files import read_results
     from bam_rl.harness.report import claim, not_run
 
-    path = None if folder is None else Path(folder) / "revisits.csv"
-    if path is None or not path.exists():
+    table = read_results(folder, "revisits.csv")
+    if table is None:
         return not_run("cartpole-readout", "§4.2 (analysis)", CLAIMS)
-    table = pd.read_csv(path)
     gap = table["J_greedy"] - table["J_all_same"]
     higher = int((gap > 0).sum())
     first = claim(
@@ -699,12 +697,12 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
 def scale(folder: str | Path) -> str:
     """What ``folder/revisits.csv`` holds, counted (the report's caption): seeds and the
     revisits analysed; ``""`` without the file."""
+    from bam_rl.harness.files import read_results
     from bam_rl.harness.plotting import count_text
 
-    path = Path(folder) / "revisits.csv"
-    if not path.is_file():
+    table = read_results(folder, "revisits.csv", usecols=["seed", "trial"])
+    if table is None:
         return ""
-    table = pd.read_csv(path, usecols=["seed", "trial"])
     return (
         f"This run: {count_text(table['seed'].nunique(), 'seed')}, "
         f"{count_text(len(table), 'revisit')} analysed (one paired trial per variant each)."

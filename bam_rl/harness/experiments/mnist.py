@@ -72,11 +72,10 @@ from bam_rl.harness.experiments.mnist_domains import (
     rotation_operator,
 )
 from bam_rl.harness.experiments.mnist_plots import METHODS, PAPER, plot_mnist
-from bam_rl.harness.files import write_frame
+from bam_rl.harness.files import read_results
 from bam_rl.harness.plotting import (
     count_text,
-    mark_smoke_test,
-    smoke_test,
+    write_summary,
 )
 from bam_rl.hyperparams import MNIST_NOISE_VAR, MNIST_PRIOR_PRECISION
 from bam_rl.memory import Memory
@@ -471,15 +470,15 @@ def reproduce(
     frame = mnist_experiment(mnist, seeds=seeds, n_jobs=n_jobs, progress=progress, side=side)
     summary = summarize(frame)
     summary.insert(2, "side", side)
-    with smoke_test(quick):
-        summary = mark_smoke_test(summary)
-        write_frame(frame, out / "mnist.csv")
-        write_frame(summary, out / "mnist_summary.csv")
-        figure = plot_mnist(frame, out / "mnist.png")
     import matplotlib.pyplot as plt
 
-    plt.close(figure)
-    return summary
+    return write_summary(
+        quick,
+        summary,
+        out / "mnist_summary.csv",
+        draw=lambda: plt.close(plot_mnist(frame, out / "mnist.png")),
+        frames={out / "mnist.csv": frame},
+    )
 
 
 #: The paper's claims of §4.4, in order (the rows of the report's claim table).
@@ -496,10 +495,10 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
     a paper number holds if the measured mean is within the paper's sd of it."""
     from bam_rl.harness.report import claim, not_run
 
-    path = None if folder is None else Path(folder) / "mnist_summary.csv"
-    if path is None or not path.exists():
+    summary = read_results(folder, "mnist_summary.csv")
+    if summary is None:
         return not_run("mnist", "§4.4", CLAIMS)
-    summary = pd.read_csv(path).set_index("method")
+    summary = summary.set_index("method")
     side = f", {int(summary['side'].iloc[0]) ** 2 + 1} features" if "side" in summary else ""
 
     def text(method: str) -> str:
@@ -571,11 +570,8 @@ __all__ = [
 def scale(folder: str | Path) -> str:
     """What ``folder/mnist_summary.csv`` holds, counted (the report's caption): seeds per
     method, methods and the image side; ``""`` without the file."""
-    path = Path(folder) / "mnist_summary.csv"
-    if not path.is_file():
-        return ""
-    summary = pd.read_csv(path)
-    if not {"method", "seeds"} <= set(summary.columns):
+    summary = read_results(folder, "mnist_summary.csv")
+    if summary is None or not {"method", "seeds"} <= set(summary.columns):
         return ""
     seeds = sorted({int(s) for s in summary["seeds"]})
     if not seeds:

@@ -29,18 +29,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bam_rl.harness.files import write_frame
+from bam_rl.harness.files import read_results, write_frame
 from bam_rl.harness.plotting import (
     add_caption,
     context_legend,
     count_text,
     highlight_styles,
     label_line_ends,
-    mark_smoke_test,
     new_figure,
     plot_highlighted,
     save_figure,
-    smoke_test,
+    write_summary,
 )
 
 #: The problems: Besson & Kaufmann's 1..5, problem 4 again at T = 10 000 (``"4-long"``, a
@@ -588,11 +587,12 @@ def reproduce(
         mean="mean", q25=lambda x: x.quantile(0.25), q75=lambda x: x.quantile(0.75)
     )
     write_frame(curves.reset_index(), out / "piecewise_regret.csv")
-    with smoke_test(quick):
-        plot_piecewise(frame, out / "piecewise.png")
-        summary = mark_smoke_test(summarize(frame))
-    write_frame(summary, out / "piecewise_summary.csv")
-    return summary
+    return write_summary(
+        quick,
+        summarize(frame),
+        out / "piecewise_summary.csv",
+        draw=lambda: plot_piecewise(frame, out / "piecewise.png"),
+    )
 
 
 #: What the benchmark's reproduction checks (rows of the report's claim table).
@@ -608,10 +608,9 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
     """The benchmark's rows of the claim table from ``folder/piecewise_summary.csv``."""
     from bam_rl.harness.report import claim, not_run
 
-    path = None if folder is None else Path(folder) / "piecewise_summary.csv"
-    if path is None or not path.exists():
+    summary = read_results(folder, "piecewise_summary.csv", dtype={"problem": str})
+    if summary is None:
         return not_run("piecewise-bandits", "beyond", CLAIMS)
-    summary = pd.read_csv(path, dtype={"problem": str})
     # the paper's algorithms; a "-ref" row (the published runs' code where it departs from
     # the paper) stands in for its algorithm's cell when it is within
     published = summary[summary["published_mean"].notna()]
@@ -688,10 +687,9 @@ __all__ = [
 def scale(folder: str | Path) -> str:
     """What ``folder/piecewise_summary.csv`` holds, counted (the report's caption): problems,
     methods and runs per cell; ``""`` without the file."""
-    path = Path(folder) / "piecewise_summary.csv"
-    if not path.is_file():
+    summary = read_results(folder, "piecewise_summary.csv", usecols=["problem", "method", "runs"])
+    if summary is None:
         return ""
-    summary = pd.read_csv(path, usecols=["problem", "method", "runs"])
     low, high = int(summary["runs"].min()), int(summary["runs"].max())
     runs = count_text(low, "run") if low == high else f"{low}–{high} runs"
     return (

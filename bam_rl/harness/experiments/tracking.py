@@ -24,17 +24,16 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from bam_rl.harness import naming
-from bam_rl.harness.files import write_frame
+from bam_rl.harness.files import read_results
 from bam_rl.harness.plotting import (
     add_caption,
     band_note,
     count_text,
     figure_legend,
-    mark_smoke_test,
     new_figure,
     plot_band,
     save_figure,
-    smoke_test,
+    write_summary,
 )
 from bam_rl.harness.registry import make_agent
 from bam_rl.harness.runner import rollout
@@ -233,12 +232,13 @@ def reproduce(
     frame = tracking_experiment(
         seeds=seeds, n_steps=300 if quick else 500, n_jobs=n_jobs, progress=progress
     )
-    with smoke_test(quick):
-        summary = mark_smoke_test(summarize(frame))
-        write_frame(frame, out / "tracking.csv")
-        write_frame(summary, out / "tracking_summary.csv")
-        plot_tracking(frame, out / "tracking.png")
-    return summary
+    return write_summary(
+        quick,
+        summarize(frame),
+        out / "tracking_summary.csv",
+        draw=lambda: plot_tracking(frame, out / "tracking.png"),
+        frames={out / "tracking.csv": frame},
+    )
 
 
 #: The paper's claims of §4.1, in order (the rows of the report's claim table).
@@ -260,10 +260,10 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
     ``None`` or a missing file: "not run")."""
     from bam_rl.harness.report import claim, not_run
 
-    path = None if folder is None else Path(folder) / "tracking_summary.csv"
-    if path is None or not path.exists():
+    s = read_results(folder, "tracking_summary.csv")
+    if s is None:
         return not_run("tracking", "§4.1", CLAIMS)
-    s = pd.read_csv(path).set_index("method")
+    s = s.set_index("method")
     if not set(AGENTS) <= set(s.index):
         return not_run("tracking", "§4.1", CLAIMS, "incomplete: " + ", ".join(sorted(s.index)))
 
@@ -348,10 +348,9 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
 def scale(folder: str | Path) -> str:
     """What ``folder/tracking.csv`` holds, counted (the report's caption): seeds, steps and
     methods; ``""`` without the file."""
-    path = Path(folder) / "tracking.csv"
-    if not path.is_file():
+    frame = read_results(folder, "tracking.csv", usecols=["method", "seed", "t"])
+    if frame is None:
         return ""
-    frame = pd.read_csv(path, usecols=["method", "seed", "t"])
     return (
         f"This run: {count_text(frame['seed'].nunique(), 'seed')} × "
         f"{count_text(int(frame['t'].max()), 'step')} for each of "
