@@ -59,12 +59,15 @@ def _wrapped(env_id: str, observe_context: bool = False) -> gym.Env:
 @pytest.mark.parametrize("env_id", [*MUJOCO, *CLASSIC])
 def test_gymnasium_and_sb3_check_env_pass(env_id, observe_context):
     from gymnasium.utils.env_checker import check_env
-    from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # advice (action scaling, wrapped env), not failures
         check_env(_wrapped(env_id, observe_context), skip_render_check=True)
-        sb3_check_env(_wrapped(env_id, observe_context), warn=False)
+    # SB3's checker where the extra is installed (CI's extras stage runs this file)
+    sb3 = pytest.importorskip("stable_baselines3.common.env_checker")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sb3.check_env(_wrapped(env_id, observe_context), warn=False)
 
 
 def _make(changes):
@@ -127,6 +130,7 @@ def test_autoreset_keeps_the_counters_and_matches_a_single_env():
 
 
 def test_sb3_make_vec_env_runs_with_a_schedule():
+    pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.env_util import make_vec_env
 
     def run():
