@@ -40,8 +40,11 @@ Run by ``bam-rl reproduce cartpole-readout [--seeds 5] [--jobs 2] --out DIR`` (a
 seed on one core; seeds in parallel with ``--jobs``; each seed's rows are kept in
 ``DIR/cartpole-readout/runs`` so an interrupted run resumes). It writes ``revisits.csv``,
 ``naive_readouts.csv``, ``readout_summary.txt`` (the numbers docs/experiments.md quotes),
-``readout_variants.csv`` and the figure ``readout_analysis.png``. One module over the house's
-~500 lines: it is one analysis, its rows, summary and figure.
+``readout_variants.csv`` and the figure ``readout_analysis.png``. One module of about 710
+lines, over the house's 700 on purpose: it is one analysis whose pieces are read together
+(the paired trials, the readout variants compared on them, the summary lines docs quote and
+the figure of the same rows), each a few dozen lines; split, a reader would follow one
+variant's row across files.
 """
 
 from __future__ import annotations
