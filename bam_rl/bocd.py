@@ -365,22 +365,12 @@ class ChangepointDetector:
             try:
                 out = run(
                     kind,
-                    np.column_stack([self._fields[name] for name in names]),
-                    self._log_post,
-                    self._log_partition,
-                    self._belief_log_h,
-                    self._run_lengths,
+                    self._kernel_state(np.column_stack([self._fields[name] for name in names])),
                     np.column_stack(
                         [np.asarray(stats.fields[name], dtype=np.float64) for name in names]
                     ),
                     np.asarray(stats.log_h, dtype=np.float64),
-                    np.array([float(self._prior_fields[name]) for name in names]),
-                    self._prior_log_partition,
-                    self._prior_log_h,
-                    float(self._log_h),
-                    float(self._log_1mh),
-                    -1 if self.max_run_length is None else self.max_run_length,
-                    self._log_threshold,
+                    self._kernel_settings(),
                 )
             except ZeroDivisionError:  # a zero precision on the way: the NumPy path's error
                 out = None
@@ -399,6 +389,25 @@ class ChangepointDetector:
             map_runs[t], increments[t] = self.map_run_length, self._last_log_predictive
         return map_runs, increments
 
+    def _kernel_state(self, fields: np.ndarray) -> tuple:
+        """The belief as the compiled recursion takes it (``fields`` stacked, one column a
+        natural-parameter field): ``(fields, log_post, log_partition, belief_log_h,
+        run_lengths)``."""
+        return fields, self._log_post, self._log_partition, self._belief_log_h, self._run_lengths
+
+    def _kernel_settings(self) -> tuple:
+        """The compiled recursion's constants: ``(prior, prior_log_partition, prior_log_h,
+        log_h, log_1mh, cap, log_threshold)`` (``cap`` -1: no cap)."""
+        return (
+            np.array([float(self._prior_fields[name]) for name in self._names]),
+            self._prior_log_partition,
+            self._prior_log_h,
+            float(self._log_h),
+            float(self._log_1mh),
+            -1 if self.max_run_length is None else self.max_run_length,
+            self._log_threshold,
+        )
+
     def _compiled_step(self, s: NaturalParams) -> bool:
         """:meth:`update` through the compiled recursion (:mod:`bam_rl.kernels.bocd`) of the
         scalar families with a constant hazard; ``False`` (nothing changed) when the step
@@ -416,20 +425,10 @@ class ChangepointDetector:
         try:
             out = step(
                 kind,
-                fields,
-                self._log_post,
-                self._log_partition,
-                self._belief_log_h,
-                self._run_lengths,
+                self._kernel_state(fields),
                 np.array([float(s.fields[name]) for name in names]),
                 float(s.log_h),
-                np.array([float(self._prior_fields[name]) for name in names]),
-                self._prior_log_partition,
-                self._prior_log_h,
-                float(self._log_h),
-                float(self._log_1mh),
-                -1 if self.max_run_length is None else self.max_run_length,
-                self._log_threshold,
+                self._kernel_settings(),
             )
         except ZeroDivisionError:  # compiled code raises where NumPy gives inf: its path
             return False

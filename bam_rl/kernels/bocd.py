@@ -107,26 +107,16 @@ def _logsumexp(values: np.ndarray) -> float:  # pragma: no cover - compiled
 
 @njit_cached
 def step(  # pragma: no cover - compiled
-    kind: int,
-    fields: np.ndarray,
-    log_post: np.ndarray,
-    log_partition: np.ndarray,
-    belief_log_h: np.ndarray,
-    run_lengths: np.ndarray,
-    s: np.ndarray,
-    s_log_h: float,
-    prior: np.ndarray,
-    prior_log_partition: float,
-    prior_log_h: float,
-    log_h: float,
-    log_1mh: float,
-    cap: int,
-    log_threshold: float,
+    kind: int, state: tuple, s: np.ndarray, s_log_h: float, settings: tuple
 ) -> tuple:
-    """One BOCD update with a constant hazard; returns the new state and the evidence
-    increment ``(fields, log_post, log_partition, belief_log_h, run_lengths, log_filtered,
-    total)``; ``total`` is NaN when a NormalGamma belief lost its precision (replay on the
-    NumPy path) and not finite when the datum has zero probability."""
+    """One BOCD update with a constant hazard. ``state`` is the belief ``(fields, log_post,
+    log_partition, belief_log_h, run_lengths)``; ``settings`` the constants ``(prior,
+    prior_log_partition, prior_log_h, log_h, log_1mh, cap, log_threshold)``. Returns the new
+    state and the evidence increment ``(fields, log_post, log_partition, belief_log_h,
+    run_lengths, log_filtered, total)``; ``total`` is NaN when a NormalGamma belief lost its
+    precision (replay on the NumPy path) and not finite when the datum has zero probability."""
+    fields, log_post, log_partition, belief_log_h, run_lengths = state
+    prior, prior_log_partition, prior_log_h, log_h, log_1mh, cap, log_threshold = settings
     n_old, width = fields.shape
     n = n_old + 1
     new_fields = np.empty((n, width))
@@ -227,61 +217,31 @@ def step(  # pragma: no cover - compiled
 
 @njit_cached
 def run(  # pragma: no cover - compiled
-    kind: int,
-    fields: np.ndarray,
-    log_post: np.ndarray,
-    log_partition: np.ndarray,
-    belief_log_h: np.ndarray,
-    run_lengths: np.ndarray,
-    stats: np.ndarray,
-    stats_log_h: np.ndarray,
-    prior: np.ndarray,
-    prior_log_partition: float,
-    prior_log_h: float,
-    log_h: float,
-    log_1mh: float,
-    cap: int,
-    log_threshold: float,
+    kind: int, state: tuple, stats: np.ndarray, stats_log_h: np.ndarray, settings: tuple
 ) -> tuple:
-    """:func:`step` over a whole stream (``stats`` ``(T, width)``); returns the final state,
-    the MAP run length and the evidence increment of every step, and how many steps ran
-    (fewer than ``T`` when a step needs the NumPy path: its increment is not finite)."""
+    """:func:`step` over a whole stream (``stats`` ``(T, width)``, ``state`` and ``settings``
+    as there); returns the final state, the MAP run length and the evidence increment of every
+    step, and how many steps ran (fewer than ``T`` when a step needs the NumPy path: its
+    increment is not finite)."""
+    fields, log_post, log_partition, belief_log_h, run_lengths = state
     steps = stats.shape[0]
     map_runs = np.empty(steps, dtype=np.int64)
     increments = np.empty(steps)
     filtered = np.empty(0)
+    ran = steps
     for t in range(steps):
         out = step(
-            kind, fields, log_post, log_partition, belief_log_h, run_lengths, stats[t],
-            stats_log_h[t], prior, prior_log_partition, prior_log_h, log_h, log_1mh, cap,
-            log_threshold,
+            kind, (fields, log_post, log_partition, belief_log_h, run_lengths), stats[t],
+            stats_log_h[t], settings,
         )  # fmt: skip
         total = out[6]
         if not np.isfinite(total):
-            return (
-                fields,
-                log_post,
-                log_partition,
-                belief_log_h,
-                run_lengths,
-                filtered,
-                map_runs[:t],
-                increments[:t],
-                t,
-            )
+            ran = t
+            break
         fields, log_post, log_partition, belief_log_h, run_lengths, filtered = (
             out[0], out[1], out[2], out[3], out[4], out[5],
         )  # fmt: skip
         map_runs[t] = run_lengths[int(np.argmax(log_post))]
         increments[t] = total
-    return (
-        fields,
-        log_post,
-        log_partition,
-        belief_log_h,
-        run_lengths,
-        filtered,
-        map_runs,
-        increments,
-        steps,
-    )
+    state = (fields, log_post, log_partition, belief_log_h, run_lengths)
+    return (*state, filtered, map_runs[:ran], increments[:ran], ran)
