@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from bam_rl.checks import all_finite, as_float_array
+from bam_rl.checks import all_finite, as_float_array, check_positive_real
 
 Fields = dict[str, np.ndarray]
 #: A value of θ (a moment or a draw): one array, or a tuple of arrays for families with several
@@ -524,3 +524,19 @@ class ConjugateFamily(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+class ScalarPairPrior(ConjugateFamily):
+    """A family whose prior is two positive scalars, ``alpha`` and ``beta``, which are its
+    fields themselves (Beta-Binomial's pseudo-counts, Gamma-Poisson's shape and rate): the
+    constructor's checks, :attr:`prior` and the ``repr`` they share."""
+
+    field_shapes = {"alpha": (), "beta": ()}
+
+    def __init__(self, alpha: float = 1.0, beta: float = 1.0):
+        self.alpha = check_positive_real("alpha", alpha)
+        self.beta = check_positive_real("beta", beta)
+        self.prior = NaturalParams(self, {"alpha": self.alpha, "beta": self.beta})
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(alpha={self.alpha:g}, beta={self.beta:g})"

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 from scipy.special import betaln, digamma, gammaln
 
-from bam_rl.checks import check_axis, check_integer_valued, check_positive_real
-from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, Size, make_stats
+from bam_rl.checks import check_axis, check_integer_valued
+from bam_rl.families.base import Fields, NaturalParams, ScalarPairPrior, Size, make_stats
 
 
 def log_binomial_coefficient(n: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -16,7 +16,7 @@ def log_binomial_coefficient(n: np.ndarray, k: np.ndarray) -> np.ndarray:
     return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
 
 
-class BetaBinomial(ConjugateFamily):
+class BetaBinomial(ScalarPairPrior):
     """θ ~ Beta(alpha, beta); each observation k ~ Binomial(n, θ), n may vary.
 
     Coordinates: ``alpha`` and ``beta`` themselves (an affine image of the canonical natural
@@ -33,16 +33,6 @@ class BetaBinomial(ConjugateFamily):
         >>> round(model.log_marginal(model.prior, s), 6)  # uniform prior: 1 / (n + 1)
         -2.397895
     """
-
-    field_shapes = {"alpha": (), "beta": ()}
-
-    def __init__(self, alpha: float = 1.0, beta: float = 1.0):
-        self.alpha = check_positive_real("alpha", alpha)
-        self.beta = check_positive_real("beta", beta)
-        self.prior = NaturalParams(self, {"alpha": self.alpha, "beta": self.beta})
-
-    def __repr__(self) -> str:
-        return f"BetaBinomial(alpha={self.alpha:g}, beta={self.beta:g})"
 
     def stats(
         self, successes: Any, trials: Any, *, axis: int | tuple[int, ...] | None = None
@@ -106,11 +96,7 @@ class BetaBinomial(ConjugateFamily):
         return rng.beta(belief.fields["alpha"], belief.fields["beta"], size=size)
 
     def predictive_sample(
-        self,
-        belief: NaturalParams,
-        trials: int,
-        rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
+        self, belief: NaturalParams, trials: int, rng: np.random.Generator, size: Size = None
     ) -> np.ndarray:
         """Draws counts from the Beta-Binomial posterior predictive."""
         theta = self.sample(belief, rng, size)

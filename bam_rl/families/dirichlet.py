@@ -176,10 +176,7 @@ class DirichletCategorical(ConjugateFamily):
         return out
 
     def predictive_sample(
-        self,
-        belief: NaturalParams,
-        rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
+        self, belief: NaturalParams, rng: np.random.Generator, size: Size = None
     ) -> np.ndarray:
         """Draws category indices from the posterior predictive of a single belief."""
         theta = np.asarray(self.sample(belief, rng, size))

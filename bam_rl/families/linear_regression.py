@@ -151,6 +151,25 @@ class LinearRegressionFamily(ConjugateFamily):
         xx = 0.5 * (xx + np.swapaxes(xx, -1, -2))
         return xx, Xt @ Y, np.einsum("...ij,...ij->...", Y, Y)
 
+    def stats(self, X: Any, Y: Any, *, axis: tuple[()] | None = None) -> NaturalParams:
+        """Sufficient statistics of the rows of ``(X, Y)``, summed into one datum.
+
+        Args:
+            X: Inputs, shape ``(n, dim_in)`` or ``(..., n, dim_in)`` (one datum per leading
+                index).
+            Y: Outputs, shape ``(..., n, dim_out)``; ``(..., n)`` is accepted when
+                ``dim_out == 1``. Leading axes broadcast against those of ``X``.
+            axis: ``None`` (default) sums the rows of each leading index into one datum;
+                ``()`` keeps every row as its own datum (batch shape ``(..., n)``).
+
+        Raises:
+            ValueError: On shape mismatches, non-finite entries or another ``axis``.
+        """
+        X, Y, n = self._data(X, Y, axis)
+        with np.errstate(over="ignore", invalid="ignore"):
+            xx, xy, yy = self._moments(X, Y)
+        return self._stats_from_moments(xx, xy, yy, n)
+
     def stats_from_moments(self, gram: Any, cross: Any, yy: Any, n: Any) -> NaturalParams:
         """Statistics of one datum from its moments, as :meth:`stats` computes them from the
         rows: ``gram = XᵀX`` ``(..., dim_in, dim_in)``, ``cross = XᵀY``
@@ -273,6 +292,18 @@ class LinearRegressionFamily(ConjugateFamily):
     def _evidence(self, fields: Fields, datum: Datum, terms: EvidenceTerms) -> np.ndarray:
         raise NotImplementedError
 
+    def _broadcast_predictive(
+        self, belief: NaturalParams, X: np.ndarray, mean: np.ndarray, spread: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The predictive's location ``X @ mean`` and ``spread`` (a variance or scale per row),
+        broadcast to the batch: shapes ``(..., n, dim_out)`` and ``(..., n)``, copies."""
+        batch = np.broadcast_shapes(belief.batch_shape, X.shape[:-2])
+        n = X.shape[-2]
+        return (
+            np.broadcast_to(X @ mean, (*batch, n, self.dim_out)).copy(),
+            np.broadcast_to(spread, (*batch, n)).copy(),
+        )
+
     def _check_inputs(self, X: Any) -> np.ndarray:
         X = as_float_array("X", X)
         if X.ndim < 2 or X.shape[-1] != self.dim_in:
@@ -340,25 +371,6 @@ class BayesianLinearRegression(LinearRegressionFamily):
     def signature(self) -> tuple:
         # the statistics are scaled by 1/σ²: models with different noise variances cannot mix
         return (*super().signature(), ("noise_var", self.noise_var))
-
-    def stats(self, X: Any, Y: Any, *, axis: tuple[()] | None = None) -> NaturalParams:
-        """Sufficient statistics of the rows of ``(X, Y)``, summed into one datum.
-
-        Args:
-            X: Inputs, shape ``(n, dim_in)`` or ``(..., n, dim_in)`` (one datum per leading
-                index).
-            Y: Outputs, shape ``(..., n, dim_out)``; ``(..., n)`` is accepted when
-                ``dim_out == 1``. Leading axes broadcast against those of ``X``.
-            axis: ``None`` (default) sums the rows of each leading index into one datum;
-                ``()`` keeps every row as its own datum (batch shape ``(..., n)``).
-
-        Raises:
-            ValueError: On shape mismatches, non-finite entries or another ``axis``.
-        """
-        X, Y, n = self._data(X, Y, axis)
-        with np.errstate(over="ignore", invalid="ignore"):
-            xx, xy, yy = self._moments(X, Y)
-        return self._stats_from_moments(xx, xy, yy, n)
 
     def _stats_from_moments(
         self, xx: np.ndarray, xy: np.ndarray, yy: np.ndarray, n: Any
@@ -443,20 +455,11 @@ class BayesianLinearRegression(LinearRegressionFamily):
         """
         X = self._check_inputs(X)
         solved = self._solve(self._validated(belief), mean=True)
-        batch = np.broadcast_shapes(belief.batch_shape, X.shape[:-2])
-        n = X.shape[-2]
         variance = self.noise_var + self._predictive_quadratic(solved.factor, X)
-        return (
-            np.broadcast_to(X @ solved.mean, (*batch, n, self.dim_out)).copy(),
-            np.broadcast_to(variance, (*batch, n)).copy(),
-        )
+        return self._broadcast_predictive(belief, X, solved.mean, variance)
 
     def predictive_sample(
-        self,
-        belief: NaturalParams,
-        X: Any,
-        rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
+        self, belief: NaturalParams, X: Any, rng: np.random.Generator, size: Size = None
     ) -> np.ndarray:
         """Draws outputs for inputs ``X (n, dim_in)``: ``M`` from the belief, then
         ``Y = X Mᵀ + E``; shape ``size + batch + (n, dim_out)``."""

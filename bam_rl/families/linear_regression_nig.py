@@ -11,13 +11,7 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from bam_rl.checks import check_positive_real
-from bam_rl.families.base import (
-    Fields,
-    NaturalParams,
-    Size,
-    _finite_result,
-    make_stats,
-)
+from bam_rl.families.base import Fields, NaturalParams, Size, _finite_result, make_stats
 from bam_rl.families.linalg import (
     Datum,
     EvidenceTerms,
@@ -82,16 +76,6 @@ class BayesianLinearRegressionNIG(LinearRegressionFamily):
             f"BayesianLinearRegressionNIG(dim_in={self.dim_in}, dim_out={self.dim_out}, "
             f"prior_precision={self._precision_repr}, a={self.a:g}, b={self.b:g})"
         )
-
-    def stats(self, X: Any, Y: Any, *, axis: tuple[()] | None = None) -> NaturalParams:
-        """Sufficient statistics of the rows of ``(X, Y)``, summed into one datum.
-
-        Shapes and ``axis`` as for :meth:`BayesianLinearRegression.stats`.
-        """
-        X, Y, n = self._data(X, Y, axis)
-        with np.errstate(over="ignore", invalid="ignore"):
-            xx, xy, yy = self._moments(X, Y)
-        return self._stats_from_moments(xx, xy, yy, n)
 
     def _stats_from_moments(
         self, xx: np.ndarray, xy: np.ndarray, yy: np.ndarray, n: Any
@@ -242,20 +226,11 @@ class BayesianLinearRegressionNIG(LinearRegressionFamily):
         solved, scale, a = self._with_scale(self._validated(belief), mean=True)
         quad = self._predictive_quadratic(solved.factor, X)
         scale_sq = (scale / a)[..., None] * (1.0 + quad)
-        batch = np.broadcast_shapes(belief.batch_shape, X.shape[:-2])
-        n = X.shape[-2]
-        return (
-            np.broadcast_to(X @ solved.mean, (*batch, n, self.dim_out)).copy(),
-            np.broadcast_to(scale_sq, (*batch, n)).copy(),
-            np.broadcast_to(2.0 * a, belief.batch_shape).copy(),
-        )
+        mean, scale_sq = self._broadcast_predictive(belief, X, solved.mean, scale_sq)
+        return mean, scale_sq, np.broadcast_to(2.0 * a, belief.batch_shape).copy()
 
     def predictive_sample(
-        self,
-        belief: NaturalParams,
-        X: Any,
-        rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
+        self, belief: NaturalParams, X: Any, rng: np.random.Generator, size: Size = None
     ) -> np.ndarray:
         """Draws outputs for inputs ``X (n, dim_in)``: ``(M, σ²)`` from the belief, then
         ``Y = X Mᵀ + E`` with ``E ~ N(0, σ² I)``; shape ``size + batch + (n, dim_out)``."""

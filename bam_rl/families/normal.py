@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,38 @@ def _count(y: np.ndarray, axis: int | tuple[int, ...] | None) -> np.ndarray:
     return np.ones_like(y).sum(axis=axis)
 
 
-class NormalKnownVariance(ConjugateFamily):
+class _RealObservations(ConjugateFamily):
+    """The two Normal families' :meth:`stats`: the checks and counts of real observations,
+    then the family's own fields (:meth:`_observation_stats`)."""
+
+    def stats(
+        self, observations: Any, *, axis: int | tuple[int, ...] | None = None
+    ) -> NaturalParams:
+        """Sufficient statistics of real observations.
+
+        Args:
+            observations: Finite real values (any shape).
+            axis: Axes summed into one datum; ``None`` (default) sums everything, ``()``
+                keeps every observation as its own datum (a batch of statistics).
+
+        Raises:
+            ValueError: For NaN or infinite observations.
+        """
+        y = as_float_array("observations", observations)
+        axes = check_axis(axis, y.ndim)
+        with np.errstate(over="ignore", invalid="ignore"):
+            fields, log_h = self._observation_stats(y, axes, _count(y, axes))
+        return make_stats(self, "observations", fields, log_h)
+
+    @abstractmethod
+    def _observation_stats(
+        self, y: np.ndarray, axes: int | tuple[int, ...] | None, n: np.ndarray
+    ) -> tuple[Fields, np.ndarray]:
+        """The fields and ``log h`` of the data ``y`` summed over ``axes`` (``n`` of them in
+        each datum)."""
+
+
+class NormalKnownVariance(_RealObservations):
     """θ ~ N(mean, var); each observation y ~ N(θ, noise_var) with noise_var known.
 
     Coordinates: ``precision_mean = m / v`` and ``precision = 1 / v`` of the belief N(m, v),
@@ -85,27 +117,13 @@ class NormalKnownVariance(ConjugateFamily):
     def signature(self) -> tuple:
         return (*super().signature(), ("noise_var", self.noise_var))
 
-    def stats(
-        self, observations: Any, *, axis: int | tuple[int, ...] | None = None
-    ) -> NaturalParams:
-        """Sufficient statistics of real observations.
-
-        Args:
-            observations: Finite real values (any shape).
-            axis: Axes summed into one datum; ``None`` (default) sums everything, ``()``
-                keeps every observation as its own datum (a batch of statistics).
-
-        Raises:
-            ValueError: For NaN or infinite observations.
-        """
-        y = as_float_array("observations", observations)
-        axes = check_axis(axis, y.ndim)
+    def _observation_stats(
+        self, y: np.ndarray, axes: int | tuple[int, ...] | None, n: np.ndarray
+    ) -> tuple[Fields, np.ndarray]:
         noise = self.noise_var
-        n = _count(y, axes)
-        with np.errstate(over="ignore", invalid="ignore"):
-            fields = {"precision_mean": y.sum(axis=axes) / noise, "precision": n / noise}
-            log_h = -(y * y).sum(axis=axes) / (2.0 * noise) - 0.5 * n * np.log(2.0 * np.pi * noise)
-        return make_stats(self, "observations", fields, log_h)
+        fields = {"precision_mean": y.sum(axis=axes) / noise, "precision": n / noise}
+        log_h = -(y * y).sum(axis=axes) / (2.0 * noise) - 0.5 * n * np.log(2.0 * np.pi * noise)
+        return fields, log_h
 
     def _check_belief(self, fields: Fields) -> None:
         if not (np.asarray(fields["precision"]) > 0).all():  # NaN fails too
@@ -153,17 +171,14 @@ class NormalKnownVariance(ConjugateFamily):
         return rng.normal(h1 / h2, np.sqrt(1.0 / h2), size=size)
 
     def predictive_sample(
-        self,
-        belief: NaturalParams,
-        rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
+        self, belief: NaturalParams, rng: np.random.Generator, size: Size = None
     ) -> np.ndarray:
         """Draws observations from the posterior predictive N(m, v + noise_var)."""
         theta = self.sample(belief, rng, size)
         return rng.normal(theta, np.sqrt(self.noise_var))
 
 
-class NormalGamma(ConjugateFamily):
+class NormalGamma(_RealObservations):
     """θ = (μ, τ): τ ~ Gamma(alpha, rate beta), μ | τ ~ N(mean, 1 / (kappa τ)); each
     observation y ~ N(μ, 1 / τ).
 
@@ -245,30 +260,16 @@ class NormalGamma(ConjugateFamily):
             f"alpha={self.alpha:g}, beta={self.beta:g})"
         )
 
-    def stats(
-        self, observations: Any, *, axis: int | tuple[int, ...] | None = None
-    ) -> NaturalParams:
-        """Sufficient statistics of real observations.
-
-        Args:
-            observations: Finite real values (any shape).
-            axis: Axes summed into one datum; ``None`` (default) sums everything, ``()``
-                keeps every observation as its own datum (a batch of statistics).
-
-        Raises:
-            ValueError: For NaN or infinite observations.
-        """
-        y = as_float_array("observations", observations)
-        axes = check_axis(axis, y.ndim)
-        n = _count(y, axes)
-        with np.errstate(over="ignore", invalid="ignore"):
-            fields = {
-                "kappa_mean": y.sum(axis=axes),
-                "kappa": n,
-                "beta_shifted": 0.5 * (y * y).sum(axis=axes),
-                "alpha": 0.5 * n,
-            }
-        return make_stats(self, "observations", fields, -0.5 * n * _LOG_2PI)
+    def _observation_stats(
+        self, y: np.ndarray, axes: int | tuple[int, ...] | None, n: np.ndarray
+    ) -> tuple[Fields, np.ndarray]:
+        fields = {
+            "kappa_mean": y.sum(axis=axes),
+            "kappa": n,
+            "beta_shifted": 0.5 * (y * y).sum(axis=axes),
+            "alpha": 0.5 * n,
+        }
+        return fields, -0.5 * n * _LOG_2PI
 
     @staticmethod
     def standard_params(fields: Fields) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -357,10 +358,7 @@ class NormalGamma(ConjugateFamily):
         return np.stack([mu, tau], axis=-1)
 
     def predictive_sample(
-        self,
-        belief: NaturalParams,
-        rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
+        self, belief: NaturalParams, rng: np.random.Generator, size: Size = None
     ) -> np.ndarray:
         """Draws observations from the Student-t posterior predictive."""
         theta = np.asarray(self.sample(belief, rng, size))

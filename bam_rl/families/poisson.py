@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from bam_rl.checks import check_axis, check_integer_valued, check_positive_real
-from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, Size, make_stats
+from bam_rl.checks import check_axis, check_integer_valued
+from bam_rl.families.base import Fields, NaturalParams, ScalarPairPrior, Size, make_stats
 
 
-class GammaPoisson(ConjugateFamily):
+class GammaPoisson(ScalarPairPrior):
     """λ ~ Gamma(alpha, rate beta); each observation x ~ Poisson(λ).
 
     Coordinates: ``alpha`` and ``beta`` themselves (an affine image of the canonical natural
@@ -29,16 +29,6 @@ class GammaPoisson(ConjugateFamily):
         >>> round(model.log_marginal(model.prior, s), 6)  # P(x = 0) = β / (β + 1)
         -0.693147
     """
-
-    field_shapes = {"alpha": (), "beta": ()}
-
-    def __init__(self, alpha: float = 1.0, beta: float = 1.0):
-        self.alpha = check_positive_real("alpha", alpha)
-        self.beta = check_positive_real("beta", beta)
-        self.prior = NaturalParams(self, {"alpha": self.alpha, "beta": self.beta})
-
-    def __repr__(self) -> str:
-        return f"GammaPoisson(alpha={self.alpha:g}, beta={self.beta:g})"
 
     def stats(self, counts: Any, *, axis: int | tuple[int, ...] | None = None) -> NaturalParams:
         """Sufficient statistics of Poisson counts.
@@ -84,10 +74,7 @@ class GammaPoisson(ConjugateFamily):
         return rng.gamma(belief.fields["alpha"], 1.0 / belief.fields["beta"], size=size)
 
     def predictive_sample(
-        self,
-        belief: NaturalParams,
-        rng: np.random.Generator,
-        size: int | tuple[int, ...] | None = None,
+        self, belief: NaturalParams, rng: np.random.Generator, size: Size = None
     ) -> np.ndarray:
         """Draws counts from the negative-binomial posterior predictive."""
         return rng.poisson(self.sample(belief, rng, size))
