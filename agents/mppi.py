@@ -36,6 +36,7 @@ from bam_rl.beliefs import (
     BAMWithChangepoints,
     BeliefRule,
     EpisodicBAM,
+    ExponentialForgetting,
     RecursiveBayes,
     SegmentBAM,
     make_rule,
@@ -94,7 +95,7 @@ __all__ = [
 ]
 
 #: Memory rules accepted by :class:`MPPIAgent`.
-MEMORY_RULES = ("bam", "bam_bocd", "bocd", "recursive", "bam_segments")
+MEMORY_RULES = ("bam", "bam_bocd", "bocd", "recursive", "bam_segments", "forgetting")
 #: Spellings of :data:`MEMORY_RULES` before they became :func:`~bam_rl.beliefs.make_rule`'s,
 #: still accepted (and in state files written before).
 MEMORY_ALIASES = {"bam+bocd": "bam_bocd", "bam-segments": "bam_segments"}
@@ -126,6 +127,7 @@ _RULE_NAMES = {
     "bocd": lambda announced: "bocd",
     "recursive": lambda announced: "recursive",
     "bam_segments": lambda announced: "bam_segments",
+    "forgetting": lambda announced: "forgetting",
 }
 
 
@@ -138,6 +140,7 @@ def _rule_class(memory: str, announced: bool) -> type[BeliefRule]:
         "bocd": BOCD,
         "recursive": RecursiveBayes,
         "bam_segments": SegmentBAM,
+        "forgetting": ExponentialForgetting,
     }
     return classes[_RULE_NAMES[memory](announced)]
 
@@ -162,6 +165,9 @@ class MPPIAgent(BaseAgent):
     * ``"bocd"`` — the posterior of the most probable BOCD segment, so a detected change
       restarts from the base prior (:class:`bam_rl.beliefs.BOCD`, hazard 0.11).
     * ``"recursive"`` — recursive Bayes, reset to the base prior when told of a change.
+    * ``"forgetting"`` — exponential forgetting over trials (factor 0.8 per trial, the paper's;
+      :class:`bam_rl.beliefs.ExponentialForgetting`), reset to the base prior when told of a
+      change.
     * ``"bam_segments"`` (beyond the paper) — readout weights tied within segments, the trials
       between two changes (:class:`bam_rl.beliefs.SegmentBAM`): at a change (announced, or
       detected by BOCD over trials with ``hazard`` when ``announced=False``) the readout is

@@ -31,6 +31,8 @@ __all__ = [
     "ENV_IDS",
     "EPISODIC_SCHEDULE",
     "NONSTATIONARY_ID",
+    "RECURRING_IDS",
+    "RECURRING_NAMES",
     "register_envs",
 ]
 
@@ -91,6 +93,25 @@ ENV_IDS: tuple[str, ...] = tuple(env_id for env_id, _, _ in _REGISTRATIONS)
 NONSTATIONARY_ID = "bam_rl/NonStationary-v0"
 
 
+#: The recurring-worlds suite (issue 42): ``bam_rl/Recurring<Name>-v0`` (changes announced) and
+#: ``bam_rl/Recurring<Name>Continual-v0`` (not announced), made by
+#: ``bam_rl.wrappers.recurring.make_recurring`` (string entry points: no wrapper, no MuJoCo is
+#: imported here). Not in :data:`ENV_IDS`; the names must match ``recurring.SUITE`` (a test).
+RECURRING_NAMES: tuple[str, ...] = (
+    "CartPoleSwingUp",
+    "Pendulum",
+    "InvertedPendulum",
+    "InvertedDoublePendulum",
+    "Reacher",
+    "MountainCar",
+    "CartPole",
+)
+#: Every recurring-world id, episodic then continual per name.
+RECURRING_IDS: tuple[str, ...] = tuple(
+    f"bam_rl/Recurring{name}{suffix}-v0" for name in RECURRING_NAMES for suffix in ("", "Continual")
+)
+
+
 def register_envs() -> None:
     """Register every environment of this package with Gymnasium.
 
@@ -107,6 +128,15 @@ def register_envs() -> None:
         gymnasium.register(
             id=NONSTATIONARY_ID, entry_point="bam_rl.wrappers.nonstationary:make_nonstationary"
         )
+    for name in RECURRING_NAMES:
+        for continual in (False, True):
+            env_id = f"bam_rl/Recurring{name}{'Continual' if continual else ''}-v0"
+            if env_id not in gymnasium.registry:
+                gymnasium.register(
+                    id=env_id,
+                    entry_point="bam_rl.wrappers.recurring:make_recurring",
+                    kwargs={"name": name, "continual": continual},
+                )
 
 
 register_envs()

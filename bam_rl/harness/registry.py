@@ -498,6 +498,13 @@ AGENTS: dict[str, Callable[..., Any]] = {
             "mppi-recursive",
             "MPPI with recursive Bayes, reset to the prior at announced changes.",
         ),
+        Builder(
+            _mppi,
+            "forgetting",
+            "mppi-forgetting",
+            "MPPI with exponential forgetting over trials (forgetting 0.8), reset to the prior "
+            "at announced changes.",
+        ),
     ),
     "mppi-gt": build_mppi_gt,
     "mppi-bam-segments": build_mppi_bam_segments,

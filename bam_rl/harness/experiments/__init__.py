@@ -114,6 +114,16 @@ EXPERIMENTS: dict[str, Experiment] = {
         "bands; dashed: BAM's agents; dash-dot: the published runs' code or configuration. "
         "Every method sees the same streams.",
     ),
+    # beyond the paper: issue 42's recurring worlds on seven environments
+    "recurring-worlds": Experiment(
+        "bam_rl.harness.experiments.recurring",
+        "Beyond the paper: recurring worlds on seven environments",
+        "beyond the paper",
+        "Each trial's return relative to GT MPC's trial of that world visit (return / GT; GT / "
+        "return for costs) on worlds visited A → B → A → C → B, changes announced (episodic) "
+        "or not (continual); the overview shows the first trial of the revisits.",
+        backend=True,
+    ),
 }
 
 

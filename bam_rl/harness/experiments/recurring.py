@@ -1,0 +1,442 @@
+"""Recurring worlds (issue 42, beyond the paper): BAM against every rule on seven environments
+where a world comes back (``bam_rl/Recurring<Name>-v0``, :mod:`bam_rl.wrappers.recurring`).
+
+Every learned method (:data:`METHODS`) runs the whole schedule A → B → A → C → B of each
+environment, in the episodic setting (changes announced) and the continual one (not
+announced); GT MPC (the ground-truth planner, a reference that does not learn) runs one trial
+per world visit (``trials_per_world=1``: five trials). A trial's *score* is its return. Per
+(environment, setting, method, seed, visit) :func:`visit_table` measures, against GT MPC's
+trial of that visit and seed:
+
+* ``first``: the visit's first trial relative to GT MPC (:func:`relative`: return / GT for a
+  positive GT, GT / return for costs, i.e. negative returns);
+* ``to_90``: trials until the relative score reaches 0.9 (the visit's length + 1 if never);
+  after a change this is NS-Gym's *recovery time*;
+* ``drop``: the relative score of the last trial before the change minus the first after it
+  (NS-Gym's drop at the change; ``NaN`` on the first visit);
+* ``regret``: Σ over the visit's trials of (GT − return), NS-Gym's regret against GT.
+
+``summary.csv`` holds their medians over seeds (and, per revisit, the fraction of seeds whose
+first trial is ≥ 0.7 × GT); ``trials.csv`` every trial; one figure per environment
+(``recurring_<env>.png``) and ``recurring_overview.png`` (the first revisit trial / GT per
+method and environment). Resumable per (environment × setting, method, seed) under
+``out/runs`` (:func:`~bam_rl.harness.run_many`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bam_rl.harness import naming
+from bam_rl.harness.files import read_results, write_frame
+from bam_rl.harness.plotting import (
+    add_caption,
+    context_legend,
+    count_text,
+    highlight_styles,
+    label_line_ends,
+    new_figure,
+    plot_highlighted,
+    save_figure,
+    write_summary,
+)
+from bam_rl.wrappers.recurring import ORDER, SUITE
+
+#: Learned methods: label -> registered agent (the cart-pole experiment's labels).
+LEARNED = {
+    "bam_segments": "mppi-bam-segments",
+    "bam": "mppi-bam",
+    "bam_bocd": "mppi-bam-bocd",
+    "bocd": "mppi-bocd",
+    "recursive": "mppi-recursive",
+    "forgetting": "mppi-forgetting",
+}
+#: Every method: the learned ones and GT MPC.
+METHODS = {**LEARNED, "gt": "mppi-gt"}
+#: Labels (the cart-pole's naming table, plus exponential forgetting).
+LABELS = {
+    **{key: naming.label("cartpole", key) for key in METHODS},
+    "forgetting": "Exponential forgetting (0.8)",
+}
+#: The methods the figures draw strong; the others are grey context.
+HIGHLIGHTED = ("bam_segments", "recursive", "gt")
+SETTINGS = ("episodic", "continual")
+EXPERIMENT = "recurring-worlds"
+SECTION = "beyond the paper"
+#: Planner options per environment, the same for every method (learned and GT), chosen
+#: before this benchmark (docs/any_env.md) and not tuned on it.
+PLANNER: dict[str, dict[str, Any]] = {
+    "CartPoleSwingUp": {},
+    "Pendulum": {},
+    "InvertedPendulum": {"horizon": 25, "temperature": 0.01},
+    "InvertedDoublePendulum": {"horizon": 10, "n_samples": 128, "sampling_var": 0.2},
+    "Reacher": {"horizon": 15},
+    "MountainCar": {},
+    "CartPole": {},
+}
+#: The learned methods' model options: planning with the posterior mean (docs/any_env.md:
+#: posterior draws per sample lose the pole on CartPole-v1 and the swing-up on Pendulum-v1);
+#: the dtype named so that a run file's key changes with it.
+LEARNED_OPTIONS: dict[str, Any] = {"planning_models": "mean", "planning_dtype": "float32"}
+FIRST_TRIAL_RATIO = 0.7
+WITHIN = 0.9
+#: ``--quick``: two classic-control environments, one trial per world of 30 steps, a short
+#: planner.
+QUICK_ENVS = ("Pendulum", "CartPole")
+QUICK = {"trials_per_world": 1, "max_episode_steps": 30}
+QUICK_PLANNER = {"horizon": 10, "n_samples": 8}
+
+
+def relative(score: Any, gt: Any) -> Any:
+    """A return relative to GT MPC's: ``score / gt`` where GT's return is positive, ``gt /
+    score`` where it is a cost (negative; a non-negative score then counts as 1). 1 = as good
+    as GT MPC, 0.5 = half its reward or twice its cost."""
+    score = np.asarray(score, dtype=np.float64)
+    gt = np.asarray(gt, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cost = np.where(score < 0, gt / np.where(score < 0, score, 1.0), 1.0)
+        reward = score / np.where(gt != 0, gt, np.nan)
+    return np.where(gt > 0, reward, cost)
+
+
+def config_label(name: str, setting: str) -> str:
+    """The ``config`` column of a run: ``<Name>-episodic`` / ``<Name>-continual``."""
+    return f"{name}-{setting}"
+
+
+def grid(
+    seeds: int,
+    quick: bool = False,
+    envs: Any = None,
+    settings: Any = SETTINGS,
+    methods: Any = None,
+) -> list[Any]:
+    """The runs: every learned method × environment × setting × seed over the whole schedule,
+    and GT MPC on one trial per world visit (per environment and seed, in its own config
+    ``<Name>-gt``)."""
+    from bam_rl.harness import make_grid
+    from bam_rl.wrappers.recurring import recurring_id
+
+    envs = list(QUICK_ENVS if quick and envs is None else envs or SUITE)
+    methods = list(METHODS if methods is None else methods)
+    runs: list[Any] = []
+    for name in envs:
+        spec = SUITE[name]
+        planner = {**PLANNER[name], **(QUICK_PLANNER if quick else {})}
+        env_kwargs: dict[str, Any] = dict(QUICK) if quick else {}
+        n = env_kwargs.get("trials_per_world", spec.trials_per_world)
+        for setting in settings:
+            learned = {
+                label: (
+                    LEARNED[label],
+                    {
+                        "reward": spec.reward,
+                        "announced": setting == "episodic",
+                        **LEARNED_OPTIONS,
+                        **planner,
+                    },
+                )
+                for label in methods
+                if label in LEARNED
+            }
+            if learned:
+                env = (recurring_id(name, setting == "continual"), env_kwargs)
+                runs += make_grid(
+                    learned,
+                    {config_label(name, setting): env},
+                    seeds=seeds,
+                    n_episodes=n * len(ORDER),
+                )
+        if "gt" in methods:
+            env = (recurring_id(name), {**env_kwargs, "trials_per_world": 1})
+            runs += make_grid(
+                {"gt": ("mppi-gt", {"reward": spec.reward, **planner})},
+                {config_label(name, "gt"): env},
+                seeds=seeds,
+                n_episodes=len(ORDER),
+            )
+    return runs
+
+
+def per_trial(steps: pd.DataFrame) -> pd.DataFrame:
+    """One row per (env, setting, method, seed, trial): the return, the steps, the world's
+    value and visit (0-4 along :data:`~bam_rl.wrappers.recurring.ORDER`). GT MPC's five trials
+    are its visits."""
+    frame = steps.copy()
+    parts = frame["config"].str.rsplit("-", n=1, expand=True)
+    frame["env"], frame["setting"] = parts[0], parts[1]
+    frame["world_value"] = np.nan
+    for name in frame["env"].unique():  # the ground truth of each environment's parameter
+        column = "context_" + SUITE[name].parameter
+        if column in frame:
+            mine = frame["env"] == name
+            frame.loc[mine, "world_value"] = frame.loc[mine, column].astype(np.float64)
+    rows = (
+        frame.groupby(["env", "setting", "method", "seed_index", "episode"], sort=True)
+        .agg(
+            score=("reward", "sum"),
+            steps=("reward", "size"),
+            world_value=("world_value", "first"),
+        )
+        .reset_index()
+        .rename(columns={"episode": "trial"})
+    )
+    visits = []
+    for env, trial, setting in zip(rows["env"], rows["trial"], rows["setting"], strict=True):
+        n = 1 if setting == "gt" else _trials_per_world(steps, env)
+        visits.append(min(int(trial) // n, len(ORDER) - 1))
+    rows["visit"] = visits
+    rows["world"] = [ORDER[v] for v in rows["visit"]]
+    return rows
+
+
+def _trials_per_world(steps: pd.DataFrame, env: str) -> int:
+    """Trials per world of ``env``'s learned runs (their trial count / 5)."""
+    learned = steps[(steps["config"].str.startswith(env + "-")) & (steps["method"] != "gt")]
+    if learned.empty:
+        return SUITE[env].trials_per_world
+    return max(1, int(learned["episode"].max() + 1) // len(ORDER))
+
+
+def visit_table(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per (env, setting, method, seed, visit): ``first`` (the first trial relative to GT),
+    ``to_90``, ``drop``, ``regret`` (see the module) and ``revisit``."""
+    gt = trials[trials["setting"] == "gt"].set_index(["env", "seed_index", "visit"])["score"]
+    learned = trials[trials["setting"] != "gt"].copy()
+    rows = []
+    for (env, setting, method, seed), run in learned.groupby(
+        ["env", "setting", "method", "seed_index"], sort=True
+    ):
+        run = run.sort_values("trial")
+        previous_last = np.nan
+        for visit, block in run.groupby("visit", sort=True):
+            reference = gt.get((env, seed, visit), np.nan)
+            ratios = relative(block["score"].to_numpy(), reference)
+            hits = np.flatnonzero(ratios >= WITHIN)
+            rows.append(
+                {
+                    "env": env,
+                    "setting": setting,
+                    "method": method,
+                    "seed_index": seed,
+                    "visit": visit,
+                    "world": ORDER[visit],
+                    "world_value": float(block["world_value"].iloc[0]),
+                    "revisit": ORDER[visit] in ORDER[:visit],
+                    "gt": reference,
+                    "first": float(ratios[0]),
+                    "to_90": int(hits[0]) + 1 if hits.size else len(ratios) + 1,
+                    "drop": previous_last - float(ratios[0]),
+                    "regret": float(np.sum(reference - block["score"].to_numpy())),
+                }
+            )
+            previous_last = float(ratios[-1])
+    return pd.DataFrame(rows)
+
+
+def summarize(visits: pd.DataFrame) -> pd.DataFrame:
+    """Medians over seeds per (env, setting, method, visit), and ``pass_07``: the fraction of
+    seeds whose first trial reaches 0.7 × GT MPC."""
+    keys = ["env", "setting", "method", "visit", "world", "world_value", "revisit"]
+    grouped = visits.groupby(keys, sort=True)
+    summary = grouped.agg(
+        gt=("gt", "median"),
+        first=("first", "median"),
+        to_90=("to_90", "median"),
+        drop=("drop", "median"),
+        regret=("regret", "mean"),
+        seeds=("seed_index", "nunique"),
+    ).reset_index()
+    summary["pass_07"] = grouped["first"].apply(lambda x: float(np.mean(x >= 0.7))).to_numpy()
+    summary["label"] = summary["method"].map(LABELS)
+    return summary
+
+
+def plot_environment(trials: pd.DataFrame, name: str, path: str | Path | None = None) -> Any:
+    """Relative score per trial (median over seeds, 25–75 % bands for the highlighted
+    methods) in each setting, with the world's value per trial below."""
+    spec = SUITE[name]
+    mine = trials[trials["env"] == name]
+    settings = [s for s in SETTINGS if s in set(mine["setting"])]
+    figure, axes = new_figure(
+        2,
+        max(1, len(settings)),
+        figsize=(6 * max(1, len(settings)), 5.5),
+        squeeze=False,
+        sharex=True,
+        gridspec_kw={"height_ratios": [3, 1]},
+    )
+    gt = mine[mine["setting"] == "gt"].set_index(["seed_index", "visit"])["score"]
+    keys = [k for k in METHODS if k in set(mine["method"]) and k != "gt"]
+    styles = highlight_styles(keys, [k for k in HIGHLIGHTED if k in keys])
+    for column, setting in enumerate(settings):
+        top, bottom = axes[0][column], axes[1][column]
+        rows = mine[mine["setting"] == setting].copy()
+        reference = [
+            gt.get((s, v), np.nan) for s, v in zip(rows["seed_index"], rows["visit"], strict=True)
+        ]
+        rows["relative"] = relative(rows["score"].to_numpy(), np.asarray(reference))
+        curves = {}
+        for key in keys:
+            by_trial = rows[rows["method"] == key].groupby("trial")["relative"]
+            median = by_trial.median()
+            curves[key] = (
+                median.index,
+                median.to_numpy(),
+                by_trial.quantile(0.25).to_numpy(),
+                by_trial.quantile(0.75).to_numpy(),
+            )
+        lines = plot_highlighted(top, curves, HIGHLIGHTED, labels=LABELS, styles=styles)
+        top.axhline(1.0, color="black", lw=0.8, ls=":")
+        top.axhline(FIRST_TRIAL_RATIO, color="grey", lw=0.6, ls="--")
+        top.set(
+            title=f"{setting}: changes {'announced' if setting == 'episodic' else 'not announced'}",
+            ylabel="return relative to GT MPC",
+        )
+        world = rows.groupby("trial")["world_value"].first()
+        bottom.step(world.index, world.to_numpy(), where="mid", color="black")
+        bottom.set(xlabel="trial", ylabel=spec.parameter)
+        top.set_ylim(min(-0.05, top.get_ylim()[0]), max(1.25, top.get_ylim()[1]))
+        if column == len(settings) - 1:
+            label_line_ends(top, {LABELS[k]: lines[k] for k in HIGHLIGHTED if k in lines})
+    seeds = mine["seed_index"].nunique()
+    figure.suptitle(f"Recurring worlds: {spec.description}")
+    below = context_legend(figure, [LABELS[k] for k in keys if k not in HIGHLIGHTED])
+    add_caption(
+        figure,
+        f"Median over {count_text(seeds, 'seed')} of each trial's return relative to GT MPC's "
+        "trial of that world visit and seed (return / GT; GT / return for costs), 25–75 % "
+        "bands for the highlighted methods; dotted: GT MPC; dashed: 0.7 × GT.",
+        width=140,
+        below=below,
+    )
+    return save_figure(figure, path)
+
+
+def plot_overview(visits: pd.DataFrame, path: str | Path | None = None) -> Any:
+    """The first trial of the revisits relative to GT MPC (median over seeds and the two
+    revisits), per method and environment, in each setting."""
+    revisits = visits[visits["revisit"]]
+    settings = [s for s in SETTINGS if s in set(revisits["setting"])]
+    figure, axes = new_figure(
+        1, max(1, len(settings)), figsize=(7 * max(1, len(settings)), 4.5), squeeze=False
+    )
+    envs = [e for e in SUITE if e in set(revisits["env"])]
+    keys = [k for k in LEARNED if k in set(revisits["method"])]
+    styles = highlight_styles(keys, [k for k in HIGHLIGHTED if k in keys])
+    for column, setting in enumerate(settings):
+        axis = axes[0][column]
+        rows = revisits[revisits["setting"] == setting]
+        table = rows.groupby(["method", "env"])["first"].median().unstack("env")
+        curves = {
+            key: (np.arange(len(envs)), table.reindex(columns=envs).loc[key].to_numpy())
+            for key in keys
+            if key in table.index
+        }
+        lines = plot_highlighted(axis, curves, HIGHLIGHTED, labels=LABELS, styles=styles)
+        for line in lines.values():
+            line.set_marker("o")
+        axis.axhline(FIRST_TRIAL_RATIO, color="grey", lw=0.6, ls="--")
+        axis.axhline(1.0, color="black", lw=0.8, ls=":")
+        axis.set_xticks(np.arange(len(envs)), envs, rotation=30, ha="right")
+        axis.set(title=setting, ylabel="first revisit trial / GT MPC")
+        axis.legend(fontsize=7, loc="best")
+    add_caption(
+        figure,
+        "Median over seeds and both revisits (A at visit 3, B at visit 5) of the first trial's "
+        "return relative to GT MPC; dashed: 0.7 × GT.",
+        width=140,
+    )
+    return save_figure(figure, path)
+
+
+def reproduce(
+    out: str | Path,
+    seeds: int | None = None,
+    quick: bool = False,
+    n_jobs: int = 1,
+    progress: bool = True,
+    backend: str | None = None,
+    envs: Any = None,
+) -> pd.DataFrame:
+    """``bam-rl reproduce recurring-worlds``: every environment of the suite (``quick``: two
+    classic-control ones, one 30-step trial per world, a short planner, one seed).
+
+    Args:
+        out: Output directory (runs resume from ``out/runs``).
+        seeds: Seeds per (environment, setting, method) (default 3; ``quick``: 1).
+        quick: The smoke-test size.
+        n_jobs: Parallel workers.
+        progress: Show a progress bar over runs.
+        backend: ``"serial"``, ``"loky"`` or ``"ray"`` (default: serial for one job, else loky).
+        envs: Suite names to run (default: all seven).
+    """
+    from bam_rl.harness import run_many
+
+    seeds = seeds if seeds is not None else (1 if quick else 3)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = grid(seeds, quick, envs)
+    backend = backend or ("serial" if n_jobs == 1 else "loky")
+    steps = run_many(runs, backend=backend, n_jobs=n_jobs, out_dir=out / "runs", progress=progress)
+    trials = per_trial(steps)
+    visits = visit_table(trials)
+    summary = summarize(visits)
+    write_frame(trials, out / "trials.csv")
+    write_frame(visits, out / "visits.csv")
+
+    def draw() -> None:
+        for name in sorted(set(trials["env"])):
+            plot_environment(trials, name, out / f"recurring_{name}.png")
+        plot_overview(visits, out / "recurring_overview.png")
+
+    return write_summary(quick, summary, out / "summary.csv", draw=draw)
+
+
+def claims(folder: str | Path | None) -> list[dict[str, str]]:
+    """The issue's acceptance rows: per environment, segment BAM's first revisit trial ≥ 0.7 ×
+    GT MPC in ≥ 70 % of (seed, revisit) pairs (episodic), where recursive Bayes, BOCD and
+    forgetting do not."""
+    from bam_rl.harness.report import claim, not_run
+
+    text = (
+        "On a revisited world, segment BAM's first trial scores ≥ 0.7 × GT MPC in ≥ 70 % of "
+        "(seed, revisit) pairs, where recursive Bayes, BOCD and forgetting do not "
+        "(episodic setting)."
+    )
+    visits = read_results(folder, "visits.csv")
+    if visits is None:
+        return not_run(EXPERIMENT, SECTION, [text])
+    rows = []
+    revisits = visits[visits["revisit"].astype(bool) & (visits["setting"] == "episodic")]
+    for env in [e for e in SUITE if e in set(revisits["env"])]:
+        rates = (
+            revisits[revisits["env"] == env]
+            .groupby("method")["first"]
+            .apply(lambda x: float(np.mean(x >= FIRST_TRIAL_RATIO)))
+        )
+        seg = float(rates.get("bam_segments", np.nan))
+        others = {m: float(rates.get(m, np.nan)) for m in ("recursive", "bocd", "forgetting")}
+        holds = seg >= 0.7 and all(not v >= 0.7 for v in others.values())
+        measured = f"segment BAM {seg:.0%}; " + ", ".join(
+            f"{LABELS[m]} {v:.0%}" for m, v in others.items()
+        )
+        rows.append(claim(EXPERIMENT, SECTION, f"{env}: {text}", measured, bool(holds)))
+    return rows or not_run(EXPERIMENT, SECTION, [text], "no episodic revisits")
+
+
+def scale(folder: str | Path) -> str:
+    """Seeds, environments and methods found in ``folder/visits.csv`` (``""`` without it)."""
+    visits = read_results(folder, "visits.csv", usecols=["env", "method", "seed_index"])
+    if visits is None:
+        return ""
+    return (
+        f"This run: {count_text(visits['seed_index'].nunique(), 'seed')} × "
+        f"{count_text(visits['env'].nunique(), 'environment')} × "
+        f"{count_text(visits['method'].nunique(), 'learned method')} (GT MPC: one trial per "
+        "world visit)."
+    )

@@ -1,0 +1,211 @@
+"""Recurring worlds (issue 42): seven environments whose world comes back, A → B → A → C → B.
+
+Each environment of :data:`SUITE` is registered as ``bam_rl/Recurring<Name>-v0`` (episodic:
+every change announced, :class:`~bam_rl.wrappers.NonStationary`'s ``notify="value"``) and
+``bam_rl/Recurring<Name>Continual-v0`` (the same worlds, nothing announced: ``notify="none"``;
+the ground truth stays ``env.get_wrapper_attr("context")``). One episode is one *trial*; the
+world holds for ``trials_per_world`` trials, then moves on along :data:`ORDER`::
+
+    import gymnasium as gym
+    import bam_rl  # registers the ids
+
+    env = gym.make("bam_rl/RecurringPendulum-v0")      # g: 10 → 3.72 → 10 → 15 → 3.72
+    env.reset(seed=0)
+    env.get_wrapper_attr("context")                     # {'g': 10.0}
+
+``gym.make(id, trials_per_world=k)`` shortens or lengthens every world (tests use 1–2),
+``max_episode_steps=n`` the trials. The registry's planning reward of each environment is
+:attr:`Recurring.reward` (a name of :data:`bam_rl.agents.rewards.REWARDS`; this layer imports
+no agent).
+
+This module imports gymnasium and, of ours, the wrapper and :mod:`bam_rl.schedules` only; the
+environment (and MuJoCo) loads when an id is made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium
+
+from bam_rl.checks import check_int
+from bam_rl.schedules import piecewise
+
+from .nonstationary import NonStationary
+
+__all__ = [
+    "ORDER",
+    "SUITE",
+    "Recurring",
+    "make_recurring",
+    "recurring_id",
+    "world_schedule",
+]
+
+#: The order the worlds are visited in: A, B, A (a revisit), C, B (a revisit).
+ORDER = ("A", "B", "A", "C", "B")
+
+
+@dataclass(frozen=True)
+class Recurring:
+    """One environment of the suite.
+
+    Attributes:
+        name: The id's ``<Name>``.
+        env_id: The Gymnasium id wrapped.
+        parameter: The :class:`~bam_rl.wrappers.NonStationary` parameter that changes.
+        worlds: Its values in worlds A, B and C.
+        trials_per_world: Trials (episodes) each world lasts by default.
+        max_episode_steps: Steps per trial (``None``: the environment's own limit).
+        reward: The registry's planning reward for the environment.
+        description: One line for the docs' table.
+        env_kwargs: Keyword arguments of ``gymnasium.make(env_id, ...)``.
+    """
+
+    name: str
+    env_id: str
+    parameter: str
+    worlds: tuple[float, float, float]
+    trials_per_world: int
+    max_episode_steps: int | None
+    reward: str
+    description: str
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def values(self, trials_per_world: int | None = None) -> tuple[float, ...]:
+        """The parameter's value in every trial of the schedule, in order."""
+        n = self.trials_per_world if trials_per_world is None else trials_per_world
+        by_name = dict(zip("ABC", self.worlds, strict=True))
+        return tuple(by_name[world] for world in ORDER for _ in range(n))
+
+
+#: The suite, key → :class:`Recurring` (the key is the experiments' ``env`` column).
+SUITE: dict[str, Recurring] = {
+    spec.name: spec
+    for spec in (
+        Recurring(
+            "CartPoleSwingUp",
+            "bam_rl/GravityCartPole-v0",
+            "gravity",
+            (9.81, 3.72, 11.15),
+            5,
+            None,  # the environment's 200-step trials
+            "cartpole-swingup",
+            "bam-rl's MuJoCo cart-pole swing-up (the paper's task), gravity Earth/Mars/Neptune",
+        ),
+        Recurring(
+            "Pendulum",
+            "Pendulum-v1",
+            "g",
+            (10.0, 3.72, 15.0),
+            3,
+            None,  # 200 steps
+            "pendulum-swingup",
+            "Pendulum-v1 swing-up, gravity g",
+        ),
+        Recurring(
+            "InvertedPendulum",
+            "InvertedPendulum-v5",
+            "gravity",
+            (9.81, 3.72, 20.0),
+            4,
+            300,
+            "inverted-pendulum",
+            "InvertedPendulum-v5 balance (300-step trials), gravity",
+        ),
+        Recurring(
+            "InvertedDoublePendulum",
+            "InvertedDoublePendulum-v5",
+            "mass:pole2",
+            (4.199, 1.0, 10.0),
+            4,
+            300,
+            "inverted-double-pendulum",
+            "InvertedDoublePendulum-v5 balance (300-step trials), mass of the upper pole (kg)",
+        ),
+        Recurring(
+            "Reacher",
+            "Reacher-v5",
+            "mass:body1",
+            (0.036, 0.3, 0.012),
+            4,
+            None,  # 50 steps
+            "reacher",
+            "Reacher-v5, mass of the second link (kg)",
+        ),
+        Recurring(
+            "MountainCar",
+            "MountainCarContinuous-v0",
+            "power",
+            (0.0015, 0.0009, 0.003),
+            3,
+            None,  # 999 steps (ends at the goal)
+            "mountain-car",
+            "MountainCarContinuous-v0, engine power",
+        ),
+        Recurring(
+            "CartPole",
+            "CartPole-v1",
+            "masspole",
+            (0.1, 1.0, 0.5),
+            4,
+            None,  # 500 steps
+            "cartpole-balance-shaped",
+            "CartPole-v1 (discrete), pole mass (kg; NS-Gym's problem changes it 0.1 → 1.0)",
+        ),
+    )
+}
+
+
+def recurring_id(name: str, continual: bool = False) -> str:
+    """The registered id of suite environment ``name`` (episodic, or the continual variant)."""
+    return f"bam_rl/Recurring{name}{'Continual' if continual else ''}-v0"
+
+
+def world_schedule(spec: Recurring, trials_per_world: int | None = None) -> Any:
+    """The episode-level schedule of ``spec``: A, B, A, C, B, each ``trials_per_world`` trials
+    (the last world holds after the schedule's end)."""
+    n = spec.trials_per_world if trials_per_world is None else trials_per_world
+    by_name = dict(zip("ABC", spec.worlds, strict=True))
+    return piecewise({i * n: by_name[world] for i, world in enumerate(ORDER)})
+
+
+def make_recurring(
+    name: str,
+    continual: bool = False,
+    trials_per_world: int | None = None,
+    max_episode_steps: int | None = None,
+    **env_kwargs: Any,
+) -> NonStationary:
+    """The registered form: ``gym.make("bam_rl/Recurring<Name>-v0")`` (see the module).
+
+    Args:
+        name: A key of :data:`SUITE`.
+        continual: Announce nothing (``notify="none"``) instead of every change (``"value"``).
+        trials_per_world: Trials per world (default: the suite's).
+        max_episode_steps: Steps per trial (default: the suite's, else the environment's).
+        **env_kwargs: Passed to ``gymnasium.make`` of the wrapped environment.
+
+    Raises:
+        ValueError: On an unknown name or a bad count.
+    """
+    if name not in SUITE:
+        raise ValueError(f"name must be one of {sorted(SUITE)}, got {name!r}")
+    spec = SUITE[name]
+    if trials_per_world is not None:
+        trials_per_world = check_int("trials_per_world", trials_per_world, minimum=1)
+    steps = spec.max_episode_steps if max_episode_steps is None else max_episode_steps
+    kwargs = {**spec.env_kwargs, **env_kwargs}
+    if steps is not None:
+        steps = check_int("max_episode_steps", steps, minimum=1)
+        if spec.env_id.startswith("bam_rl/"):
+            kwargs["max_steps"] = steps
+        else:
+            kwargs["max_episode_steps"] = steps
+    env = gymnasium.make(spec.env_id, **kwargs)
+    return NonStationary(
+        env,
+        {spec.parameter: world_schedule(spec, trials_per_world)},
+        notify="none" if continual else "value",
+    )

@@ -1,0 +1,124 @@
+"""Recurring worlds (issue 42): the suite's ids, their schedules, and a --quick reproduction."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import bam_rl  # noqa: F401  (registers the ids)
+from bam_rl import envs
+from bam_rl.wrappers.recurring import ORDER, SUITE, make_recurring, recurring_id
+
+
+def test_registered_names_match_the_suite():
+    assert envs.RECURRING_NAMES == tuple(SUITE)
+    assert len(envs.RECURRING_IDS) == 2 * len(SUITE) == 14
+    for name in SUITE:
+        assert recurring_id(name) in gym.registry
+        assert recurring_id(name, continual=True) in gym.registry
+
+
+@pytest.mark.parametrize("name", list(SUITE))
+@pytest.mark.parametrize("continual", [False, True])
+def test_each_id_makes_steps_and_changes_world_on_schedule(name, continual):
+    spec = SUITE[name]
+    env = gym.make(recurring_id(name, continual), trials_per_world=1, max_episode_steps=3)
+    seen = []
+    for trial in range(len(ORDER) + 1):
+        _, info = env.reset(seed=0 if trial == 0 else None)
+        assert ("context" in info) is not continual  # announced only in the episodic variant
+        seen.append(env.get_wrapper_attr("context")[spec.parameter])
+        done, steps = False, 0
+        while not done:
+            _, _, terminated, truncated, info = env.step(env.action_space.sample())
+            done, steps = terminated or truncated, steps + 1
+        assert steps <= 3
+    worlds = dict(zip("ABC", spec.worlds, strict=True))
+    assert seen == [worlds[w] for w in ORDER] + [worlds[ORDER[-1]]]  # the last world holds
+    env.close()
+
+
+def test_worlds_last_trials_per_world_and_differ():
+    for spec in SUITE.values():
+        values = spec.values()
+        assert len(values) == len(ORDER) * spec.trials_per_world
+        assert len(set(spec.worlds)) == 3
+    env = make_recurring("Pendulum", trials_per_world=2)
+    worlds = []
+    for trial in range(10):
+        env.reset(seed=0 if trial == 0 else None)
+        worlds.append(env.get_wrapper_attr("context")["g"])
+    assert worlds == list(SUITE["Pendulum"].values(2))
+
+
+@pytest.mark.parametrize("name", ["Pendulum", "CartPole", "InvertedPendulum"])
+def test_check_env_passes(name):
+    env = gym.make(recurring_id(name), trials_per_world=1, max_episode_steps=5)
+    check_env(env, skip_render_check=True)
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="name must be one of"):
+        make_recurring("Nope")
+    with pytest.raises(ValueError, match="trials_per_world"):
+        make_recurring("Pendulum", trials_per_world=0)
+
+
+def test_mppi_forgetting_is_registered_and_learns_over_trials():
+    from bam_rl.beliefs import ExponentialForgetting
+    from bam_rl.harness.registry import make_agent
+
+    env = gym.make(recurring_id("Pendulum"), trials_per_world=1, max_episode_steps=5)
+    agent = make_agent(
+        "mppi-forgetting", env, seed=0, reward="pendulum-swingup", horizon=5, n_samples=4
+    )
+    assert isinstance(agent.rule, ExponentialForgetting) and agent.rule.alpha == 0.8
+    for trial in range(2):
+        observation, info = env.reset(seed=0 if trial == 0 else None)
+        agent.reset(observation, info)
+        done = False
+        while not done:
+            action = agent.act(observation)
+            observation, reward, terminated, truncated, info = env.step(action)
+            agent.observe(action, reward, observation, terminated, truncated, info)
+            done = terminated or truncated
+    assert agent.n_trials >= 1
+
+
+def test_relative_score():
+    from bam_rl.harness.experiments.recurring import relative
+
+    np.testing.assert_allclose(relative([50.0, 100.0], [100.0, 100.0]), [0.5, 1.0])
+    np.testing.assert_allclose(relative([-200.0, -100.0, 5.0], [-100.0] * 3), [0.5, 1.0, 1.0])
+
+
+def test_quick_reproduction_writes_sane_files(tmp_path):
+    from bam_rl.harness.cli import main
+    from bam_rl.harness.experiments.recurring import METHODS, QUICK_ENVS, claims, scale
+
+    out = ["reproduce", "recurring-worlds", "--quick", "--out", str(tmp_path), "--no-progress"]
+    assert main(out) == 0
+    folder = tmp_path / "recurring-worlds"
+    trials = pd.read_csv(folder / "trials.csv")
+    assert set(trials["env"]) == set(QUICK_ENVS)
+    assert set(trials["method"]) == set(METHODS)
+    learned = trials[trials["setting"] != "gt"]
+    assert set(learned["setting"]) == {"episodic", "continual"}
+    assert learned.groupby(["env", "setting", "method"]).size().eq(len(ORDER)).all()
+    assert trials[trials["setting"] == "gt"].groupby("env").size().eq(len(ORDER)).all()
+    visits = pd.read_csv(folder / "visits.csv")
+    assert visits["revisit"].sum() == 2 * 2 * 2 * 6  # 2 revisits x 2 envs x 2 settings x 6
+    summary = pd.read_csv(folder / "summary.csv")
+    assert {"first", "to_90", "drop", "regret", "pass_07"} <= set(summary.columns)
+    for name in QUICK_ENVS:
+        assert (folder / f"recurring_{name}.png").stat().st_size > 0
+    assert (folder / "recurring_overview.png").stat().st_size > 0
+    rows = claims(folder)
+    assert len(rows) == len(QUICK_ENVS) and all(r["holds"] in ("yes", "no") for r in rows)
+    assert "seed" in scale(folder)
+    assert claims(None)[0]["holds"] == "not run"
+    # resumable: a second call loads every run
+    assert main(out) == 0
