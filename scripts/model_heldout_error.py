@@ -11,6 +11,17 @@ do not depend on the cart position (state 0); ``feature_states=(1, 2, 3, 4)`` le
 of the features (the model still predicts it). About 15 s on one core::
 
     MUJOCO_GL=egl python scripts/model_heldout_error.py [--gravity 9.81] [--seed 100]
+
+``--task inverted-pendulum`` measures InvertedPendulum-v5 (issue 41, docs/any_env.md): a
+recursive-Bayes learner (``"inverted-pendulum"`` reward, posterior-mean planning, H = 25,
+temperature 0.01) runs 10 trials and the ground-truth planner one 400-step balancing
+trajectory; the 200-feature RFF model and a least-squares linear model fitted to the first
+``k`` learner trials are scored by their one-step error per state component (on the held-out
+trial 10 and on the balancing trajectory), and each fixed model is given to MPPI (K = 32) at
+several horizons, reporting the steps it holds the pole (of 400) on three fresh episodes.
+About a minute on one core::
+
+    MUJOCO_GL=egl python scripts/model_heldout_error.py --task inverted-pendulum --seed 100
 """
 
 from __future__ import annotations
@@ -59,13 +70,129 @@ def angle_errors(model: RFFDynamicsModel, states: np.ndarray, actions: np.ndarra
     return np.concatenate(errors)
 
 
+def _episode(env: gym.Env, agent: object, seed: int | None, max_steps: int) -> tuple:
+    """``(states, actions)`` of one episode of ``agent`` (at most ``max_steps`` steps)."""
+    observation, info = env.reset(seed=seed)
+    agent.reset(observation, info)  # type: ignore[attr-defined]
+    states, actions = [observation], []
+    for _ in range(max_steps):
+        action = agent.act(observation)  # type: ignore[attr-defined]
+        observation, reward, terminated, truncated, info = env.step(action)
+        agent.observe(action, reward, observation, terminated, truncated, info)  # type: ignore[attr-defined]
+        states.append(observation)
+        actions.append(np.atleast_1d(action))
+        if terminated or truncated:
+            break
+    return np.array(states), np.array(actions, dtype=np.float64)
+
+
+class _LinearModel:
+    """Least-squares ``Δx = W [x, a, 1]`` as a dynamics callable (a reference model)."""
+
+    def __init__(self, trials: list[tuple[np.ndarray, ...]]):
+        inputs = np.concatenate([np.c_[s[:-1], a, np.ones(len(a))] for s, a in trials])
+        deltas = np.concatenate([np.diff(s, axis=0) for s, _ in trials])
+        self.weights = np.linalg.lstsq(inputs, deltas, rcond=None)[0]
+
+    def deltas(self, states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        return np.c_[states, actions, np.ones(len(states))] @ self.weights
+
+    def __call__(self, state: np.ndarray, actions: np.ndarray, rng: object) -> np.ndarray:
+        k, h, _ = actions.shape
+        x = np.broadcast_to(state, (k, state.shape[0])).copy()
+        out = np.empty((k, h, state.shape[0]))
+        for t in range(h):
+            x = x + self.deltas(x, actions[:, t])
+            out[:, t] = x
+        return out
+
+
+def _held_steps(model: object, seed: int, horizon: int, steps: int = 400) -> int:
+    """Steps InvertedPendulum-v5 holds under MPPI (K = 32, temperature 0.01) with a fixed
+    dynamics model."""
+    from bam_rl.agents.planner import MPPI
+    from bam_rl.agents.rewards import make_planning_reward
+
+    env = gym.make("InvertedPendulum-v5")
+    reward, _ = make_planning_reward("inverted-pendulum", env.observation_space, env.action_space)
+    planner = MPPI(
+        model,
+        reward,
+        action_dim=1,
+        action_low=-3.0,
+        action_high=3.0,
+        horizon=horizon,
+        temperature=0.01,
+        seed=seed,
+    )
+    observation, _ = env.reset(seed=seed)
+    for step in range(steps):
+        observation, _, terminated, truncated, _ = env.step(planner.plan(observation))
+        if terminated or truncated:
+            return step + 1
+    return steps
+
+
+def inverted_pendulum(seed: int) -> None:
+    """The InvertedPendulum-v5 measurement (``--task inverted-pendulum``)."""
+    from bam_rl.agents.mppi import GroundTruthMPPI
+    from bam_rl.harness.registry import make_agent
+
+    env = gym.make("InvertedPendulum-v5")
+    options = {"planning_models": "mean", "horizon": 25, "temperature": 0.01}
+    learner = make_agent(
+        "mppi-recursive", env, seed=seed, reward="inverted-pendulum", announced=True, **options
+    )
+    trials = [_episode(env, learner, seed if i == 0 else None, 1000) for i in range(10)]
+    print("learner's steps per trial:", [len(a) for _, a in trials], flush=True)
+    truth = GroundTruthMPPI(
+        env, seed=seed, reward="inverted-pendulum", horizon=25, temperature=0.01
+    )
+    balanced = _episode(env, truth, seed + 1, 400)
+    print(f"ground truth's balancing trajectory: {len(balanced[1])} steps", flush=True)
+
+    def component_errors(deltas: np.ndarray, states: np.ndarray) -> str:
+        true = np.diff(states, axis=0)
+        errors = np.linalg.norm(deltas - true, axis=0) / np.linalg.norm(true, axis=0)
+        return "(" + ", ".join(f"{e:.3f}" for e in errors) + ")"
+
+    for k in (5, 9):
+        rff = RFFDynamicsModel(4, 1, seed=0, planning_models="mean")
+        belief = rff.family.prior
+        for states, actions in trials[:k]:
+            belief = belief + rff.stats(states, actions)
+        rff.set_belief(belief)
+        linear = _LinearModel(trials[:k])
+        for name, model in (("RFF, 200 features", rff), ("linear least squares", linear)):
+            cells = []
+            for label, (states, actions) in (
+                ("held-out trial", trials[k]),
+                ("balancing", balanced),
+            ):
+                if isinstance(model, RFFDynamicsModel):
+                    deltas = model.predict(states[:-1], actions) - states[:-1]
+                else:
+                    deltas = model.deltas(states[:-1], actions)
+                cells.append(f"{label} {component_errors(deltas, states)}")
+            print(f"k = {k}, {name}: one-step error (x, θ, ẋ, θ̇): " + "; ".join(cells))
+            for horizon in (10, 15, 25):
+                held = [_held_steps(model, s, horizon) for s in (seed + 2, seed + 3, seed + 4)]
+                print(
+                    f"    MPPI with this fixed model, H = {horizon}: held {held} of 400", flush=True
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", choices=("cartpole", "inverted-pendulum"), default="cartpole")
     parser.add_argument("--gravity", type=float, default=9.81)
     parser.add_argument("--seed", type=int, default=100, help="the learner's and the env's seed")
     parser.add_argument("--fitted", default="4,8,15", help="trial counts to fit, comma-separated")
     parser.add_argument("--feature-seeds", type=int, default=3)
     args = parser.parse_args()
+    if args.task == "inverted-pendulum":
+        inverted_pendulum(args.seed)
+        return
     fitted = [int(k) for k in args.fitted.split(",")]
     trials = learner_trials(args.gravity, args.seed, max(fitted) + 1)
     for feature_states, name in ((None, "whole state"), ((1, 2, 3, 4), "blind to the cart")):
