@@ -1,15 +1,18 @@
-"""``bam-rl bench``: the performance table against peers (:mod:`bam_rl.harness.bench`).
-
-Each command module of :mod:`bam_rl.harness.cli` owns its parser (``add``) and its handler
-(``handle``).
-"""
+"""``bam-rl bench``: the performance table against peers (:mod:`bam_rl.harness.bench`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from bam_rl.harness.cli.common import output_file
+from bam_rl.harness.cli.common import command, output_file
+
+#: ``bam-rl bench``'s line in ``bam-rl --help`` and its ``--help`` description.
+HELP = "performance table against peers (workload, ours, peer, ratio, bar, met)"
+DESCRIPTION = (
+    "Runs the benchmark workloads of bam_rl.harness.bench and prints one "
+    "table; peers come from the optional 'bench' extra."
+)
 
 
 def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -27,11 +30,5 @@ def add(commands: Any) -> None:
     """The ``bench`` command's parser: its arguments and handler."""
     from bam_rl.harness.bench import add_arguments as add_bench_arguments
 
-    bench = commands.add_parser(
-        "bench",
-        help="performance table against peers (workload, ours, peer, ratio, bar, met)",
-        description="Runs the benchmark workloads of bam_rl.harness.bench and prints one "
-        "table; peers come from the optional 'bench' extra.",
-    )
+    bench = command(commands, "bench", handle, HELP, DESCRIPTION)
     add_bench_arguments(bench)
-    bench.set_defaults(handler=handle, parser=bench)

@@ -203,3 +203,17 @@ def docstring_summary(function: Callable[..., Any]) -> str:
     its first line only), without reST literal quotes."""
     paragraph = (function.__doc__ or "").strip().split("\n\n")[0]
     return " ".join(paragraph.split()).replace("``", "")
+
+
+def command(
+    commands: Any,
+    name: str,
+    handler: Callable[[argparse.Namespace, argparse.ArgumentParser], int],
+    help: str,
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """A command's subparser (``help``: its line in ``bam-rl --help``), with its handler and
+    itself set as defaults: ``main`` calls ``args.handler(args, args.parser)``."""
+    parser = commands.add_parser(name, help=help, description=description)
+    parser.set_defaults(handler=handler, parser=parser)
+    return parser

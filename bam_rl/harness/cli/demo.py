@@ -1,15 +1,25 @@
-"""``bam-rl demo``: BAM and recursive Bayes tracking the sinusoidal Binomial stream.
-
-Each command module of :mod:`bam_rl.harness.cli` owns its parser (``add``) and its handler
-(``handle``).
-"""
+"""``bam-rl demo``: BAM and recursive Bayes tracking the sinusoidal Binomial stream."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from bam_rl.harness.cli.common import MAX_STEPS, output_directory, seed_option, steps_option
+from bam_rl.harness.cli.common import (
+    MAX_STEPS,
+    command,
+    output_directory,
+    seed_option,
+    steps_option,
+)
+
+#: ``bam-rl demo``'s line in ``bam-rl --help`` and its ``--help`` description.
+HELP = "BAM vs recursive Bayes tracking the sinusoidal Binomial stream"
+DESCRIPTION = (
+    "Tracks the sinusoidal BinomialStream with recursive Bayes and BAM and "
+    "prints the posterior-mean MSE and how many past data BAM remembers. "
+    "Writes nothing unless --out is given."
+)
 
 
 def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -72,13 +82,7 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def add(commands: Any) -> None:
     """The ``demo`` command's parser: its arguments and handler."""
-    demo = commands.add_parser(
-        "demo",
-        help="BAM vs recursive Bayes tracking the sinusoidal Binomial stream",
-        description="Tracks the sinusoidal BinomialStream with recursive Bayes and BAM and "
-        "prints the posterior-mean MSE and how many past data BAM remembers. "
-        "Writes nothing unless --out is given.",
-    )
+    demo = command(commands, "demo", handle, HELP, DESCRIPTION)
     demo.add_argument(
         "--steps",
         type=steps_option,
@@ -87,4 +91,3 @@ def add(commands: Any) -> None:
     )
     demo.add_argument("--seed", type=seed_option, default=0, help="stream seed (0; >= 0)")
     demo.add_argument("--out", default=None, help="directory for the per-step CSV")
-    demo.set_defaults(handler=handle, parser=demo)

@@ -1,15 +1,19 @@
-"""``bam-rl drill``: the reliability drills, pass or fail (:mod:`bam_rl.harness.drills`).
-
-Each command module of :mod:`bam_rl.harness.cli` owns its parser (``add``) and its handler
-(``handle``).
-"""
+"""``bam-rl drill``: the reliability drills, pass or fail (:mod:`bam_rl.harness.drills`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from bam_rl.harness.cli.common import output_file
+from bam_rl.harness.cli.common import command, output_file
+
+#: ``bam-rl drill``'s line in ``bam-rl --help`` and its ``--help`` description.
+HELP = "reliability drills (soak, interrupted sweeps, fuzz, ...): pass or fail"
+DESCRIPTION = (
+    "Runs the reliability drills of bam_rl.harness.drills (minutes each; "
+    "--quick: seconds), prints their output and one table of verdicts, and exits 1 when "
+    "a drill fails."
+)
 
 
 def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -26,12 +30,5 @@ def add(commands: Any) -> None:
     """The ``drill`` command's parser: its arguments and handler."""
     from bam_rl.harness.drills import add_arguments as add_drill_arguments
 
-    drill = commands.add_parser(
-        "drill",
-        help="reliability drills (soak, interrupted sweeps, fuzz, ...): pass or fail",
-        description="Runs the reliability drills of bam_rl.harness.drills (minutes each; "
-        "--quick: seconds), prints their output and one table of verdicts, and exits 1 when "
-        "a drill fails.",
-    )
+    drill = command(commands, "drill", handle, HELP, DESCRIPTION)
     add_drill_arguments(drill)
-    drill.set_defaults(handler=handle, parser=drill)

@@ -1,15 +1,11 @@
-"""``bam-rl list``: the environment ids and the agent names (with each builder's summary).
-
-Each command module of :mod:`bam_rl.harness.cli` owns its parser (``add``) and its handler
-(``handle``).
-"""
+"""``bam-rl list``: the environment ids and the agent names (with each builder's summary)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from bam_rl.harness.cli.common import docstring_summary
+from bam_rl.harness.cli.common import command, docstring_summary
 
 
 def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -28,5 +24,4 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def add(commands: Any) -> None:
     """The ``list`` command's parser: its arguments and handler."""
-    listing = commands.add_parser("list", help="environment ids and agent names")
-    listing.set_defaults(handler=handle, parser=listing)
+    command(commands, "list", handle, "environment ids and agent names")

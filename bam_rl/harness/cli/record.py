@@ -1,8 +1,4 @@
-"""``bam-rl record``: the GIF of BAM and recursive Bayes swinging up on a revisited gravity.
-
-Each command module of :mod:`bam_rl.harness.cli` owns its parser (``add``) and its handler
-(``handle``).
-"""
+"""``bam-rl record``: the GIF of BAM and recursive Bayes swinging up on a revisited gravity."""
 
 from __future__ import annotations
 
@@ -11,7 +7,16 @@ import json
 import os
 from typing import Any
 
-from bam_rl.harness.cli.common import output_file, positive_int, seed_option, split_names
+from bam_rl.harness.cli.common import command, output_file, positive_int, seed_option, split_names
+
+#: ``bam-rl record``'s line in ``bam-rl --help`` and its ``--help`` description.
+HELP = "GIF of BAM vs recursive Bayes swinging up on a revisited gravity"
+DESCRIPTION = (
+    "Runs MPPI with BAM and with recursive Bayes through the episodic cart-pole "
+    "schedule and renders, side by side and headless (MUJOCO_GL=egl), the "
+    "second trial of a revisited episode (the first trial after BAM's "
+    "readout). Takes a few minutes."
+)
 
 
 def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -59,14 +64,7 @@ def add(commands: Any) -> None:
     """The ``record`` command's parser: its arguments and handler."""
     from bam_rl.harness.record import DEFAULT_PATH
 
-    record = commands.add_parser(
-        "record",
-        help="GIF of BAM vs recursive Bayes swinging up on a revisited gravity",
-        description="Runs MPPI with BAM and with recursive Bayes through the episodic cart-pole "
-        "schedule and renders, side by side and headless (MUJOCO_GL=egl), the "
-        "second trial of a revisited episode (the first trial after BAM's "
-        "readout). Takes a few minutes.",
-    )
+    record = command(commands, "record", handle, HELP, DESCRIPTION)
     record.add_argument(
         "--out",
         default=DEFAULT_PATH,
@@ -118,4 +116,3 @@ def add(commands: Any) -> None:
         "every frame says it is a smoke test",
     )
     record.add_argument("--no-progress", action="store_true", help="no line per trial")
-    record.set_defaults(handler=handle, parser=record)

@@ -1,8 +1,4 @@
-"""``bam-rl report DIR``: one report (``report.html`` and ``report.md``) of a results directory.
-
-Each command module of :mod:`bam_rl.harness.cli` owns its parser (``add``) and its handler
-(``handle``).
-"""
+"""``bam-rl report DIR``: one report (``report.html`` and ``report.md``) of a results directory."""
 
 from __future__ import annotations
 
@@ -10,6 +6,17 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
+
+from bam_rl.harness.cli.common import command
+
+#: ``bam-rl report``'s line in ``bam-rl --help`` and its ``--help`` description.
+HELP = "one report (report.html + report.md) of a results directory"
+DESCRIPTION = (
+    "Writes DIR/report.html (self-contained: figures embedded) and its Markdown "
+    "twin DIR/report.md from the experiment folders in DIR: every figure, the "
+    "table of the paper's claims with the measured numbers, wall times, "
+    "commands, package versions and the machine."
+)
 
 
 def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -35,13 +42,5 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def add(commands: Any) -> None:
     """The ``report`` command's parser: its arguments and handler."""
-    report = commands.add_parser(
-        "report",
-        help="one report (report.html + report.md) of a results directory",
-        description="Writes DIR/report.html (self-contained: figures embedded) and its Markdown "
-        "twin DIR/report.md from the experiment folders in DIR: every figure, the "
-        "table of the paper's claims with the measured numbers, wall times, "
-        "commands, package versions and the machine.",
-    )
+    report = command(commands, "report", handle, HELP, DESCRIPTION)
     report.add_argument("directory", metavar="DIR", help="results directory (of reproduce)")
-    report.set_defaults(handler=handle, parser=report)

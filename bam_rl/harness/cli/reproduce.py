@@ -1,8 +1,5 @@
 """``bam-rl reproduce EXPERIMENT|all``: a paper experiment's figure and CSVs (``all``: every
 one, then the report).
-
-Each command module of :mod:`bam_rl.harness.cli` owns its parser (``add``) and its handler
-(``handle``).
 """
 
 from __future__ import annotations
@@ -13,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bam_rl.harness.cli.common import (
+    command,
     jobs_option,
     output_directory,
     positive_int,
@@ -23,6 +21,14 @@ from bam_rl.harness.cli.common import (
 #: Why ``reproduce all`` ran no MNIST experiment: the report's "not run" reason (the real
 #: options: ``--data DIR``, ``$BAM_RL_MNIST``, ``--download`` where a network is available).
 NO_MNIST_DATA = "no data (pass --data DIR or set BAM_RL_MNIST; or add --download where online)"
+
+
+#: ``bam-rl reproduce``'s line in ``bam-rl --help`` and its ``--help`` description.
+HELP = "run a paper experiment and write its figure and CSVs"
+DESCRIPTION = (
+    "Runs a paper experiment and writes its figure (medians with quantile "
+    "bands), per-step CSV and summary CSV to --out."
+)
 
 
 def _mnist_problem(args: argparse.Namespace) -> str | None:
@@ -152,12 +158,7 @@ def add(commands: Any) -> None:
     """The ``reproduce`` command's parser: its arguments and handler."""
     from bam_rl.harness.experiments import REPRODUCTIONS
 
-    reproduce = commands.add_parser(
-        "reproduce",
-        help="run a paper experiment and write its figure and CSVs",
-        description="Runs a paper experiment and writes its figure (medians with quantile "
-        "bands), per-step CSV and summary CSV to --out.",
-    )
+    reproduce = command(commands, "reproduce", handle, HELP, DESCRIPTION)
     reproduce.add_argument(
         "experiment", choices=(*REPRODUCTIONS, "all"), help="which experiment ('all': every one)"
     )
@@ -209,7 +210,6 @@ def add(commands: Any) -> None:
         help="all: experiments not to run (e.g. --skip mnist,piecewise-bandits); the report "
         "marks them not run",
     )
-    reproduce.set_defaults(handler=handle, parser=reproduce)
 
 
 def _reproduce_command(name: str, args: argparse.Namespace) -> str:

@@ -1,8 +1,5 @@
 """``bam-rl run``: an (agent × environment × seed) sweep on top of ``run_many``, and its
 summary table.
-
-Each command module of :mod:`bam_rl.harness.cli` owns its parser (``add``) and its handler
-(``handle``).
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ from bam_rl.harness.cli.common import (
     MAX_EPISODES,
     MAX_SEEDS,
     MAX_STEPS,
+    command,
     episodes_option,
     jobs_option,
     json_object,
@@ -25,6 +23,14 @@ from bam_rl.harness.cli.common import (
     shard_option,
     split_names,
     steps_option,
+)
+
+#: ``bam-rl run``'s line in ``bam-rl --help`` and its ``--help`` description.
+HELP = "a (agent × environment × seed) sweep on top of run_many"
+DESCRIPTION = (
+    "Runs every agent on every environment for --seeds seeds (common random "
+    "numbers across agents), one result file per run in --out (a rerun "
+    "resumes), and prints the mean total reward (and regret) per method."
 )
 
 
@@ -147,13 +153,7 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def add(commands: Any) -> None:
     """The ``run`` command's parser: its arguments and handler."""
-    run = commands.add_parser(
-        "run",
-        help="a (agent × environment × seed) sweep on top of run_many",
-        description="Runs every agent on every environment for --seeds seeds (common random "
-        "numbers across agents), one result file per run in --out (a rerun "
-        "resumes), and prints the mean total reward (and regret) per method.",
-    )
+    run = command(commands, "run", handle, HELP, DESCRIPTION)
     run.add_argument(
         "--env",
         action="append",
@@ -219,7 +219,6 @@ def add(commands: Any) -> None:
         "(horizon, n_breakpoints and breakpoints default to the run's and environment's)",
     )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    run.set_defaults(handler=handle, parser=run)
 
 
 def summary_table(frame: Any) -> Any:
