@@ -515,13 +515,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mnist", default=None, metavar="DIR", help="MNIST directory")
 
 
-def run_from_args(args: argparse.Namespace) -> int:
-    """Runs the bench for parsed arguments; prints the table, writes ``--json``."""
-    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(variable, "1")
-    groups = args.only or [g for g in DEFAULT_GROUPS if g != "mnist" or _mnist_directory(args)]
-    info = machine()
-    rows = run(groups, args)
+def report_rows(info: dict[str, Any], rows: list[Row], args: argparse.Namespace) -> None:
+    """The end of a ``bench`` or ``drill`` run: adds the load now to ``info``, prints the
+    machine line and the table, and writes ``--json`` (``info``, ``--quick`` and the rows,
+    non-finite numbers as null) atomically."""
     info["load_at_end"] = round(os.getloadavg()[0], 2)
     print(
         f"\n# {info['date']}, {info['machine']} {info['processor']}, {info['cores']} cores, "
@@ -549,6 +546,16 @@ def run_from_args(args: argparse.Namespace) -> int:
                 encoding="utf-8",
             )
         print(f"rows written to {path}")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Runs the bench for parsed arguments; prints the table, writes ``--json``."""
+    for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
+    groups = args.only or [g for g in DEFAULT_GROUPS if g != "mnist" or _mnist_directory(args)]
+    info = machine()
+    rows = run(groups, args)
+    report_rows(info, rows, args)
     if args.markdown:
         write_markdown(args.markdown, markdown_table(rows, {**info, "quick": bool(args.quick)}))
         print(f"table written to {args.markdown}")

@@ -33,16 +33,13 @@ import argparse
 import contextlib
 import importlib
 import io
-import json
 import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from types import ModuleType
 
-from bam_rl._io import atomic_path
-from bam_rl.harness.bench import Row, format_table, machine, make_row
+from bam_rl.harness.bench import Row, machine, make_row, report_rows
 
 __all__ = ["DRILLS", "add_arguments", "main", "run", "run_from_args"]
 
@@ -153,28 +150,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         os.environ.setdefault(variable, "1")
     info = machine()
     rows = run(list(dict.fromkeys(args.drills)), args)
-    info["load_at_end"] = round(os.getloadavg()[0], 2)
-    print(
-        f"\n# {info['date']}, {info['machine']} {info['processor']}, {info['cores']} cores, "
-        f"Python {info['python']}, load {info['load_at_start']} → {info['load_at_end']}"
-        f"{', --quick' if args.quick else ''}"
-    )
-    print(format_table(rows))
-    if args.json:
-        path = Path(args.json)
-        clean = [
-            {
-                k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                for k, v in row.items()
-            }
-            for row in rows
-        ]
-        payload = {**info, "quick": bool(args.quick), "rows": clean}
-        with atomic_path(path) as temporary:
-            temporary.write_text(
-                json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-            )
-        print(f"rows written to {path}")
+    report_rows(info, rows, args)
     return 0 if all(row["met"] for row in rows) else 1
 
 
