@@ -23,6 +23,7 @@ from bam_rl.harness.experiments import cartpole as cartpole_module
 from bam_rl.harness.experiments import cartpole_readout as cartpole_readout_module
 from bam_rl.harness.experiments import mnist as mnist_module
 from bam_rl.harness.experiments import piecewise as piecewise_module
+from bam_rl.harness.experiments import recurring as recurring_module
 from bam_rl.harness.experiments import tracking as tracking_module
 
 #: Claims of §4 per experiment: the report must have exactly these rows.
@@ -37,6 +38,8 @@ CLAIM_COUNTS = {
     "mnist": len(mnist_module.CLAIMS),
     "cartpole-readout": len(cartpole_readout_module.CLAIMS),
     "piecewise-bandits": len(piecewise_module.CLAIMS),
+    # run by name only (not by `reproduce all`): its one not-run row
+    "recurring-worlds": len(recurring_module.claims(None)),
 }
 
 

@@ -19,6 +19,8 @@ from bam_rl.harness.cli import NO_MNIST_DATA, main
 from bam_rl.harness.report import NOT_RUN_FILE, read_not_run, write_not_run
 
 ALL = experiments.REPRODUCTIONS
+#: what ``reproduce all`` runs: every experiment but those run by name only (``in_all=False``)
+IN_ALL = [name for name in ALL if experiments.get_entry(name).in_all]
 
 
 @pytest.fixture
@@ -60,7 +62,7 @@ def test_all_without_mnist_runs_the_rest_and_says_why_mnist_did_not(
         monkeypatch.delenv("BAM_RL_MNIST")
     out = tmp_path / "results"
     assert _all(out) == 0
-    assert ran == [name for name in ALL if name != "mnist"]
+    assert ran == [name for name in IN_ALL if name != "mnist"]
     captured = capsys.readouterr()
     assert "mnist not run" in captured.err
     assert f"== mnist: not run: {NO_MNIST_DATA}" in captured.out
@@ -80,7 +82,7 @@ def test_all_without_mnist_runs_the_rest_and_says_why_mnist_did_not(
 def test_skip_leaves_experiments_out_and_needs_no_mnist_data(ran, no_mnist, tmp_path, capsys):
     out = tmp_path / "results"
     assert _all(out, "--skip", "mnist,piecewise-bandits", "--skip", "cartpole-readout") == 0
-    assert ran == [n for n in ALL if n not in {"mnist", "piecewise-bandits", "cartpole-readout"}]
+    assert ran == [n for n in IN_ALL if n not in {"mnist", "piecewise-bandits", "cartpole-readout"}]
     assert "mnist not run" not in capsys.readouterr().err  # no data check for a skipped one
     assert read_not_run(out / "mnist") == "skipped (--skip mnist)"
     assert read_not_run(out / "piecewise-bandits") == "skipped (--skip piecewise-bandits)"
@@ -212,3 +214,14 @@ def test_skipping_everything_reports_that_nothing_ran(ran, tmp_path):
     assert ran == []
     headline = (out / "report.md").read_text(encoding="utf-8").splitlines()[2]
     assert headline == f"**No experiment ran here (0 of {len(ALL)}): every claim is not run.**"
+
+
+def test_all_leaves_experiments_run_by_name_only_and_says_so(ran, no_mnist, tmp_path):
+    by_name = [name for name in ALL if name not in IN_ALL]
+    assert by_name == ["recurring-worlds"]  # issue 42's, until its protocol is settled
+    out = tmp_path / "results"
+    assert _all(out) == 0
+    assert not set(by_name) & set(ran)
+    for name in by_name:
+        reason = read_not_run(out / name)
+        assert reason is not None and f"bam-rl reproduce {name}" in reason

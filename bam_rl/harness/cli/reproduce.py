@@ -51,7 +51,7 @@ def _reproductions(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     """The experiments ``args`` asks for: one name, or with ``all`` every one not in
     ``--skip`` (validated here: an unknown name, or ``--skip`` without ``all``, is a usage
     error)."""
-    from bam_rl.harness.experiments import REPRODUCTIONS
+    from bam_rl.harness.experiments import REPRODUCTIONS, get_entry
 
     skip = split_names(args.skip)
     unknown = [name for name in skip if name not in REPRODUCTIONS]
@@ -66,7 +66,7 @@ def _reproductions(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         )
     if args.experiment != "all":
         return [args.experiment]
-    return [name for name in REPRODUCTIONS if name not in skip]
+    return [name for name in REPRODUCTIONS if name not in skip and get_entry(name).in_all]
 
 
 def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -74,12 +74,21 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     import pandas as pd
 
-    from bam_rl.harness.experiments import REPRODUCTIONS, get_reproduction, takes_backend
+    from bam_rl.harness.experiments import (
+        REPRODUCTIONS,
+        get_entry,
+        get_reproduction,
+        takes_backend,
+    )
     from bam_rl.harness.report import NOT_RUN_FILE, build_report, write_not_run, write_timing
 
     names = _reproductions(args, parser)
     not_run: dict[str, str] = {  # `all`: the experiments it leaves out, and why
-        name: f"skipped (--skip {name})"
+        name: (
+            f"skipped (--skip {name})"
+            if get_entry(name).in_all
+            else f"not part of 'all' yet (run it by name: bam-rl reproduce {name})"
+        )
         for name in REPRODUCTIONS
         if args.experiment == "all" and name not in names
     }

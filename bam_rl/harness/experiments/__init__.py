@@ -38,6 +38,9 @@ class Experiment:
     scale: str = "scale"
     #: whether its ``reproduce`` takes ``backend`` (runs through :func:`~bam_rl.harness.run_many`)
     backend: bool = False
+    #: whether ``reproduce all`` runs it (``False``: by name only, e.g. while its protocol is
+    #: still being settled; ``all`` reports it as not run and says why)
+    in_all: bool = True
 
 
 _CARTPOLE = "bam_rl.harness.experiments.cartpole"
@@ -123,6 +126,9 @@ EXPERIMENTS: dict[str, Experiment] = {
         "return for costs) on worlds visited A → B → A → C → B, changes announced (episodic) "
         "or not (continual); the overview shows the first trial of the revisits.",
         backend=True,
+        # issue 42 is open: the GT reference of its first-trial ratio and the default size
+        # (about 1.5-2 h on 2 cores) are not settled, so `all` leaves it to be run by name
+        in_all=False,
     ),
 }
 
