@@ -185,13 +185,28 @@ def _tracker(rule: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[
     return BeliefTracker(make_rule(model, rule, **kwargs), n_trials=n_trials, seed=seed)
 
 
+def announces_changes(env: gym.Env) -> bool:
+    """Whether ``env`` flags its changes in ``info["context_changed"]``: our cart-pole's
+    ``announce_changes``, or a ``NonStationary`` wrapper (the recurring worlds' ids included)
+    whose ``notify`` is ``"value"`` or ``"flag"``."""
+    if bool(getattr(env.unwrapped, "announce_changes", False)):
+        return True
+    layer: Any = env
+    while isinstance(layer, gym.Wrapper):
+        notify = vars(layer).get("notify")
+        if isinstance(notify, str):
+            return notify in ("value", "flag")
+        layer = layer.env
+    return False
+
+
 def _mppi(memory: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
     """``MPPIAgent`` (the cart-pole's planning reward unless ``reward=`` names another or is
-    a callable, see :mod:`bam_rl.agents.rewards`); ``announced`` from the environment's
-    ``announce_changes`` unless given."""
+    a callable, see :mod:`bam_rl.agents.rewards`); ``announced`` unless given: whether the
+    environment flags its changes (:func:`announces_changes`)."""
     from bam_rl.agents.mppi import MPPIAgent
 
-    announced = kwargs.pop("announced", bool(getattr(env.unwrapped, "announce_changes", False)))
+    announced = kwargs.pop("announced", announces_changes(env))
     return MPPIAgent(
         env.observation_space,
         env.action_space,

@@ -100,3 +100,15 @@ def test_other_agents_keep_their_own_horizon_argument():
         assert make_agent("ucb", env, 0, n_steps=50).n_arms == env.action_space.n
     finally:
         env.close()
+
+
+@pytest.mark.parametrize(("notify", "announced"), [("value", True), ("flag", True), ("none", False)])
+def test_mppi_agents_are_announced_changes_when_a_wrapper_flags_them(notify, announced):
+    from bam_rl.schedules import cycle
+    from bam_rl.wrappers import NonStationary
+
+    env = NonStationary(gym.make("Pendulum-v1"), {"g": cycle([10.0, 3.72])}, notify=notify)
+    agent = make_agent("mppi-bam", env, seed=0, reward="pendulum-swingup", n_features=20)
+    assert agent.announced is announced
+    given = make_agent("mppi-bam", env, seed=0, reward="pendulum-swingup", announced=False)
+    assert given.announced is False  # an explicit value wins
