@@ -102,7 +102,9 @@ def test_other_agents_keep_their_own_horizon_argument():
         env.close()
 
 
-@pytest.mark.parametrize(("notify", "announced"), [("value", True), ("flag", True), ("none", False)])
+@pytest.mark.parametrize(
+    ("notify", "announced"), [("value", True), ("flag", True), ("none", False)]
+)
 def test_mppi_agents_are_announced_changes_when_a_wrapper_flags_them(notify, announced):
     from bam_rl.schedules import cycle
     from bam_rl.wrappers import NonStationary
