@@ -293,10 +293,13 @@ class LinearRegressionFamily(ConjugateFamily):
         raise NotImplementedError
 
     def _broadcast_predictive(
-        self, belief: NaturalParams, X: np.ndarray, mean: np.ndarray, spread: np.ndarray
+        self, belief: NaturalParams, X: np.ndarray, mean: np.ndarray | None, spread: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """The predictive's location ``X @ mean`` and ``spread`` (a variance or scale per row),
-        broadcast to the batch: shapes ``(..., n, dim_out)`` and ``(..., n)``, copies."""
+        broadcast to the batch: shapes ``(..., n, dim_out)`` and ``(..., n)``, copies.
+        ``mean`` is a solve's (``_solve(..., mean=True)``, which always gives one)."""
+        if mean is None:
+            raise ValueError("mean: the posterior mean was not solved for (mean=True)")
         batch = np.broadcast_shapes(belief.batch_shape, X.shape[:-2])
         n = X.shape[-2]
         return (

@@ -177,7 +177,7 @@ def control_step(args: argparse.Namespace) -> None:
 
 
 #: ``agent_act`` rows (issue 41): label, environment id, ``MPPIAgent`` options
-ACT_WORKLOADS = (
+ACT_WORKLOADS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("cart-pole 5-D", "bam_rl/GravityCartPole-v0", {}),
     ("InvertedPendulum-v5 4-D", "InvertedPendulum-v5", {"reward": "inverted-pendulum"}),
     ("CartPole-v1 Discrete(2)", "CartPole-v1", {"reward": "cartpole-balance"}),
@@ -202,7 +202,7 @@ def agent_act(args: argparse.Namespace) -> None:
         for _ in range(100):
             action = agent.act(observation)
             observation, reward, terminated, truncated, info = env.step(action)
-            agent.observe(action, reward, observation, terminated, truncated, info)
+            agent.observe(action, float(reward), observation, terminated, truncated, info)
             if terminated or truncated:
                 break
         observation, info = env.reset(seed=1)
