@@ -21,6 +21,7 @@ name                           environment                              obs_dim 
 ``inverted-double-pendulum``   ``InvertedDoublePendulum-v5``            9        (3, 1), (4, 2)
 ``reacher``                    ``Reacher-v5``                           10       (0, 2), (1, 3)
 ``mountain-car``               ``MountainCarContinuous-v0``             2        none
+``mountain-car-shaped``        ``MountainCarContinuous-v0``             2        none
 ``cartpole-balance``           ``CartPole-v1`` (discrete actions)       4        none
 ``cartpole-balance-shaped``    ``CartPole-v1`` (discrete actions)       4        none
 ``half-cheetah``               ``HalfCheetah-v5``                       17       none
@@ -113,6 +114,26 @@ def _mountain_car(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
     reached = ((states[..., 0] >= 0.45) & (states[..., 1] >= 0.0)).astype(np.float64)
     first = np.diff(np.maximum.accumulate(reached, axis=-1), axis=-1, prepend=0.0)
     return 100.0 * first - 0.1 * actions[..., 0] ** 2
+
+
+#: MountainCarContinuous-v0's dynamics: ``v' = v + u · power - 0.0025 cos(3x)``, so
+#: ``E = ½ v² + (0.0025 / 3) sin(3x)`` is its mechanical energy (per unit mass), which the
+#: engine changes by ``u · power · v`` a step; the goal is ``x >= 0.45``.
+_MOUNTAIN_CAR_SLOPE = 0.0025 / 3
+_MOUNTAIN_CAR_GOAL = 0.45
+_MOUNTAIN_CAR_E_LOW = -_MOUNTAIN_CAR_SLOPE  # at rest in the valley (sin 3x = -1)
+_MOUNTAIN_CAR_E_GOAL = _MOUNTAIN_CAR_SLOPE * np.sin(3 * _MOUNTAIN_CAR_GOAL)  # at rest at the goal
+
+
+def _mountain_car_shaped(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    x, v = states[..., 0], states[..., 1]
+    energy = 0.5 * v**2 + _MOUNTAIN_CAR_SLOPE * np.sin(3 * x)
+    share = (energy - _MOUNTAIN_CAR_E_LOW) / (_MOUNTAIN_CAR_E_GOAL - _MOUNTAIN_CAR_E_LOW)
+    reached = np.maximum.accumulate(
+        ((x >= _MOUNTAIN_CAR_GOAL) & (v >= 0.0)).astype(np.float64), axis=-1
+    )
+    # after the goal the episode has ended: every later step of the plan earns the most
+    return _mountain_car(states, actions) + np.where(reached > 0, 1.0, np.clip(share, 0.0, 1.0))
 
 
 def _cartpole_balance(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
@@ -371,6 +392,20 @@ register_reward(
         "position >= 0.45 and velocity >= 0 (the environment ends there) - 0.1 u², the "
         "environment's reward; sparse, so a short horizon far from the goal plans for the "
         "control cost alone"
+    ),
+)
+register_reward(
+    "mountain-car-shaped",
+    _mountain_car_shaped,
+    obs_dim=2,
+    description=(
+        "MountainCarContinuous-v0 (obs position x, velocity v): the environment's reward "
+        "(100 at the first step with x >= 0.45 and v >= 0, - 0.1 u²) plus a progress term in "
+        "[0, 1] a step: the car's mechanical energy ½ v² + (0.0025 / 3) sin 3x (the "
+        "environment's gravity term 0.0025 cos 3x integrated) as a share of the way from at "
+        "rest in the valley to at rest at the goal, clipped, and 1 on every step from the "
+        "goal on; the engine changes that energy by u · power · v, so a short horizon sees "
+        "the swing build up (with the sparse reward alone it plans for the control cost)"
     ),
 )
 register_reward(

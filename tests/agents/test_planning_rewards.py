@@ -20,6 +20,7 @@ NAMES = (
     "inverted-double-pendulum",
     "reacher",
     "mountain-car",
+    "mountain-car-shaped",
     "cartpole-balance",
     "half-cheetah",
 )
@@ -197,3 +198,30 @@ def test_register_reward_checks_its_arguments():
     with pytest.raises(ValueError, match="angle_pairs must index"):
         register_reward("x-test", lambda s, a: s[..., 0], obs_dim=2, angle_pairs=((0, 2),))
     assert "x-test" not in REWARDS
+
+
+def test_mountain_car_shaped_adds_energy_progress_to_the_environments_reward():
+    """``mountain-car-shaped`` = ``mountain-car`` + the energy's share of the way from rest in
+    the valley to rest at the goal (clipped to [0, 1]), and 1 from the goal on."""
+    shaped, sparse = get_reward("mountain-car-shaped").fn, get_reward("mountain-car").fn
+    valley = -np.pi / 6  # sin 3x = -1
+    car = np.array([[[valley, 0.0], [0.0, 0.0], [0.46, 0.01], [-1.0, 0.0]]])
+    actions = np.ones((1, 4, 1))
+    bonus = shaped(car, actions) - sparse(car, actions)
+    half = 1 / (1 + np.sin(3 * 0.45))  # x = 0 at rest: U = 0, between -1 and sin 1.35 (× 0.0025/3)
+    np.testing.assert_allclose(bonus[0], [0.0, half, 1.0, 1.0], atol=1e-12)
+    # the engine pushing along the velocity raises the energy: a later, faster state earns more
+    moving = np.array([[[-0.5, 0.01], [-0.5, 0.03]]])
+    assert np.diff(shaped(moving, np.zeros((1, 2, 1)))[0]) > 0
+    # its real dynamics: GT MPC's simulator with a 50-step horizon reaches the goal
+    env = gym.make("MountainCarContinuous-v0")
+    agent = GroundTruthMPPI(env, seed=0, reward="mountain-car-shaped", n_samples=32)
+    observation, info = env.reset(seed=0)
+    agent.reset(observation, info)
+    for _ in range(400):
+        action = agent.act(observation)
+        observation, reward, terminated, truncated, info = env.step(action)
+        agent.observe(action, reward, observation, terminated, truncated, info)
+        if terminated:
+            break
+    assert terminated and observation[0] >= 0.45

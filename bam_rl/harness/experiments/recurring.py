@@ -1,20 +1,26 @@
 """Recurring worlds (issue 42, beyond the paper): BAM against every rule on seven environments
 where a world comes back (``bam_rl/Recurring<Name>-v0``, :mod:`bam_rl.wrappers.recurring`).
 
-Every learned method (:data:`METHODS`) runs the whole schedule A → B → A → C → B of each
+Every method (:data:`METHODS`) runs the whole schedule A → B → A → C → B of each
 environment, in the episodic setting (changes announced) and the continual one (not
-announced); GT MPC (the ground-truth planner, a reference that does not learn) runs one trial
-per world visit (``trials_per_world=1``: five trials). A trial's *score* is its return. Per
-(environment, setting, method, seed, visit) :func:`visit_table` measures, against GT MPC's
-trial of that visit and seed:
+announced). GT MPC (the ground-truth planner, a reference that does not learn) is one of the
+methods: it runs every trial too, in the same (environment, setting) config as the learners.
+A run's seeds come from (config, seed) alone (:meth:`~bam_rl.harness.RunSpec.seeds`, common
+random numbers), and the suite's environments draw a trial's start state from the reset
+generator only (never from the actions), so trial *t* of seed *s* starts from the same state
+for every method: each learner's trial is scored against GT MPC's trial from the same start
+state (*paired*), and a learner that acted as GT MPC would score exactly 1. A trial's *score*
+is its return. Per (environment, setting, method, seed, visit) :func:`visit_table` measures,
+against GT MPC's trials of that seed:
 
-* ``first``: the visit's first trial relative to GT MPC (:func:`relative`: return / GT for a
-  positive GT, GT / return for costs, i.e. negative returns);
+* ``first``: the visit's first trial relative to GT MPC's same trial (:func:`relative`:
+  return / GT for a positive GT, GT / return for costs, i.e. negative returns);
 * ``to_90``: trials until the relative score reaches 0.9 (the visit's length + 1 if never);
   after a change this is NS-Gym's *recovery time*;
 * ``drop``: the relative score of the last trial before the change minus the first after it
   (NS-Gym's drop at the change; ``NaN`` on the first visit);
-* ``regret``: Σ over the visit's trials of (GT − return), NS-Gym's regret against GT.
+* ``regret``: Σ over the visit's trials of (GT − return), NS-Gym's regret against GT;
+* ``gt``: GT MPC's median return over the visit's trials (its level in that world).
 
 ``summary.csv`` holds their medians over seeds (and, per revisit, the fraction of seeds whose
 first trial is ≥ 0.7 × GT); ``trials.csv`` every trial; one figure per environment
@@ -55,8 +61,10 @@ LEARNED = {
     "recursive": "mppi-recursive",
     "forgetting": "mppi-forgetting",
 }
-#: Every method: the learned ones and GT MPC.
+#: Every method: the learned ones and GT MPC (the reference, label ``"gt"``).
 METHODS = {**LEARNED, "gt": "mppi-gt"}
+#: The reference method's label.
+REFERENCE = "gt"
 #: Labels (the cart-pole's naming table, plus exponential forgetting).
 LABELS = {
     **{key: naming.label("cartpole", key) for key in METHODS},
@@ -87,6 +95,12 @@ WITHIN = 0.9
 #: ``--quick``: two classic-control environments, one trial per world of 30 steps, a short
 #: planner.
 QUICK_ENVS = ("Pendulum", "CartPole")
+#: The default reproduction's trials per world (the registered ids keep the suite's own, 3-5):
+#: two, so that 5 seeds of all seven environments, every method and GT MPC on every trial in
+#: both settings fit an hour on 2 cores (docs/recurring.md has the measured costs).
+TRIALS_PER_WORLD = 2
+#: The default reproduction's seeds (the issue's acceptance is on 5).
+SEEDS = 5
 QUICK = {"trials_per_world": 1, "max_episode_steps": 30}
 QUICK_PLANNER = {"horizon": 10, "n_samples": 8}
 
@@ -115,9 +129,9 @@ def grid(
     settings: Any = SETTINGS,
     methods: Any = None,
 ) -> list[Any]:
-    """The runs: every learned method × environment × setting × seed over the whole schedule,
-    and GT MPC on one trial per world visit (per environment and seed, in its own config
-    ``<Name>-gt``)."""
+    """The runs: every method (GT MPC too) × environment × setting × seed over the whole
+    schedule, each (environment, setting) one config ``<Name>-<setting>``, so trial *t* of
+    seed *s* starts from the same state for every method (see the module)."""
     from bam_rl.harness import make_grid
     from bam_rl.wrappers.recurring import recurring_id
 
@@ -127,45 +141,35 @@ def grid(
     for name in envs:
         spec = SUITE[name]
         planner = {**PLANNER[name], **(QUICK_PLANNER if quick else {})}
-        env_kwargs: dict[str, Any] = dict(QUICK) if quick else {}
+        env_kwargs: dict[str, Any] = (
+            dict(QUICK) if quick else {"trials_per_world": TRIALS_PER_WORLD}
+        )
         n = env_kwargs.get("trials_per_world", spec.trials_per_world)
         for setting in settings:
-            learned = {
-                label: (
-                    LEARNED[label],
-                    {
-                        "reward": spec.reward,
-                        "announced": setting == "episodic",
-                        **LEARNED_OPTIONS,
-                        **planner,
-                    },
-                )
-                for label in methods
-                if label in LEARNED
-            }
-            if learned:
+            chosen: dict[str, tuple[str, dict[str, Any]]] = {}
+            for label in methods:
+                options = {"reward": spec.reward, **planner}
+                if label in LEARNED:
+                    chosen[label] = (
+                        LEARNED[label],
+                        {"announced": setting == "episodic", **LEARNED_OPTIONS, **options},
+                    )
+                elif label == REFERENCE:
+                    chosen[label] = (METHODS[label], options)
+            if chosen:
                 env = (recurring_id(name, setting == "continual"), env_kwargs)
                 runs += make_grid(
-                    learned,
+                    chosen,
                     {config_label(name, setting): env},
                     seeds=seeds,
                     n_episodes=n * len(ORDER),
                 )
-        if "gt" in methods:
-            env = (recurring_id(name), {**env_kwargs, "trials_per_world": 1})
-            runs += make_grid(
-                {"gt": ("mppi-gt", {"reward": spec.reward, **planner})},
-                {config_label(name, "gt"): env},
-                seeds=seeds,
-                n_episodes=len(ORDER),
-            )
     return runs
 
 
 def per_trial(steps: pd.DataFrame) -> pd.DataFrame:
     """One row per (env, setting, method, seed, trial): the return, the steps, the world's
-    value and visit (0-4 along :data:`~bam_rl.wrappers.recurring.ORDER`). GT MPC's five trials
-    are its visits."""
+    value and visit (0-4 along :data:`~bam_rl.wrappers.recurring.ORDER`)."""
     frame = steps.copy()
     parts = frame["config"].str.rsplit("-", n=1, expand=True)
     frame["env"], frame["setting"] = parts[0], parts[1]
@@ -185,28 +189,28 @@ def per_trial(steps: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
         .rename(columns={"episode": "trial"})
     )
-    visits = []
-    for env, trial, setting in zip(rows["env"], rows["trial"], rows["setting"], strict=True):
-        n = 1 if setting == "gt" else _trials_per_world(steps, env)
-        visits.append(min(int(trial) // n, len(ORDER) - 1))
-    rows["visit"] = visits
+    per_world = (rows.groupby("env")["trial"].transform("max") + 1) // len(ORDER)
+    rows["visit"] = np.minimum(rows["trial"] // per_world.clip(lower=1), len(ORDER) - 1)
     rows["world"] = [ORDER[v] for v in rows["visit"]]
     return rows
 
 
-def _trials_per_world(steps: pd.DataFrame, env: str) -> int:
-    """Trials per world of ``env``'s learned runs (their trial count / 5)."""
-    learned = steps[(steps["config"].str.startswith(env + "-")) & (steps["method"] != "gt")]
-    if learned.empty:
-        return SUITE[env].trials_per_world
-    return max(1, int(learned["episode"].max() + 1) // len(ORDER))
+def with_reference(trials: pd.DataFrame) -> pd.DataFrame:
+    """``trials`` with ``gt`` (GT MPC's return on the same env, setting, seed and trial: the
+    same start state) and ``relative`` (:func:`relative` of the two) for every method."""
+    keys = ["env", "setting", "seed_index", "trial"]
+    reference = trials[trials["method"] == REFERENCE][[*keys, "score"]]
+    frame = trials.merge(reference.rename(columns={"score": "gt"}), on=keys, how="left")
+    frame["relative"] = relative(frame["score"].to_numpy(), frame["gt"].to_numpy())
+    return frame
 
 
 def visit_table(trials: pd.DataFrame) -> pd.DataFrame:
-    """Per (env, setting, method, seed, visit): ``first`` (the first trial relative to GT),
-    ``to_90``, ``drop``, ``regret`` (see the module) and ``revisit``."""
-    gt = trials[trials["setting"] == "gt"].set_index(["env", "seed_index", "visit"])["score"]
-    learned = trials[trials["setting"] != "gt"].copy()
+    """Per (env, setting, method, seed, visit) of the learned methods: ``first`` (the first
+    trial relative to GT MPC's same trial), ``to_90``, ``drop``, ``regret``, ``gt`` (see the
+    module) and ``revisit``."""
+    scored = with_reference(trials)
+    learned = scored[scored["method"] != REFERENCE]
     rows = []
     for (env, setting, method, seed), run in learned.groupby(
         ["env", "setting", "method", "seed_index"], sort=True
@@ -214,8 +218,8 @@ def visit_table(trials: pd.DataFrame) -> pd.DataFrame:
         run = run.sort_values("trial")
         previous_last = np.nan
         for visit, block in run.groupby("visit", sort=True):
-            reference = gt.get((env, seed, visit), np.nan)
-            ratios = relative(block["score"].to_numpy(), reference)
+            ratios = block["relative"].to_numpy()
+            reference = block["gt"].to_numpy()
             hits = np.flatnonzero(ratios >= WITHIN)
             rows.append(
                 {
@@ -227,7 +231,7 @@ def visit_table(trials: pd.DataFrame) -> pd.DataFrame:
                     "world": ORDER[visit],
                     "world_value": float(block["world_value"].iloc[0]),
                     "revisit": ORDER[visit] in ORDER[:visit],
-                    "gt": reference,
+                    "gt": float(np.median(reference)),
                     "first": float(ratios[0]),
                     "to_90": int(hits[0]) + 1 if hits.size else len(ratios) + 1,
                     "drop": previous_last - float(ratios[0]),
@@ -270,16 +274,12 @@ def plot_environment(trials: pd.DataFrame, name: str, path: str | Path | None = 
         sharex=True,
         gridspec_kw={"height_ratios": [3, 1]},
     )
-    gt = mine[mine["setting"] == "gt"].set_index(["seed_index", "visit"])["score"]
-    keys = [k for k in METHODS if k in set(mine["method"]) and k != "gt"]
+    scored = with_reference(mine)
+    keys = [k for k in METHODS if k in set(mine["method"]) and k != REFERENCE]
     styles = highlight_styles(keys, [k for k in HIGHLIGHTED if k in keys])
     for column, setting in enumerate(settings):
         top, bottom = axes[0][column], axes[1][column]
-        rows = mine[mine["setting"] == setting].copy()
-        reference = [
-            gt.get((s, v), np.nan) for s, v in zip(rows["seed_index"], rows["visit"], strict=True)
-        ]
-        rows["relative"] = relative(rows["score"].to_numpy(), np.asarray(reference))
+        rows = scored[scored["setting"] == setting]
         curves = {}
         for key in keys:
             by_trial = rows[rows["method"] == key].groupby("trial")["relative"]
@@ -309,7 +309,7 @@ def plot_environment(trials: pd.DataFrame, name: str, path: str | Path | None = 
     add_caption(
         figure,
         f"Median over {count_text(seeds, 'seed')} of each trial's return relative to GT MPC's "
-        "trial of that world visit and seed (return / GT; GT / return for costs), 25–75 % "
+        "trial from the same start state (return / GT; GT / return for costs), 25–75 % "
         "bands for the highlighted methods; dotted: GT MPC; dashed: 0.7 × GT.",
         width=140,
         below=below,
@@ -363,12 +363,14 @@ def reproduce(
     backend: str | None = None,
     envs: Any = None,
 ) -> pd.DataFrame:
-    """``bam-rl reproduce recurring-worlds``: every environment of the suite (``quick``: two
-    classic-control ones, one 30-step trial per world, a short planner, one seed).
+    """``bam-rl reproduce recurring-worlds``: every environment of the suite,
+    :data:`TRIALS_PER_WORLD` trials per world (``quick``: two classic-control ones, one
+    30-step trial per world, a short planner, one seed).
 
     Args:
         out: Output directory (runs resume from ``out/runs``).
-        seeds: Seeds per (environment, setting, method) (default 3; ``quick``: 1).
+        seeds: Seeds per (environment, setting, method) (default :data:`SEEDS`; ``quick``:
+            1).
         quick: The smoke-test size.
         n_jobs: Parallel workers.
         progress: Show a progress bar over runs.
@@ -377,7 +379,7 @@ def reproduce(
     """
     from bam_rl.harness import run_many
 
-    seeds = seeds if seeds is not None else (1 if quick else 3)
+    seeds = seeds if seeds is not None else (1 if quick else SEEDS)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     runs = grid(seeds, quick, envs)
@@ -437,6 +439,6 @@ def scale(folder: str | Path) -> str:
     return (
         f"This run: {count_text(visits['seed_index'].nunique(), 'seed')} × "
         f"{count_text(visits['env'].nunique(), 'environment')} × "
-        f"{count_text(visits['method'].nunique(), 'learned method')} (GT MPC: one trial per "
-        "world visit)."
+        f"{count_text(visits['method'].nunique(), 'learned method')} (GT MPC: every trial, "
+        "from the same start states)."
     )
