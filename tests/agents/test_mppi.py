@@ -553,7 +553,7 @@ def test_ground_truth_reads_gravity_and_saves(tmp_path):
 @pytest.mark.parametrize(
     ("kwargs", "name"),
     [
-        ({"memory": "forgetting"}, "memory"),
+        ({"memory": "forgotten"}, "memory"),
         ({"temperature": 0.0}, "temperature"),
         ({"sampling_var": -1.0}, "sampling_var"),
         ({"horizon": 0}, "horizon"),
