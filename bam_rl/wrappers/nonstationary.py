@@ -329,8 +329,8 @@ def schedule_from_spec(name: str, spec: Any) -> Any:
 
 
 def make_nonstationary(
-    env: str,
-    changes: Mapping[str, Any],
+    env: str | None = None,
+    changes: Mapping[str, Any] | None = None,
     notify: str = "value",
     observe_context: bool = False,
     **env_kwargs: Any,
@@ -340,9 +340,25 @@ def make_nonstationary(
     may be JSON specs (:func:`schedule_from_spec`).
 
     Raises:
-        ValueError: As :class:`NonStationary`, or on a bad spec.
+        ValueError: As :class:`NonStationary`, on a bad spec, or when ``env`` or ``changes``
+            is missing, or ``env`` is not a registered Gymnasium id.
     """
+    if env is None or changes is None:
+        missing = " and ".join(
+            name for name, value in (("env", env), ("changes", changes)) if value is None
+        )
+        raise ValueError(
+            f"bam_rl/NonStationary-v0 needs {missing}: give env (a Gymnasium id) and changes "
+            '(a dict {parameter: schedule}), e.g. {"env": "Pendulum-v1", "changes": '
+            '{"g": {"cycle": {"values": [9.81, 3.72]}}}}'
+        )
     if not isinstance(changes, Mapping):
         raise ValueError(f"changes must be a dict {{parameter: schedule}}, got {changes!r}")
     built = {name: schedule_from_spec(name, spec) for name, spec in changes.items()}
-    return NonStationary(gymnasium.make(env, **env_kwargs), built, notify, observe_context)
+    try:
+        base = gymnasium.make(env, **env_kwargs)
+    except gymnasium.error.UnregisteredEnv as error:
+        raise ValueError(
+            f"env={env!r} is not a registered Gymnasium environment: {error}"
+        ) from None
+    return NonStationary(base, built, notify, observe_context)

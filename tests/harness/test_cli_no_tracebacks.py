@@ -3,6 +3,8 @@ traceback (issue 26). Each case runs in-process; an uncaught exception fails the
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import time
 
 import pytest
@@ -10,6 +12,9 @@ import pytest
 from bam_rl.harness.cli import main
 
 RUN = ["run", "--env", "bam_rl/SwitchingBandit-v0", "--agent", "ucb", "--steps", "5"]
+#: ``bam-rl run`` on ``bam_rl/NonStationary-v0`` with these ``--env-kwargs``.
+NS = ["run", "--env", "bam_rl/NonStationary-v0", "--agent", "random", "--steps", "5"]
+NS_CYCLE = {"g": {"cycle": {"values": [9.81, 3.72]}}}
 
 
 def _cases(tmp):
@@ -64,7 +69,25 @@ def _cases(tmp):
         "bench json is a folder": ["bench", "--quick", "--json", str(empty)],
         "bench json empty": ["bench", "--quick", "--json", ""],
         "bench markdown is a folder": ["bench", "--quick", "--markdown", str(empty)],
-    }
+        # NonStationary-v0's kwargs: Gymnasium's own errors, a missing env or changes
+        "nonstationary unknown env": [
+            *NS, "--env-kwargs", json.dumps({"env": "Nope-v1", "changes": {}}),
+        ],
+        "nonstationary no box2d": [
+            *NS, "--env-kwargs", json.dumps({"env": "CarRacing-v3", "changes": {}}),
+        ],
+        "nonstationary render human": [
+            *NS, "--env-kwargs",
+            json.dumps({"env": "Pendulum-v1", "changes": NS_CYCLE, "render_mode": "human"}),
+        ],
+        "nonstationary no kwargs": NS,
+        "nonstationary no changes": [*NS, "--env-kwargs", json.dumps({"env": "Pendulum-v1"})],
+        "drill name": ["drill", "--quick", "nosuch"],
+        "recurring kwarg": [
+            "run", "--env", "bam_rl/RecurringPendulum-v0", "--agent", "random", "--steps", "5",
+            "--env-kwargs", json.dumps({"nope": 1}),
+        ],
+    }  # fmt: skip
 
 
 NAMES = [
@@ -78,7 +101,17 @@ NAMES = [
     "run out empty", "demo out empty", "reproduce out empty", "run claims is a file",
     "record out is a folder", "record out empty", "record out under a file",
     "bench json is a folder", "bench json empty", "bench markdown is a folder",
+    "nonstationary unknown env", "nonstationary no box2d", "nonstationary render human",
+    "nonstationary no kwargs", "nonstationary no changes", "drill name", "recurring kwarg",
 ]  # fmt: skip
+#: Exit codes checked exactly: 2 for a usage error, 1 for a missing optional dependency.
+EXIT_CODES = {
+    "nonstationary unknown env": 2, "nonstationary no box2d": 1,
+    "nonstationary render human": 1, "nonstationary no kwargs": 2,
+    "nonstationary no changes": 2, "drill name": 2, "recurring kwarg": 2,
+}  # fmt: skip
+#: Cases that only fail while this package is not installed.
+NEEDS_ABSENT = {"nonstationary no box2d": "Box2D", "nonstationary render human": "pygame"}
 #: Checked before any work: each case ends within this many seconds (record and bench took
 #: 9-19 s before failing on their output path).
 UP_FRONT_SECONDS = 5.0
@@ -87,15 +120,25 @@ UP_FRONT_SECONDS = 5.0
 @pytest.mark.parametrize("name", NAMES)
 def test_a_bad_argument_or_file_is_one_usage_line(name, tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("BAM_RL_MNIST", raising=False)
+    if name in NEEDS_ABSENT and importlib.util.find_spec(NEEDS_ABSENT[name]) is not None:
+        pytest.skip(f"{NEEDS_ABSENT[name]} is installed")
     argv = _cases(tmp_path)[name]
     start = time.monotonic()
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert time.monotonic() - start < UP_FRONT_SECONDS
     assert exit_info.value.code not in (0, None)
+    assert exit_info.value.code == EXIT_CODES.get(name, exit_info.value.code)
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("bam-rl")  # one closing error line
+    last = err.strip().splitlines()[-1]
+    if name == "nonstationary no kwargs":
+        assert "needs env and changes" in last
+    if name == "nonstationary no changes":
+        assert "needs changes" in last
+    if name == "nonstationary unknown env":
+        assert "env='Nope-v1'" in last
 
 
 def test_a_corrupt_experiment_is_one_line_and_the_command_succeeds(tmp_path, capsys):

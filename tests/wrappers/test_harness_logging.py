@@ -47,6 +47,12 @@ def test_the_registered_form_builds_from_json_specs():
     assert built.changes["mass_scale"] == markov([1.0, 2.0], 0.5)
     with pytest.raises(ValueError, match=r"changes\['gravity'\] must name one of"):
         make_nonstationary("InvertedPendulum-v5", {"gravity": {"wobble": {}}})
+    with pytest.raises(ValueError, match="needs env and changes"):
+        gym.make("bam_rl/NonStationary-v0")
+    with pytest.raises(ValueError, match="needs changes"):
+        make_nonstationary("InvertedPendulum-v5")
+    with pytest.raises(ValueError, match="env='Nope-v1' is not a registered Gymnasium"):
+        make_nonstationary("Nope-v1", SPEC)
 
 
 def _run(tmp_path, name, notify, jobs):

@@ -133,7 +133,9 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             progress=not args.no_progress,
             fmt=args.format,
         )
-    except (ValueError, TypeError, OverflowError) as error:
+    except gym.error.DependencyNotInstalled as error:  # e.g. Box2D, or pygame for "human"
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
+    except (ValueError, TypeError, OverflowError, gym.error.Error) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     except OSError as error:  # a full disk, a lost mount, a folder where a claim belongs
         parser.exit(1, f"{parser.prog}: error: {error}\n")
