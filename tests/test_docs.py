@@ -80,6 +80,23 @@ def test_the_info_table_names_every_info_key_an_agent_reads():
     assert listed == reads
 
 
+def test_the_reward_table_lists_every_registered_reward():
+    """``docs/any_env.md``'s registry table has one row per key of ``REWARDS`` (read in a fresh
+    process: the page's own example registers a reward in this one)."""
+    registered = subprocess.run(
+        [sys.executable, "-c", "from bam_rl.agents.rewards import REWARDS; print(*REWARDS)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout.split()
+    page = (DOCS / "any_env.md").read_text()
+    table = page[page.index("## The registry") :].split("\n## ")[0]
+    listed = re.findall(r"^\| `([a-z0-9-]+)` \|", table, re.M)
+    assert len(registered) >= 10
+    assert sorted(listed) == sorted(registered)
+
+
 FIXTURE_PAGE = """<html><body>
 <div class="doc doc-object doc-module">
 <h2 id="pkg.a" class="doc doc-heading"><code>pkg.a</code></h2>
