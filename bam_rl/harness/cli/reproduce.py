@@ -169,7 +169,9 @@ def add(commands: Any) -> None:
 
     reproduce = command(commands, "reproduce", handle, HELP, DESCRIPTION)
     reproduce.add_argument(
-        "experiment", choices=(*REPRODUCTIONS, "all"), help="which experiment ('all': every one)"
+        "experiment",
+        choices=(*REPRODUCTIONS, "all"),
+        help="which experiment ('all': every one not run by name only)",
     )
     reproduce.add_argument("--quick", action="store_true", help="short smoke-test runs")
     reproduce.add_argument(
