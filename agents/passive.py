@@ -277,12 +277,18 @@ class Exp3S(BernoulliBanditAgent):
     each step (the update is scale-free, so the probabilities are the same; it only keeps
     ``exp`` from overflowing on long runs).
 
+    State files written before ``horizon`` and ``n_breakpoints`` were kept (up to commit
+    034ed49) hold only ``gamma`` and ``alpha``: such an agent loads with both rates as stored
+    (each checked to lie in (0, 1]) and ``horizon = n_breakpoints = None``.
+
     Raises:
         ValueError: If ``horizon`` or ``n_breakpoints`` is missing or out of range.
     """
 
     gamma: float
     alpha: float
+    horizon: int | None
+    n_breakpoints: int | None
 
     _ARM_ARRAYS = ("weights",)
 
@@ -299,6 +305,13 @@ class Exp3S(BernoulliBanditAgent):
         self.weights = np.full(self.n_arms, 1.0 / self.n_arms)
 
     def _check_settings(self) -> dict[str, Any]:
+        if self._rates_only():
+            derived = super()._check_settings()
+            for name in ("gamma", "alpha"):  # as the formulas give them: in (0, 1]
+                derived[name] = check_real(
+                    name, getattr(self, name), lower=0.0, upper=1.0, open_lower=True
+                )
+            return derived
         self.horizon, self.n_breakpoints = tuning("exp3s", self.horizon, self.n_breakpoints)
         derived = super()._check_settings()
         k, e, horizon, upsilon = self.n_arms, math.e, self.horizon, self.n_breakpoints
@@ -308,7 +321,22 @@ class Exp3S(BernoulliBanditAgent):
         derived["alpha"] = 1.0 / horizon
         return derived
 
+    def _rates_only(self) -> bool:
+        """Whether this is a restored agent from a file that holds the rates ``gamma`` and
+        ``alpha`` but not the ``horizon`` and ``n_breakpoints`` they came from (written up to
+        commit 034ed49, or re-saved from such an agent). The constructor sets neither rate
+        before its settings are checked, so it never takes this path."""
+        state = vars(self)
+        return (
+            state.get("horizon") is None
+            and state.get("n_breakpoints") is None
+            and "gamma" in state
+            and "alpha" in state
+        )
+
     def _check_restored(self) -> None:
+        vars(self).setdefault("horizon", None)  # files written up to 034ed49 hold neither
+        vars(self).setdefault("n_breakpoints", None)
         super()._check_restored()
         if not (self.weights > 0).all():
             raise ValueError("weights must be > 0 (Exp3.S mixes a share of the total back in)")
