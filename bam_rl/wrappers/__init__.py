@@ -7,7 +7,7 @@ This layer imports gymnasium, mujoco, numpy and, of ours, only :mod:`bam_rl.sche
 from __future__ import annotations
 
 from .nonstationary import NOTIFY, NonStationary, make_nonstationary, schedule_from_spec
-from .parameters import CLASSIC_CONTROL, world_of
+from .physics import CLASSIC_CONTROL, world_of
 
 __all__ = [
     "CLASSIC_CONTROL",

@@ -14,7 +14,7 @@ from gymnasium import spaces
 from bam_rl import schedules as _schedules
 from bam_rl.schedules import UNITS
 
-from .parameters import World, world_of
+from .physics import World, world_of
 
 __all__ = ["NOTIFY", "NonStationary", "make_nonstationary", "schedule_from_spec"]
 
@@ -35,8 +35,8 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
     env = NonStationary(gym.make("InvertedPendulum-v5"), {"gravity": cycle([9.81, 3.72])})
     ```
 
-    ``changes`` maps a parameter of the environment (``bam_rl.wrappers.parameters``: MuJoCo's
-    ``gravity``, ``mass:<body>``, ``friction:<geom>``, ``damping:<joint>`` and the
+    ``changes`` maps a parameter of the environment (:func:`bam_rl.wrappers.parameters`:
+    MuJoCo's ``gravity``, ``mass:<body>``, ``friction:<geom>``, ``damping:<joint>`` and the
     ``*_scale`` factors; classic control's own attributes) to a schedule
     (:mod:`bam_rl.schedules`). An episode-level schedule takes its value ``t`` at the ``t``-th
     ``reset``; a step-level one takes value ``t`` just before the ``t``-th step (value 0 at
