@@ -165,7 +165,8 @@ def _default_reward(reward: Any, state_dim: int) -> Any:
         f"reward must be given for a {state_dim}-D observation (the default, "
         f"'cartpole-swingup', reads the cart-pole's 5-D one): a name of "
         f"bam_rl.agents.rewards.REWARDS or a callable reward(states (K, H, dx), "
-        f"actions (K, H, du)) -> (K, H)"
+        f"actions (K, H, du)) -> (K, H); on the command line, --agent-kwargs "
+        f"'{{\"reward\": ...}}'"
     )
 
 

@@ -94,9 +94,10 @@ NONSTATIONARY_ID = "bam_rl/NonStationary-v0"
 
 
 #: The recurring-worlds suite (issue 42): ``bam_rl/Recurring<Name>-v0`` (changes announced) and
-#: ``bam_rl/Recurring<Name>Continual-v0`` (not announced), made by
-#: ``bam_rl.wrappers.recurring.make_recurring`` (string entry points: no wrapper, no MuJoCo is
-#: imported here). Not in :data:`ENV_IDS`; the names must match ``recurring.SUITE`` (a test).
+#: ``bam_rl/Recurring<Name>Continual-v0`` (not announced), made by one entry point per id,
+#: ``bam_rl.wrappers.recurring.make_<Name>[Continual]`` (string entry points: no wrapper, no
+#: MuJoCo is imported here). Not in :data:`ENV_IDS`; the names must match
+#: ``recurring.SUITE`` (a test).
 RECURRING_NAMES: tuple[str, ...] = (
     "CartPoleSwingUp",
     "Pendulum",
@@ -129,13 +130,13 @@ def register_envs() -> None:
             id=NONSTATIONARY_ID, entry_point="bam_rl.wrappers.nonstationary:make_nonstationary"
         )
     for name in RECURRING_NAMES:
-        for continual in (False, True):
-            env_id = f"bam_rl/Recurring{name}{'Continual' if continual else ''}-v0"
+        for suffix in ("", "Continual"):
+            env_id = f"bam_rl/Recurring{name}{suffix}-v0"
             if env_id not in gymnasium.registry:
+                # one entry point per id (no kwargs a caller could override to switch the
+                # environment or the variant): recurring.entry_point_name(name, continual)
                 gymnasium.register(
-                    id=env_id,
-                    entry_point="bam_rl.wrappers.recurring:make_recurring",
-                    kwargs={"name": name, "continual": continual},
+                    id=env_id, entry_point=f"bam_rl.wrappers.recurring:make_{name}{suffix}"
                 )
 
 

@@ -200,12 +200,35 @@ def announces_changes(env: gym.Env) -> bool:
     return False
 
 
+def env_planning_defaults(env: gym.Env, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with the environment's planning reward and planner options where not given
+    (an explicit one wins): the ``planning_reward`` and ``planner_options`` attributes a
+    recurring world's id carries (:func:`bam_rl.wrappers.recurring.make_recurring`), found
+    by ``env.get_wrapper_attr``; an environment without them leaves ``kwargs`` as is."""
+    getter = getattr(env, "get_wrapper_attr", None)
+    for attribute in ("planning_reward", "planner_options") if callable(getter) else ():
+        try:
+            value = getter(attribute)  # type: ignore[misc]
+        except AttributeError:
+            continue
+        if attribute == "planning_reward":
+            if kwargs.get("reward") is None and value is not None:
+                kwargs["reward"] = value
+        else:
+            for option, setting in dict(value or {}).items():
+                kwargs.setdefault(option, setting)
+    return kwargs
+
+
 def _mppi(memory: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
-    """``MPPIAgent`` (the cart-pole's planning reward unless ``reward=`` names another or is
-    a callable, see :mod:`bam_rl.agents.rewards`); ``announced`` unless given: whether the
-    environment flags its changes (:func:`announces_changes`)."""
+    """``MPPIAgent`` (the environment's planning reward and planner options where it carries
+    them, :func:`env_planning_defaults`, else the cart-pole's planning reward, unless
+    ``reward=`` names another or is a callable, see :mod:`bam_rl.agents.rewards`);
+    ``announced`` unless given: whether the environment flags its changes
+    (:func:`announces_changes`)."""
     from bam_rl.agents.mppi import MPPIAgent
 
+    kwargs = env_planning_defaults(env, kwargs)
     announced = kwargs.pop("announced", announces_changes(env))
     return MPPIAgent(
         env.observation_space,
@@ -263,7 +286,7 @@ def build_mppi_gt(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
     """Ground-truth MPPI: plans with the simulator at the current gravity (GT MPC)."""
     from bam_rl.agents.mppi import GroundTruthMPPI
 
-    return GroundTruthMPPI(env, seed=seed, **kwargs)
+    return GroundTruthMPPI(env, seed=seed, **env_planning_defaults(env, dict(kwargs)))
 
 
 #: piecewise-bandit agents (issue 24, beyond the paper): registry name -> (module, class)

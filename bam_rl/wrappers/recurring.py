@@ -14,9 +14,16 @@ world holds for ``trials_per_world`` trials, then moves on along :data:`ORDER`::
     env.get_wrapper_attr("context")                     # {'g': 10.0}
 
 ``gym.make(id, trials_per_world=k)`` shortens or lengthens every world (tests use 1–2),
-``max_episode_steps=n`` the trials. The registry's planning reward of each environment is
-:attr:`Recurring.reward` (a name of :data:`bam_rl.agents.rewards.REWARDS`; this layer imports
-no agent).
+``trial_steps=n`` every trial (it sets the inner limit; Gymnasium's own ``max_episode_steps=n``
+only adds an outer ``TimeLimit``, which can shorten a trial but never lengthen it). Each id has
+its own entry point (:func:`make_recurring` with the id's name and variant fixed), so keyword
+arguments cannot switch the environment or the variant: ``name`` and ``continual`` are refused.
+
+The registry's planning reward of each environment is :attr:`Recurring.reward` (a name of
+:data:`bam_rl.agents.rewards.REWARDS`; this layer imports no agent) and its planner options
+:attr:`Recurring.planner`; a made environment carries both as ``planning_reward`` and
+``planner_options`` (``env.get_wrapper_attr("planning_reward")``), which the harness's MPPI
+agents use unless given others.
 
 This module imports gymnasium and, of ours, the wrapper and :mod:`bam_rl.schedules` only; the
 environment (and MuJoCo) loads when an id is made.
@@ -38,6 +45,7 @@ __all__ = [
     "ORDER",
     "SUITE",
     "Recurring",
+    "entry_point_name",
     "make_recurring",
     "recurring_id",
     "world_schedule",
@@ -61,6 +69,8 @@ class Recurring:
         reward: The registry's planning reward for the environment.
         description: One line for the docs' table.
         env_kwargs: Keyword arguments of ``gymnasium.make(env_id, ...)``.
+        planner: The MPPI planner options for the environment (every method, GT MPC too),
+            chosen before the benchmark (docs/any_env.md) and not tuned on it.
     """
 
     name: str
@@ -72,6 +82,7 @@ class Recurring:
     reward: str
     description: str
     env_kwargs: dict[str, Any] = field(default_factory=dict)
+    planner: dict[str, Any] = field(default_factory=dict)
 
     def values(self, trials_per_world: int | None = None) -> tuple[float, ...]:
         """The parameter's value in every trial of the schedule, in order."""
@@ -113,6 +124,9 @@ SUITE: dict[str, Recurring] = {
             300,
             "inverted-pendulum",
             "InvertedPendulum-v5 balance (300-step trials), gravity",
+            # docs/any_env.md's measured setting: H = 25 loses the pole with a learned model,
+            # H = 15 with K = 128 holds it (planning_models="mean" is the learners' option)
+            planner={"horizon": 15, "temperature": 0.01, "n_samples": 128},
         ),
         Recurring(
             "InvertedDoublePendulum",
@@ -123,6 +137,7 @@ SUITE: dict[str, Recurring] = {
             300,
             "inverted-double-pendulum",
             "InvertedDoublePendulum-v5 balance (300-step trials), mass of the upper pole (kg)",
+            planner={"horizon": 10, "n_samples": 128, "sampling_var": 0.2},
         ),
         Recurring(
             "Reacher",
@@ -133,6 +148,7 @@ SUITE: dict[str, Recurring] = {
             None,  # 50 steps
             "reacher",
             "Reacher-v5, mass of the second link (kg)",
+            planner={"horizon": 15},
         ),
         Recurring(
             "MountainCar",
@@ -175,17 +191,23 @@ def make_recurring(
     name: str,
     continual: bool = False,
     trials_per_world: int | None = None,
-    max_episode_steps: int | None = None,
+    trial_steps: int | None = None,
     **env_kwargs: Any,
 ) -> NonStationary:
-    """The registered form: ``gym.make("bam_rl/Recurring<Name>-v0")`` (see the module).
+    """Suite environment ``name`` (what ``gym.make("bam_rl/Recurring<Name>-v0")`` returns).
 
     Args:
         name: A key of :data:`SUITE`.
         continual: Announce nothing (``notify="none"``) instead of every change (``"value"``).
         trials_per_world: Trials per world (default: the suite's).
-        max_episode_steps: Steps per trial (default: the suite's, else the environment's).
+        trial_steps: Steps per trial, the wrapped environment's own limit (default: the
+            suite's, else the environment's); it lengthens or shortens a trial.
         **env_kwargs: Passed to ``gymnasium.make`` of the wrapped environment.
+
+    Returns:
+        The :class:`~bam_rl.wrappers.NonStationary` environment, with ``planning_reward``
+        (:attr:`Recurring.reward`) and ``planner_options`` (a copy of :attr:`Recurring.planner`)
+        as attributes.
 
     Raises:
         ValueError: On an unknown name or a bad count.
@@ -195,17 +217,56 @@ def make_recurring(
     spec = SUITE[name]
     if trials_per_world is not None:
         trials_per_world = check_int("trials_per_world", trials_per_world, minimum=1)
-    steps = spec.max_episode_steps if max_episode_steps is None else max_episode_steps
+    steps = spec.max_episode_steps if trial_steps is None else trial_steps
     kwargs = {**spec.env_kwargs, **env_kwargs}
     if steps is not None:
-        steps = check_int("max_episode_steps", steps, minimum=1)
+        steps = check_int("trial_steps", steps, minimum=1)
         if spec.env_id.startswith("bam_rl/"):
             kwargs["max_steps"] = steps
         else:
             kwargs["max_episode_steps"] = steps
     env = gymnasium.make(spec.env_id, **kwargs)
-    return NonStationary(
+    wrapped = NonStationary(
         env,
         {spec.parameter: world_schedule(spec, trials_per_world)},
         notify="none" if continual else "value",
     )
+    wrapped.planning_reward = spec.reward  # type: ignore[attr-defined]
+    wrapped.planner_options = dict(spec.planner)  # type: ignore[attr-defined]
+    return wrapped
+
+
+#: Keyword arguments a registered id fixes (its entry point refuses them).
+FIXED = ("name", "continual")
+
+
+def _entry_point(name: str, continual: bool) -> Any:
+    """The entry point of one registered id: :func:`make_recurring` with ``name`` and
+    ``continual`` fixed; passing either is a ``ValueError`` naming it."""
+    env_id = recurring_id(name, continual)
+
+    def make(**kwargs: Any) -> NonStationary:
+        fixed = [key for key in FIXED if key in kwargs]
+        if fixed:
+            raise ValueError(
+                f"{env_id} fixes {' and '.join(fixed)}; make another id instead "
+                f"(bam_rl/Recurring<Name>[Continual]-v0), got {fixed[0]}={kwargs[fixed[0]]!r}"
+            )
+        return make_recurring(name, continual, **kwargs)
+
+    make.__name__ = make.__qualname__ = entry_point_name(name, continual)
+    make.__doc__ = f"``gym.make({env_id!r}, **kwargs)``: :func:`make_recurring` of {name!r}."
+    return make
+
+
+def entry_point_name(name: str, continual: bool = False) -> str:
+    """The attribute of this module that ``envs`` registers as the id's entry point."""
+    return f"make_{name}{'Continual' if continual else ''}"
+
+
+# one entry point per registered id (``envs`` registers them by string: nothing heavy is
+# imported at ``import bam_rl``)
+for _name in SUITE:
+    for _continual in (False, True):
+        globals()[entry_point_name(_name, _continual)] = _entry_point(_name, _continual)
+del _name, _continual

@@ -10,7 +10,13 @@ from gymnasium.utils.env_checker import check_env
 
 import bam_rl  # noqa: F401  (registers the ids)
 from bam_rl import envs
-from bam_rl.wrappers.recurring import ORDER, SUITE, make_recurring, recurring_id
+from bam_rl.wrappers.recurring import (
+    ORDER,
+    SUITE,
+    entry_point_name,
+    make_recurring,
+    recurring_id,
+)
 
 
 def test_registered_names_match_the_suite():
@@ -25,7 +31,7 @@ def test_registered_names_match_the_suite():
 @pytest.mark.parametrize("continual", [False, True])
 def test_each_id_makes_steps_and_changes_world_on_schedule(name, continual):
     spec = SUITE[name]
-    env = gym.make(recurring_id(name, continual), trials_per_world=1, max_episode_steps=3)
+    env = gym.make(recurring_id(name, continual), trials_per_world=1, trial_steps=3)
     seen = []
     for trial in range(len(ORDER) + 1):
         _, info = env.reset(seed=0 if trial == 0 else None)
@@ -56,8 +62,71 @@ def test_worlds_last_trials_per_world_and_differ():
 
 @pytest.mark.parametrize("name", ["Pendulum", "CartPole", "InvertedPendulum"])
 def test_check_env_passes(name):
-    env = gym.make(recurring_id(name), trials_per_world=1, max_episode_steps=5)
+    env = gym.make(recurring_id(name), trials_per_world=1, trial_steps=5)
     check_env(env, skip_render_check=True)
+
+
+@pytest.mark.parametrize("fixed", [{"name": "CartPole"}, {"continual": True}])
+def test_an_id_refuses_the_keywords_it_fixes(fixed):
+    """Each id has its own entry point: a caller cannot turn the Pendulum id into CartPole-v1
+    or the episodic variant into the continual one."""
+    (key,) = fixed
+    with pytest.raises(ValueError, match=f"fixes {key}"):
+        gym.make(recurring_id("Pendulum"), **fixed)
+    for name in SUITE:
+        for continual in (False, True):
+            spec = gym.spec(recurring_id(name, continual))
+            assert spec.kwargs == {}
+            assert spec.entry_point == (
+                f"bam_rl.wrappers.recurring:{entry_point_name(name, continual)}"
+            )
+
+
+@pytest.mark.parametrize("trial_steps", [7, 250])
+def test_trial_steps_shortens_and_lengthens_a_trial(trial_steps):
+    """``trial_steps`` sets the inner limit (Pendulum-v1's own is 200)."""
+    env = gym.make(recurring_id("Pendulum"), trial_steps=trial_steps)
+    env.reset(seed=0)
+    steps, done = 0, False
+    while not done:
+        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        done, steps = terminated or truncated, steps + 1
+    assert steps == trial_steps and env.spec.max_episode_steps == trial_steps
+    # the cart-pole's own limit (max_steps) too
+    cartpole = make_recurring("CartPoleSwingUp", trial_steps=trial_steps)
+    assert cartpole.unwrapped.max_steps == trial_steps
+    cartpole.close()
+
+
+def test_each_id_carries_its_planning_reward_and_planner_options():
+    env = gym.make(recurring_id("InvertedPendulum", continual=True), trial_steps=5)
+    assert env.get_wrapper_attr("planning_reward") == "inverted-pendulum"
+    assert env.get_wrapper_attr("planner_options") == {
+        "horizon": 15,
+        "temperature": 0.01,
+        "n_samples": 128,
+    }  # docs/any_env.md's measured setting
+    env.close()
+
+
+def test_registry_mppi_agents_default_to_the_ids_reward_and_planner():
+    from bam_rl.harness.registry import make_agent
+
+    env = gym.make(recurring_id("InvertedPendulum"), trial_steps=5)
+    for name in ("mppi-bam-segments", "mppi-bam", "mppi-gt"):
+        agent = make_agent(name, env, seed=0)
+        assert agent.planner.horizon == 15 and agent.planner.n_samples == 128
+        assert getattr(agent.planner.reward, "name", None) == "inverted-pendulum"
+    given = make_agent("mppi-gt", env, seed=0, horizon=7, reward="inverted-pendulum")
+    assert given.planner.horizon == 7  # an explicit value wins
+    env.close()
+
+
+def test_bam_rl_run_plans_on_a_recurring_id_without_agent_kwargs(tmp_path):
+    from bam_rl.harness.cli import main
+
+    argv = ["run", "--env", recurring_id("Pendulum"), "--agent", "mppi-bam-segments,mppi-gt"]
+    assert main([*argv, "--steps", "12", "--out", str(tmp_path)]) == 0
 
 
 def test_bad_arguments_are_refused():
@@ -65,13 +134,15 @@ def test_bad_arguments_are_refused():
         make_recurring("Nope")
     with pytest.raises(ValueError, match="trials_per_world"):
         make_recurring("Pendulum", trials_per_world=0)
+    with pytest.raises(ValueError, match="trial_steps"):
+        make_recurring("Pendulum", trial_steps=0)
 
 
 def test_mppi_forgetting_is_registered_and_learns_over_trials():
     from bam_rl.beliefs import ExponentialForgetting
     from bam_rl.harness.registry import make_agent
 
-    env = gym.make(recurring_id("Pendulum"), trials_per_world=1, max_episode_steps=5)
+    env = gym.make(recurring_id("Pendulum"), trials_per_world=1, trial_steps=5)
     agent = make_agent(
         "mppi-forgetting", env, seed=0, reward="pendulum-swingup", horizon=5, n_samples=4
     )
@@ -134,7 +205,7 @@ def test_gt_as_a_learner_scores_exactly_one(tmp_path):
     )
 
     options = {"reward": "pendulum-swingup", "horizon": 5, "n_samples": 4}
-    env = (recurring_id("Pendulum"), {"trials_per_world": 2, "max_episode_steps": 8})
+    env = (recurring_id("Pendulum"), {"trials_per_world": 2, "trial_steps": 8})
     runs = make_grid(
         {"bam_segments": ("mppi-gt", options), "gt": ("mppi-gt", options)},
         {config_label("Pendulum", "episodic"): env},

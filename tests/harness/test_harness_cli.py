@@ -126,6 +126,11 @@ def test_list_names_every_env_and_agent(capsys):
     printed = capsys.readouterr().out
     for name in (*ENV_IDS, *AGENTS):
         assert name in printed
+    from bam_rl.envs import NONSTATIONARY_ID, RECURRING_IDS
+
+    for env_id in RECURRING_IDS:
+        assert f"  {env_id}\n" in printed
+    assert NONSTATIONARY_ID in printed and "--env-kwargs with env and changes" in printed
 
 
 @pytest.mark.parametrize(
