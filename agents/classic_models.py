@@ -25,6 +25,7 @@ import numpy as np
 from .dynamics import check_rollout_inputs
 
 __all__ = [
+    "CLASSIC_ENV_IDS",
     "CLASSIC_MODELS",
     "CartPoleModel",
     "ClassicDynamics",
@@ -223,6 +224,10 @@ CLASSIC_MODELS: dict[str, type[ClassicDynamics]] = {
     "PendulumEnv": PendulumModel,
     "Continuous_MountainCarEnv": MountainCarContinuousModel,
 }
+
+
+#: The Gymnasium ids whose environment has a model here (their classes: :data:`CLASSIC_MODELS`).
+CLASSIC_ENV_IDS: tuple[str, ...] = ("CartPole-v1", "Pendulum-v1", "MountainCarContinuous-v0")
 
 
 def classic_model_for(env: Any) -> ClassicDynamics | None:

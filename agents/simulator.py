@@ -13,6 +13,7 @@ import numpy as np
 
 from bam_rl.checks import check_int, check_memory, check_positive
 
+from .classic_models import CLASSIC_ENV_IDS
 from .dynamics import check_rollout_inputs
 
 __all__ = ["MujocoEnvDynamics", "SimulatorDynamics"]
@@ -217,7 +218,8 @@ class MujocoEnvDynamics:
         if not all(hasattr(base, name) for name in ("model", "data", "frame_skip", "_get_obs")):
             raise ValueError(
                 f"env must be a Gymnasium MuJoCo environment (model, data, frame_skip, "
-                f"_get_obs), got {env!r}"
+                f"_get_obs) or one of the classic-control environments with a model "
+                f"({', '.join(CLASSIC_ENV_IDS)}), got {env!r}"
             )
         self.env = base
         self.follow_changes = bool(follow_changes)

@@ -7,7 +7,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from bam_rl.agents import GroundTruthMPPI
 from bam_rl.agents.classic_models import (
+    CLASSIC_ENV_IDS,
+    CLASSIC_MODELS,
     CartPoleModel,
     MountainCarContinuousModel,
     PendulumModel,
@@ -73,3 +76,21 @@ def test_rollout_observations_follow_the_environment():
 
 def test_no_model_for_other_environments():
     assert classic_model_for(gym.make("Acrobot-v1")) is None
+
+
+def test_the_listed_ids_are_the_modelled_classes():
+    classes = set()
+    for env_id in CLASSIC_ENV_IDS:
+        env = gym.make(env_id)
+        classes.add(type(env.unwrapped).__name__)
+        env.close()
+    assert classes == set(CLASSIC_MODELS)
+
+
+@pytest.mark.parametrize("env_id", ["Acrobot-v1", "MountainCar-v0"])
+def test_ground_truth_on_an_unmodelled_classic_env_lists_the_supported_ones(env_id):
+    env = gym.make(env_id)
+    with pytest.raises(ValueError, match="Gymnasium MuJoCo environment") as error:
+        GroundTruthMPPI(env, seed=0)
+    message = str(error.value)
+    assert all(supported in message for supported in CLASSIC_ENV_IDS)
