@@ -105,8 +105,10 @@ class UCBAM(BanditAgent):
         capacity: int | None = None,
     ):
         super().__init__(seed)
-        # per arm: a belief, a memory and the UCB statistics (measured 740 bytes)
-        self.n_arms = check_size("n_arms", n_arms, 1024)
+        # per arm: a belief, a memory and the UCB statistics (measured 740 bytes; 1250 on
+        # Python 3.10 once a restored state file has unshared Memory's instance dicts, which
+        # then take 576 bytes each instead of sharing their keys)
+        self.n_arms = check_size("n_arms", n_arms, 1536)
         check_reward_model(model)
         if not isinstance(fast_readout, (bool, np.bool_)):
             raise ValueError(f"fast_readout must be a bool, got {fast_readout!r}")
