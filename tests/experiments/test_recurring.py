@@ -223,3 +223,27 @@ def test_gt_as_a_learner_scores_exactly_one(tmp_path):
     # the two seeds start from different states, the trials of one seed too
     gt = trials[trials["method"] == "gt"]
     assert gt["score"].nunique() > len(ORDER)
+
+
+def test_overview_draws_dots_names_the_highlighted_and_has_no_legend_in_the_axes(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from bam_rl.harness.experiments import recurring as R
+
+    envs, methods = ["Pendulum", "CartPole"], ["bam_segments", "bam", "recursive", "bocd"]
+    visits = pd.DataFrame(
+        [
+            {"env": env, "setting": setting, "method": method, "revisit": True, "first": 0.5}
+            for env in envs
+            for setting in ("episodic", "continual")
+            for method in methods
+        ]
+    )
+    figure = R.plot_overview(visits, tmp_path / "overview.png")
+    assert (tmp_path / "overview.png").is_file()
+    for axis in figure.axes[:2]:
+        assert axis.get_legend() is None  # the others are named in one row below the panels
+        assert all(line.get_linestyle() == "None" for line in axis.lines if line.get_gid())
+    texts = {t.get_text() for t in figure.axes[1].texts}
+    assert {R.LABELS["bam_segments"], R.LABELS["recursive"]} <= texts

@@ -327,24 +327,37 @@ def plot_overview(visits: pd.DataFrame, path: str | Path | None = None) -> Any:
         axis = axes[0][column]
         rows = revisits[revisits["setting"] == setting]
         table = rows.groupby(["method", "env"])["first"].median().unstack("env")
+        # environments are categories: dots, nudged apart per method, never joined by a line
+        nudge = {key: 0.08 * (i - (len(keys) - 1) / 2) for i, key in enumerate(keys)}
         curves = {
-            key: (np.arange(len(envs)), table.reindex(columns=envs).loc[key].to_numpy())
+            key: (
+                np.arange(len(envs)) + nudge[key],
+                table.reindex(columns=envs).loc[key].to_numpy(),
+            )
             for key in keys
             if key in table.index
         }
         lines = plot_highlighted(axis, curves, HIGHLIGHTED, labels=LABELS, styles=styles)
         for line in lines.values():
             line.set_marker("o")
+            line.set_linestyle("none")
         axis.axhline(FIRST_TRIAL_RATIO, color="grey", lw=0.6, ls="--")
         axis.axhline(1.0, color="black", lw=0.8, ls=":")
         axis.set_xticks(np.arange(len(envs)), envs, rotation=30, ha="right")
+        axis.set_xlim(-0.5, len(envs) - 0.5)
         axis.set(title=setting, ylabel="first revisit trial / GT MPC")
-        axis.legend(fontsize=7, loc="best")
+        if column == len(settings) - 1:  # the highlighted methods named at their last dot
+            label_line_ends(axis, {LABELS[k]: lines[k] for k in HIGHLIGHTED if k in lines})
+    below = context_legend(figure, [LABELS[k] for k in keys if k not in HIGHLIGHTED])
     add_caption(
         figure,
         "Median over seeds and both revisits (A at visit 3, B at visit 5) of the first trial's "
-        "return relative to GT MPC; dashed: 0.7 × GT.",
+        "return relative to GT MPC's trial from the same start state; dotted: GT MPC; dashed: "
+        "0.7 × GT. In colour, named at their last dot: "
+        + ", ".join(LABELS[k] for k in HIGHLIGHTED if k in keys)
+        + "; thin grey, the others.",
         width=140,
+        below=below,
     )
     return save_figure(figure, path)
 
