@@ -12,25 +12,12 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from wrappers_testutils import MUJOCO
 
 import bam_rl  # noqa: F401  (registers bam_rl/GravityCartPole-v0)
 from bam_rl.schedules import cycle, markov
 from bam_rl.wrappers import NonStationary
 
-MUJOCO = (
-    "Ant-v5",
-    "HalfCheetah-v5",
-    "Hopper-v5",
-    "Humanoid-v5",
-    "HumanoidStandup-v5",
-    "InvertedPendulum-v5",
-    "InvertedDoublePendulum-v5",
-    "Reacher-v5",
-    "Swimmer-v5",
-    "Pusher-v5",
-    "Walker2d-v5",
-    "bam_rl/GravityCartPole-v0",
-)
 CLASSIC = {
     "CartPole-v1": "length",
     "Pendulum-v1": "g",

@@ -16,25 +16,12 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 import pytest
+from wrappers_testutils import MUJOCO
 
 import bam_rl  # noqa: F401  (registers bam_rl/GravityCartPole-v0)
 from bam_rl.schedules import cycle
 from bam_rl.wrappers import CLASSIC_CONTROL, NonStationary, parameters
 
-MUJOCO = (
-    "Ant-v5",
-    "HalfCheetah-v5",
-    "Hopper-v5",
-    "Humanoid-v5",
-    "HumanoidStandup-v5",
-    "InvertedPendulum-v5",
-    "InvertedDoublePendulum-v5",
-    "Reacher-v5",
-    "Swimmer-v5",
-    "Pusher-v5",
-    "Walker2d-v5",
-    "bam_rl/GravityCartPole-v0",
-)
 CLASSIC = {
     "CartPole-v1": "CartPoleEnv",
     "Pendulum-v1": "PendulumEnv",
