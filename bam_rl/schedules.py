@@ -7,7 +7,7 @@ A schedule is a small immutable object with ``value(t, rng)``: the parameter's v
 generator from ``reset(seed=...)``, so the same seed gives the same sequence of values in any
 process. Schedules hold no state: one object can drive many environments (a vector env).
 
-The path-dependent schedules (:func:`markov`, :func:`random_walk`) need the value at
+The path-dependent schedules (:class:`Markov`, :class:`RandomWalk`) need the value at
 ``t - 1``; they set ``uses_previous = True`` and take it as a third argument,
 ``value(t, rng, previous)`` (``previous`` is ``None`` at ``t = 0``).
 
@@ -258,8 +258,7 @@ class RandomWalk(Schedule):
             ValueError: If an argument is outside its accepted range.
         """
         super().__init__(unit)
-        self.low, self.high = _interval(low, high)
-        self.start = check_real("start", start, lower=self.low, upper=self.high)
+        self.low, self.high, self.start = _clipped_start(start, low, high)
         self.std = check_real("std", std, lower=0.0)
 
     @property
@@ -295,8 +294,7 @@ class Drift(Schedule):
             ValueError: If an argument is outside its accepted range.
         """
         super().__init__(unit)
-        self.low, self.high = _interval(low, high)
-        self.start = check_real("start", start, lower=self.low, upper=self.high)
+        self.low, self.high, self.start = _clipped_start(start, low, high)
         self.rate = check_real("rate", rate)
 
     @property
@@ -344,55 +342,20 @@ class Sinusoid(Schedule):
         return self.mean + self.amplitude * math.sin(2.0 * math.pi * t / self.period + self.phase)
 
 
-def _interval(low: Any, high: Any) -> tuple[float, float]:
+def _clipped_start(start: Any, low: Any, high: Any) -> tuple[float, float, float]:
+    """``(low, high, start)`` checked: a clip interval and a start inside it."""
     lo = -math.inf if low == -math.inf else check_real("low", low)
     hi = math.inf if high == math.inf else check_real("high", high)
     if not lo < hi:
         raise ValueError(f"low must be below high, got low={low!r}, high={high!r}")
-    return lo, hi
+    return lo, hi, check_real("start", start, lower=lo, upper=hi)
 
 
-def piecewise(points: Mapping[int, float], unit: str = "episode") -> Piecewise:
-    """A value from each time on (see :class:`Piecewise`)."""
-    return Piecewise(points, unit=unit)
-
-
-def cycle(values: Sequence[float], every: int = 1, unit: str = "episode") -> Cycle:
-    """Worlds that come back: each value for ``every`` units, in turn (see :class:`Cycle`)."""
-    return Cycle(values, every=every, unit=unit)
-
-
-def markov(
-    values: Sequence[float], p_switch: float, start: int = 0, unit: str = "episode"
-) -> Markov:
-    """A random switch with geometric durations (see :class:`Markov`)."""
-    return Markov(values, p_switch, start=start, unit=unit)
-
-
-def random_walk(
-    start: float,
-    std: float,
-    low: float = -math.inf,
-    high: float = math.inf,
-    unit: str = "episode",
-) -> RandomWalk:
-    """A clipped Gaussian random walk (see :class:`RandomWalk`)."""
-    return RandomWalk(start, std, low=low, high=high, unit=unit)
-
-
-def drift(
-    start: float,
-    rate: float,
-    low: float = -math.inf,
-    high: float = math.inf,
-    unit: str = "episode",
-) -> Drift:
-    """A linear drift, clipped (see :class:`Drift`)."""
-    return Drift(start, rate, low=low, high=high, unit=unit)
-
-
-def sinusoid(
-    mean: float, amplitude: float, period: float, phase: float = 0.0, unit: str = "episode"
-) -> Sinusoid:
-    """A sine wave (see :class:`Sinusoid`)."""
-    return Sinusoid(mean, amplitude, period, phase=phase, unit=unit)
+#: The lower-case names build the same objects: each is its class (one constructor, the same
+#: arguments), kept so that specs and call sites read ``cycle([9.81, 3.72], every=100)``.
+piecewise = Piecewise
+cycle = Cycle
+markov = Markov
+random_walk = RandomWalk
+drift = Drift
+sinusoid = Sinusoid

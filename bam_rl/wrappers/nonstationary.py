@@ -304,7 +304,7 @@ SPEC_NAMES = ("piecewise", "cycle", "markov", "random_walk", "drift", "sinusoid"
 
 def schedule_from_spec(name: str, spec: Any) -> Any:
     """A schedule from a JSON-able spec ``{"cycle": {"values": [9.81, 3.72], "every": 100,
-    "unit": "step"}}`` (one key, a function of :mod:`bam_rl.schedules`, and its keyword
+    "unit": "step"}}`` (one key, a lower-case name of :mod:`bam_rl.schedules`, and its keyword
     arguments); a schedule object is returned as is. ``name`` labels errors.
 
     Raises:
