@@ -1,5 +1,6 @@
 """Properties every conjugate family shares: natural-parameter arithmetic, batching, the
-gradient of the log-partition, KL sanity, sampling reproducibility and family mixing.
+gradient of the log-partition, KL sanity, sampling reproducibility, family mixing and the
+refusal of bad hyperparameters (one table for every family).
 
 The per-family oracle tests (log marginal against scipy, KL against integrals, moments) live
 in ``test_family_<name>.py``.
@@ -13,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bam_rl.families import (
+    BayesianLinearRegression,
+    BayesianLinearRegressionNIG,
     BetaBinomial,
     ConjugateFamily,
     DirichletCategorical,
@@ -334,3 +337,77 @@ def test_repr_names_the_hyperparameters(name):
     text = repr(model)
     assert text.startswith(type(model).__name__ + "(")
     assert "alpha" in text or "mean" in text
+
+
+# ---------------------------------------------------------------------- bad hyperparameters
+DIMS = {"dim_in": 2, "dim_out": 1}  # a valid size for the linear-regression cases
+BAD_HYPERPARAMETERS = [
+    (BetaBinomial, {"alpha": 0.0}, "alpha"),
+    (BetaBinomial, {"alpha": -1.0}, "alpha"),
+    (BetaBinomial, {"beta": 0.0}, "beta"),
+    (BetaBinomial, {"alpha": np.nan}, "alpha"),
+    (BetaBinomial, {"beta": np.inf}, "beta"),
+    (GammaPoisson, {"alpha": 0.0}, "alpha"),
+    (GammaPoisson, {"alpha": -2.0}, "alpha"),
+    (GammaPoisson, {"beta": 0.0}, "beta"),
+    (GammaPoisson, {"beta": np.nan}, "beta"),
+    (NormalKnownVariance, {"var": 0.0}, "var"),
+    (NormalKnownVariance, {"var": -1.0}, "var"),
+    (NormalKnownVariance, {"noise_var": 0.0}, "noise_var"),
+    (NormalKnownVariance, {"noise_var": -2.0}, "noise_var"),
+    (NormalKnownVariance, {"mean": np.nan}, "mean"),
+    (NormalKnownVariance, {"var": np.inf}, "var"),
+    (NormalGamma, {"kappa": 0.0}, "kappa"),
+    (NormalGamma, {"alpha": -1.0}, "alpha"),
+    (NormalGamma, {"beta": 0.0}, "beta"),
+    (NormalGamma, {"mean": np.inf}, "mean"),
+    (NormalGamma, {"kappa": np.nan}, "kappa"),
+    (DirichletCategorical, {"alpha": [1.0]}, "alpha"),
+    (DirichletCategorical, {"alpha": [1.0, 0.0]}, "alpha"),
+    (DirichletCategorical, {"alpha": [1.0, -2.0, 3.0]}, "alpha"),
+    (DirichletCategorical, {"alpha": [1.0, np.nan]}, "alpha"),
+    (DirichletCategorical, {"alpha": [[1.0, 2.0]]}, "alpha"),
+    (DirichletCategorical, {"alpha": 1.0}, "n_categories"),
+    (DirichletCategorical, {"alpha": 1.0, "n_categories": 1}, "n_categories"),
+    (DirichletCategorical, {"alpha": 1.0, "n_categories": 2.5}, "n_categories"),
+    (DirichletCategorical, {"alpha": [1.0, 2.0], "n_categories": 3}, "n_categories"),
+    (DirichletCategorical, {"alpha": -1.0, "n_categories": 3}, "alpha"),
+    (BayesianLinearRegression, {"dim_in": 0, "dim_out": 1}, "dim_in"),
+    (BayesianLinearRegression, {"dim_in": 2.5, "dim_out": 1}, "dim_in"),
+    (BayesianLinearRegression, {"dim_in": 2, "dim_out": True}, "dim_out"),
+    (BayesianLinearRegression, {**DIMS, "noise_var": 0.0}, "noise_var"),
+    (BayesianLinearRegression, {**DIMS, "noise_var": -1.0}, "noise_var"),
+    (BayesianLinearRegression, {**DIMS, "noise_var": np.nan}, "noise_var"),
+    (BayesianLinearRegression, {**DIMS, "noise_var": [1.0, 2.0]}, "noise_var"),
+    (BayesianLinearRegression, {**DIMS, "prior_precision": 0.0}, "prior_precision"),
+    (BayesianLinearRegression, {**DIMS, "prior_precision": [1.0, -1.0]}, "prior_precision"),
+    (
+        BayesianLinearRegression,
+        {**DIMS, "prior_precision": [[1.0, 2.0], [2.0, 1.0]]},
+        "prior_precision",
+    ),
+    (
+        BayesianLinearRegression,
+        {**DIMS, "prior_precision": [[1.0, 0.5], [0.0, 1.0]]},
+        "prior_precision",
+    ),
+    (BayesianLinearRegression, {**DIMS, "prior_precision": np.eye(3)}, "prior_precision"),
+    (BayesianLinearRegression, {**DIMS, "prior_mean": np.zeros((2, 2))}, "prior_mean"),
+    (BayesianLinearRegression, {**DIMS, "prior_mean": np.inf}, "prior_mean"),
+    (BayesianLinearRegressionNIG, {**DIMS, "a": 0.0}, "^a "),
+    (BayesianLinearRegressionNIG, {**DIMS, "a": -1.0}, "^a "),
+    (BayesianLinearRegressionNIG, {**DIMS, "b": 0.0}, "^b "),
+    (BayesianLinearRegressionNIG, {**DIMS, "b": -2.0}, "^b "),
+    (
+        BayesianLinearRegressionNIG,
+        {**DIMS, "prior_precision": [[1.0, 2.0], [2.0, 1.0]]},
+        "^prior_precision ",
+    ),
+    (BayesianLinearRegressionNIG, {**DIMS, "prior_mean": np.zeros((3, 2))}, "^prior_mean "),
+]
+
+
+@pytest.mark.parametrize("cls,kwargs,match", BAD_HYPERPARAMETERS)
+def test_bad_hyperparameters_raise(cls, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        cls(**kwargs)

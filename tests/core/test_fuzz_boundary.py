@@ -9,35 +9,21 @@ NaN and the variance is never negative; reading them may raise ``ValueError`` in
 from __future__ import annotations
 
 import numpy as np
+from core_testutils import boundary_rules
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bam_rl import (
-    BAM,
-    BOCD,
-    BAMWithChangepoints,
     BetaBinomial,
-    ExponentialForgetting,
     GammaPoisson,
     NaturalParams,
     NormalGamma,
     NormalKnownVariance,
-    PowerPrior,
-    RecursiveBayes,
 )
 from bam_rl.families import DirichletCategorical
 from bam_rl.readout import select
 
-RULES = {
-    "recursive": lambda m: RecursiveBayes(m),
-    "forgetting": lambda m: ExponentialForgetting(m, alpha=0.8),
-    "power": lambda m: PowerPrior(m, alpha=0.5),
-    "bocd": lambda m: BOCD(m, hazard=0.1),
-    "bam": lambda m: BAM(m),
-    "bam-bounded": lambda m: BAM(m, capacity=3),
-    "bam-parallel": lambda m: BAM(m, method="parallel", lam=0.1),
-    "bam-bocd": lambda m: BAMWithChangepoints(m, hazard=0.1, capacity=3),
-}
+RULES = boundary_rules(capacity=3)
 
 FAMILIES = {
     "beta-binomial": lambda: BetaBinomial(),

@@ -10,16 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bam_rl.readout.gaussian import _compiled_parabola, _parabola_constants
-
-
-def _find(parent: list[int], x: int) -> int:
-    root = x
-    while parent[root] != root:
-        root = parent[root]
-    while parent[x] != root:
-        parent[x], x = root, parent[x]
-    return root
+# the plain-Python union-find of the general readout (the compiled kernel has its own)
+from bam_rl.readout.gaussian import _compiled_parabola, _find, _parabola_constants
 
 
 def _greedy_parabola(

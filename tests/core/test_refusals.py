@@ -7,22 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from core_testutils import boundary_rules
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bam_rl.beliefs.bam as beliefs
 from bam_rl import (
     BAM,
-    BOCD,
     BAMWithChangepoints,
     BetaBinomial,
-    ExponentialForgetting,
     Memory,
     NaturalParams,
     NormalGamma,
     NormalKnownVariance,
-    PowerPrior,
-    RecursiveBayes,
 )
 from bam_rl.serialization import _Encoder
 
@@ -160,15 +157,8 @@ def test_exhaustive_with_a_small_capacity_runs_past_sixteen_data():
 
 
 # ------------------------------- property: refused input changes nothing at all
-RULES = {
-    "recursive": lambda m: RecursiveBayes(m),
-    "forgetting": lambda m: ExponentialForgetting(m, alpha=0.8),
-    "power": lambda m: PowerPrior(m, alpha=0.5),
-    "bocd": lambda m: BOCD(m, hazard=0.1),
-    "bam": lambda m: BAM(m),
-    "bam-bounded": lambda m: BAM(m, capacity=4),
-    "bam-bocd": lambda m: BAMWithChangepoints(m, hazard=0.1, capacity=4),
-}
+# the fuzz test's rules: one more (bam-parallel) than before, so 46 examples rather than 40
+RULES = boundary_rules(capacity=4)
 BAD = [
     lambda m: NaturalParams(m, {k: np.full_like(v, np.nan) for k, v in m.prior.fields.items()}),
     lambda m: NaturalParams(m, {k: np.full_like(v, np.inf) for k, v in m.prior.fields.items()}),
@@ -179,7 +169,7 @@ BAD = [
 ]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=46, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rule_name=st.sampled_from(sorted(RULES)),
     bad=st.sampled_from(range(len(BAD))),
