@@ -40,7 +40,20 @@ def _discount(name: str, value: Any) -> float:
     return check_real(name, value, lower=0.0, upper=1.0, open_lower=True, open_upper=True)
 
 
-class DiscountedKLUCB(KLUCB):
+class _Discounting(BernoulliBanditAgent):
+    """The settings of the discounting agents: a discount ``gamma`` in (0, 1) and a
+    ``variant`` of :data:`VARIANTS` (checked before the base's)."""
+
+    gamma: float
+    variant: str
+
+    def _check_settings(self) -> dict[str, Any]:
+        self.gamma = _discount("gamma", self.gamma)
+        self.variant = check_variant(self.variant, VARIANTS)
+        return super()._check_settings()
+
+
+class DiscountedKLUCB(_Discounting, KLUCB):
     """D-klUCB: klUCB on discounted counts ``N_k <- gamma N_k + 1{A=k}`` (and sums alike).
 
     Index ``sup {q : kl(X_k / N_k, q) <= log(n_gamma) / N_k}`` with ``n_gamma = sum_k N_k``,
@@ -63,7 +76,6 @@ class DiscountedKLUCB(KLUCB):
     """
 
     _ARM_ARRAYS = ("pulls", "sums", "last_pull")
-    gamma: float
 
     def __init__(
         self,
@@ -81,11 +93,6 @@ class DiscountedKLUCB(KLUCB):
         self.gamma, self.variant = gamma, variant  # type: ignore[assignment]
         self._settle()
         self.last_pull = np.zeros(self.n_arms)
-
-    def _check_settings(self) -> dict[str, Any]:
-        self.gamma = _discount("gamma", self.gamma)
-        self.variant = check_variant(self.variant, VARIANTS)
-        return super()._check_settings()
 
     def _check_restored(self) -> None:
         super()._check_restored()
@@ -208,7 +215,7 @@ class SlidingWindowKLUCB(KLUCB):
         self.sums[arm] += reward
 
 
-class DiscountedThompson(BernoulliBanditAgent):
+class DiscountedThompson(_Discounting):
     """DTS: Thompson sampling from ``Beta(1 + S_k, 1 + F_k)`` with discounted counts.
 
     ``variant="paper"`` (default, Raj & Kalyani's algorithm): every step every arm's counts
@@ -233,11 +240,6 @@ class DiscountedThompson(BernoulliBanditAgent):
         self._settle()
         self.successes = np.zeros(self.n_arms)
         self.failures = np.zeros(self.n_arms)
-
-    def _check_settings(self) -> dict[str, Any]:
-        self.gamma = _discount("gamma", self.gamma)
-        self.variant = check_variant(self.variant, VARIANTS)
-        return super()._check_settings()
 
     def _check_restored(self) -> None:
         super()._check_restored()
