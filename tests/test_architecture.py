@@ -145,18 +145,24 @@ def test_core_modules_need_only_numpy_scipy_and_each_other(module):
 _STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
 
 
-@pytest.mark.parametrize("module", [m for m in MODULES if _within(m, WRAPPERS)])
-def test_wrappers_import_gymnasium_mujoco_numpy_and_three_core_modules(module):
-    bad = sorted(
+def _outside_allowlist(module: str, layer: str, may_import, may_use) -> list[str]:
+    """What ``module`` imports beyond the standard library, the packages ``may_import``, its
+    own ``layer`` and the modules of ours it ``may_use`` (sorted)."""
+    return sorted(
         name
         for name in imports_of(module)
         if not (
             _top(name) in _STDLIB
-            or _top(name) in WRAPPERS_MAY_IMPORT
-            or _within(name, WRAPPERS)
-            or any(_within(name, ok) for ok in WRAPPERS_MAY_USE)
+            or _top(name) in may_import
+            or _within(name, layer)
+            or any(_within(name, ok) for ok in may_use)
         )
     )
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if _within(m, WRAPPERS)])
+def test_wrappers_import_gymnasium_mujoco_numpy_and_three_core_modules(module):
+    bad = _outside_allowlist(module, WRAPPERS, WRAPPERS_MAY_IMPORT, WRAPPERS_MAY_USE)
     assert not bad, f"{module} (wrappers) imports {bad}"
 
 
@@ -171,16 +177,7 @@ def test_the_wrappers_check_can_fail(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("module", [m for m in MODULES if _within(m, INTEROP)])
 def test_interop_imports_agents_wrappers_and_its_toolkits_only(module):
-    bad = sorted(
-        name
-        for name in imports_of(module)
-        if not (
-            _top(name) in _STDLIB
-            or _top(name) in INTEROP_MAY_IMPORT
-            or _within(name, INTEROP)
-            or any(_within(name, ok) for ok in INTEROP_MAY_USE)
-        )
-    )
+    bad = _outside_allowlist(module, INTEROP, INTEROP_MAY_IMPORT, INTEROP_MAY_USE)
     assert not bad, f"{module} (interop) imports {bad}"
 
 
