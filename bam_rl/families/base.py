@@ -366,9 +366,15 @@ class ConjugateFamily(ABC):
         return self
 
     # ------------------------------------------------------------- identity
+    #: Settings besides the field shapes that the statistics depend on, named in the
+    #: signature (``noise_var`` where they are scaled by 1/σ²: families that differ in one
+    #: cannot mix statistics).
+    _SIGNATURE_SETTINGS: tuple[str, ...] = ()
+
     def signature(self) -> tuple:
         """What statistics depend on: families with equal signatures can mix statistics."""
-        return (type(self).__name__, tuple(self.field_shapes.items()))
+        settings = tuple((name, getattr(self, name)) for name in self._SIGNATURE_SETTINGS)
+        return (type(self).__name__, tuple(self.field_shapes.items()), *settings)
 
     def check_compatible(self, other: ConjugateFamily, name: str = "statistics") -> None:
         """Raises ``ValueError`` unless ``other`` produces statistics in the same space."""

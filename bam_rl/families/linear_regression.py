@@ -347,6 +347,9 @@ class BayesianLinearRegression(LinearRegressionFamily):
         -3.910009
     """
 
+    # the statistics are scaled by 1/σ²: models with different noise variances cannot mix
+    _SIGNATURE_SETTINGS = ("noise_var",)
+
     def __init__(
         self,
         dim_in: int,
@@ -370,10 +373,6 @@ class BayesianLinearRegression(LinearRegressionFamily):
             f"BayesianLinearRegression(dim_in={self.dim_in}, dim_out={self.dim_out}, "
             f"prior_precision={self._precision_repr}, noise_var={self.noise_var:g})"
         )
-
-    def signature(self) -> tuple:
-        # the statistics are scaled by 1/σ²: models with different noise variances cannot mix
-        return (*super().signature(), ("noise_var", self.noise_var))
 
     def _stats_from_moments(
         self, xx: np.ndarray, xy: np.ndarray, yy: np.ndarray, n: Any

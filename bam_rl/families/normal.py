@@ -86,6 +86,7 @@ class NormalKnownVariance(_RealObservations):
     """
 
     field_shapes = {"precision_mean": (), "precision": ()}
+    _SIGNATURE_SETTINGS = ("noise_var",)
 
     def __init__(self, mean: float = 0.0, var: float = 1.0, noise_var: float = 1.0):
         self.prior_mean = check_real("mean", mean)
@@ -113,9 +114,6 @@ class NormalKnownVariance(_RealObservations):
             f"NormalKnownVariance(mean={self.prior_mean:g}, var={self.prior_var:g}, "
             f"noise_var={self.noise_var:g})"
         )
-
-    def signature(self) -> tuple:
-        return (*super().signature(), ("noise_var", self.noise_var))
 
     def _observation_stats(
         self, y: np.ndarray, axes: int | tuple[int, ...] | None, n: np.ndarray
