@@ -341,6 +341,8 @@ def test_repr_names_the_hyperparameters(name):
 
 # ---------------------------------------------------------------------- bad hyperparameters
 DIMS = {"dim_in": 2, "dim_out": 1}  # a valid size for the linear-regression cases
+INDEFINITE = [[1.0, 2.0], [2.0, 1.0]]  # symmetric, not positive-definite
+ASYMMETRIC = [[1.0, 0.5], [0.0, 1.0]]
 BAD_HYPERPARAMETERS = [
     (BetaBinomial, {"alpha": 0.0}, "alpha"),
     (BetaBinomial, {"alpha": -1.0}, "alpha"),
@@ -381,16 +383,8 @@ BAD_HYPERPARAMETERS = [
     (BayesianLinearRegression, {**DIMS, "noise_var": [1.0, 2.0]}, "noise_var"),
     (BayesianLinearRegression, {**DIMS, "prior_precision": 0.0}, "prior_precision"),
     (BayesianLinearRegression, {**DIMS, "prior_precision": [1.0, -1.0]}, "prior_precision"),
-    (
-        BayesianLinearRegression,
-        {**DIMS, "prior_precision": [[1.0, 2.0], [2.0, 1.0]]},
-        "prior_precision",
-    ),
-    (
-        BayesianLinearRegression,
-        {**DIMS, "prior_precision": [[1.0, 0.5], [0.0, 1.0]]},
-        "prior_precision",
-    ),
+    (BayesianLinearRegression, {**DIMS, "prior_precision": INDEFINITE}, "prior_precision"),
+    (BayesianLinearRegression, {**DIMS, "prior_precision": ASYMMETRIC}, "prior_precision"),
     (BayesianLinearRegression, {**DIMS, "prior_precision": np.eye(3)}, "prior_precision"),
     (BayesianLinearRegression, {**DIMS, "prior_mean": np.zeros((2, 2))}, "prior_mean"),
     (BayesianLinearRegression, {**DIMS, "prior_mean": np.inf}, "prior_mean"),
@@ -398,11 +392,7 @@ BAD_HYPERPARAMETERS = [
     (BayesianLinearRegressionNIG, {**DIMS, "a": -1.0}, "^a "),
     (BayesianLinearRegressionNIG, {**DIMS, "b": 0.0}, "^b "),
     (BayesianLinearRegressionNIG, {**DIMS, "b": -2.0}, "^b "),
-    (
-        BayesianLinearRegressionNIG,
-        {**DIMS, "prior_precision": [[1.0, 2.0], [2.0, 1.0]]},
-        "^prior_precision ",
-    ),
+    (BayesianLinearRegressionNIG, {**DIMS, "prior_precision": INDEFINITE}, "^prior_precision "),
     (BayesianLinearRegressionNIG, {**DIMS, "prior_mean": np.zeros((3, 2))}, "^prior_mean "),
 ]
 

@@ -203,21 +203,6 @@ def test_known_noise_batched_beliefs_match_loop():
     assert per_row.sum().allclose(model.stats(X, Y))
 
 
-@SETTINGS
-@given(d=dims_in, p=dims_out, n=rows, seed=seeds)
-def test_known_noise_one_step_predictives_sum_to_evidence(d, p, n, seed):
-    rng = np.random.default_rng(seed)
-    model = random_known(rng, d, p)
-    X, Y = random_data(rng, n, d, p)
-    belief, total = model.prior, 0.0
-    for k in range(n):
-        mean, var = model.predict(belief, X[k : k + 1])
-        assert mean.shape == (1, p) and var.shape == (1,)
-        total += stats.norm.logpdf(Y[k], mean[0], np.sqrt(var[0])).sum()
-        belief = belief + model.stats(X[k : k + 1], Y[k : k + 1])
-    np.testing.assert_allclose(total, model.log_marginal(model.prior, model.stats(X, Y)), rtol=1e-9)
-
-
 # ------------------------------------------------------------------------ known noise: KL
 @SETTINGS
 @given(d=dims_in, p=dims_out, seed=seeds)
@@ -421,19 +406,36 @@ def test_nig_multi_output_evidence_matches_quadrature(d, p, n, n_before, seed):
     np.testing.assert_allclose(got, exact, rtol=1e-9)
 
 
+def known_noise_one_step(model, belief, x, y):
+    """log N(y | the known-noise predictive at the single row ``x``)."""
+    mean, var = model.predict(belief, x)
+    assert mean.shape == (1, model.dim_out) and var.shape == (1,)
+    return stats.norm.logpdf(y[0], mean[0], np.sqrt(var[0])).sum()
+
+
+def nig_one_step(model, belief, x, y):
+    """log t(y | the NIG predictive at the single row ``x``)."""
+    loc, scale_sq, df = model.predict(belief, x)
+    assert loc.shape == (1, model.dim_out) and scale_sq.shape == (1,) and df.shape == ()
+    return stats.multivariate_t(
+        loc=loc[0], shape=scale_sq[0] * np.eye(model.dim_out), df=float(df)
+    ).logpdf(y[0])
+
+
+@pytest.mark.parametrize(
+    "random_model, one_step",
+    [(random_known, known_noise_one_step), (random_nig, nig_one_step)],
+    ids=["known_noise", "nig"],
+)
 @SETTINGS
 @given(d=dims_in, p=dims_out, n=rows, seed=seeds)
-def test_nig_one_step_predictives_sum_to_evidence(d, p, n, seed):
+def test_one_step_predictives_sum_to_evidence(random_model, one_step, d, p, n, seed):
     rng = np.random.default_rng(seed)
-    model = random_nig(rng, d, p)
+    model = random_model(rng, d, p)
     X, Y = random_data(rng, n, d, p)
     belief, total = model.prior, 0.0
     for k in range(n):
-        loc, scale_sq, df = model.predict(belief, X[k : k + 1])
-        assert loc.shape == (1, p) and scale_sq.shape == (1,) and df.shape == ()
-        total += stats.multivariate_t(
-            loc=loc[0], shape=scale_sq[0] * np.eye(p), df=float(df)
-        ).logpdf(Y[k])
+        total += one_step(model, belief, X[k : k + 1], Y[k : k + 1])
         belief = belief + model.stats(X[k : k + 1], Y[k : k + 1])
     np.testing.assert_allclose(total, model.log_marginal(model.prior, model.stats(X, Y)), rtol=1e-9)
 
