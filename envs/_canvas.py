@@ -7,6 +7,7 @@ rectangles, bar charts, polylines and square markers, all clipped to the frame.
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "fill_rect",
     "markers",
     "polyline",
+    "progress_frame",
 ]
 
 #: Frame size (pixels) of every NumPy-drawn environment: 240 rows × 320 columns.
@@ -42,6 +44,23 @@ def blank(
     """A new ``(height, width, 3)`` ``uint8`` frame filled with ``color`` (default white)."""
     frame = np.empty((height, width, 3), dtype=np.uint8)
     frame[:] = PALETTE["background"] if color is None else color
+    return frame
+
+
+def progress_frame(render_mode: str | None, t: int, max_steps: int) -> np.ndarray | None:
+    """A new frame with the grey progress strip (``t`` steps played out of ``max_steps``)
+    across its top; ``None``, with the warning Gymnasium's environments give, when the
+    environment was made without a ``render_mode``."""
+    if render_mode is None:
+        gym.logger.warn(
+            "You are calling render method without specifying any render mode. You can "
+            'specify the render_mode at initialization, e.g. render_mode="rgb_array"',
+            stacklevel=2,  # the warning names the environment's render, as before
+        )
+        return None
+    frame = blank()
+    fill_rect(frame, 0, 0, 4, FRAME_WIDTH, PALETTE["panel"])
+    fill_rect(frame, 0, 0, 4, round(FRAME_WIDTH * t / max_steps), PALETTE["pulls"])
     return frame
 
 

@@ -207,19 +207,12 @@ class BinomialStreamEnv(gym.Env[np.int64, np.ndarray]):
             The ``(240, 320, 3)`` ``uint8`` frame, or ``None`` (with a warning, as Gymnasium's
             environments do) when the environment was made without a ``render_mode``.
         """
-        if self.render_mode is None:
-            gym.logger.warn(
-                "You are calling render method without specifying any render mode. You can "
-                'specify the render_mode at initialization, e.g. render_mode="rgb_array"'
-            )
+        t = self._t
+        frame = _canvas.progress_frame(self.render_mode, t, self.max_steps)
+        if frame is None:
             return None
         palette = _canvas.PALETTE
-        frame = _canvas.blank()
-        width = _canvas.FRAME_WIDTH
-        t = self._t
-        _canvas.fill_rect(frame, 0, 0, 4, width, palette["panel"])
-        _canvas.fill_rect(frame, 0, 0, 4, round(width * t / self.max_steps), palette["pulls"])
-        top, left, bottom, right = 12, 8, 232, width - 8
+        top, left, bottom, right = 12, 8, 232, _canvas.FRAME_WIDTH - 8
         _canvas.fill_rect(frame, top, left, bottom, right, palette["panel"])
         for level in (0.25, 0.5, 0.75):
             row = round(bottom - 1 - level * (bottom - 1 - top))

@@ -208,21 +208,14 @@ class _BlockBandit(gym.Env[np.int64, np.int64]):
             The ``(240, 320, 3)`` ``uint8`` frame, or ``None`` (with a warning, as Gymnasium's
             environments do) when the environment was made without a ``render_mode``.
         """
-        if self.render_mode is None:
-            gym.logger.warn(
-                "You are calling render method without specifying any render mode. You can "
-                'specify the render_mode at initialization, e.g. render_mode="rgb_array"'
-            )
+        frame = _canvas.progress_frame(self.render_mode, self._t, self.max_steps)
+        if frame is None:
             return None
         row = max(self._t - 1, 0)
         means = self._means_block(row, row + 1)[0]
         low, high = self._display_range
         palette = _canvas.PALETTE
-        frame = _canvas.blank()
-        width = _canvas.FRAME_WIDTH
-        left, right = 8, width - 8
-        _canvas.fill_rect(frame, 0, 0, 4, width, palette["panel"])
-        _canvas.fill_rect(frame, 0, 0, 4, round(width * self._t / self.max_steps), palette["pulls"])
+        left, right = 8, _canvas.FRAME_WIDTH - 8
         best = np.zeros(self.n_arms)
         best[np.flatnonzero(means == means.max())] = 1.0
         green = np.broadcast_to(np.array(palette["best"], np.uint8), (self.n_arms, 3))
