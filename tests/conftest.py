@@ -54,3 +54,23 @@ def mnist_dir():
     if folder is None:
         pytest.skip(reason)
     return folder
+
+
+# ------------------------------------------------------------------------ Stable-Baselines3
+@pytest.fixture
+def small_sac():
+    """``small_sac(env, **overrides)``: a SAC with two 32-unit layers, 100 warm-up steps,
+    batches of 32 and a 1000-step buffer (seed 0), for tests that run it a few hundred steps."""
+    from stable_baselines3 import SAC
+
+    def make(env, **overrides):
+        settings = {
+            "learning_starts": 100,
+            "batch_size": 32,
+            "buffer_size": 1000,
+            "policy_kwargs": {"net_arch": [32, 32]},  # a fresh dict: SB3 adds keys in place
+            "seed": 0,
+        }
+        return SAC("MlpPolicy", env, **{**settings, **overrides})
+
+    return make

@@ -16,24 +16,14 @@ from stable_baselines3 import DQN, PPO, SAC
 import bam_rl  # noqa: F401
 from bam_rl.agents import SB3Agent
 
-SMALL = {"net_arch": [32, 32]}
-
 
 def _loop(env, agent, steps, seed=0):
     return Runner(env, agent).start(seed).run(steps)
 
 
-def test_sac_learns_online_on_the_cartpole():
+def test_sac_learns_online_on_the_cartpole(small_sac):
     env = gym.make("bam_rl/GravityCartPole-v0", max_steps=150)
-    sac = SAC(
-        "MlpPolicy",
-        env,
-        learning_starts=100,
-        batch_size=32,
-        buffer_size=1000,
-        policy_kwargs=SMALL,
-        seed=0,
-    )
+    sac = small_sac(env)
     agent = SB3Agent(sac, seed=0)
     assert agent.learn_online and agent.off_policy
     actions = _loop(env, agent, 300)  # crosses an episode end (150 steps)
@@ -48,17 +38,9 @@ def test_sac_learns_online_on_the_cartpole():
     assert np.array_equal(agent.act(observation), agent.act(observation))
 
 
-def test_replay_buffer_stores_scaled_box_actions():
+def test_replay_buffer_stores_scaled_box_actions(small_sac):
     env = gym.make("bam_rl/BinomialStream-v0", max_steps=100)  # actions in [0, 1]
-    sac = SAC(
-        "MlpPolicy",
-        env,
-        learning_starts=50,
-        batch_size=16,
-        buffer_size=500,
-        policy_kwargs=SMALL,
-        seed=1,
-    )
+    sac = small_sac(env, learning_starts=50, batch_size=16, buffer_size=500, seed=1)
     agent = SB3Agent(sac, seed=1)
     actions = _loop(env, agent, 80)
     stored = sac.replay_buffer.actions[:80, 0, 0]
@@ -118,16 +100,10 @@ def test_invalid_inputs():
 
 
 @pytest.mark.parametrize("with_env", [True, False])
-def test_save_load_round_trip(tmp_path, with_env):
+def test_save_load_round_trip(tmp_path, with_env, small_sac):
     env = gym.make("bam_rl/GravityCartPole-v0", max_steps=100)
-    sac = SAC(
-        "MlpPolicy",
-        env,
-        learning_starts=50,
-        batch_size=32,
-        buffer_size=500,
-        policy_kwargs={"net_arch": [16, 16]},
-        seed=2,
+    sac = small_sac(
+        env, learning_starts=50, buffer_size=500, policy_kwargs={"net_arch": [16, 16]}, seed=2
     )
     agent = SB3Agent(sac, seed=3)
     _loop(env, agent, 120)

@@ -8,29 +8,16 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from stable_baselines3 import PPO, SAC
+from stable_baselines3 import PPO
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.agents import SB3Agent
 from bam_rl.harness import rollout
 
 
-def small_net() -> dict:
-    """A fresh dict each time: SB3 adds keys (e.g. use_sde) to policy_kwargs in place."""
-    return {"net_arch": [32, 32]}
-
-
-def test_sac_learns_online_through_the_harness():
+def test_sac_learns_online_through_the_harness(small_sac):
     env = gym.make("bam_rl/GravityCartPole-v0", max_steps=200)
-    sac = SAC(
-        "MlpPolicy",
-        env,
-        learning_starts=100,
-        batch_size=32,
-        buffer_size=1_000,
-        policy_kwargs=small_net(),
-        seed=0,
-    )
+    sac = small_sac(env)
     frame = rollout(env, SB3Agent(sac, seed=0), n_steps=400, seed=0, method="sac")
     assert len(frame) == 400 and frame["episode"].nunique() == 2
     assert frame["truncated"].sum() == 2  # two 200-step trials
@@ -41,7 +28,9 @@ def test_sac_learns_online_through_the_harness():
 
 def test_ppo_policy_is_evaluated_through_the_harness():
     env = gym.make("bam_rl/GravityCartPoleEpisodic-v0", max_steps=50)
-    ppo = PPO("MlpPolicy", env, n_steps=64, batch_size=32, policy_kwargs=small_net(), seed=0)
+    ppo = PPO(
+        "MlpPolicy", env, n_steps=64, batch_size=32, policy_kwargs={"net_arch": [32, 32]}, seed=0
+    )
     before = [p.detach().clone() for p in ppo.policy.parameters()]
     frame = rollout(env, SB3Agent(ppo, seed=0), n_episodes=2, seed=1, method="ppo")
     assert len(frame) == 100 and list(frame["trial"].unique()) == [0, 1]
