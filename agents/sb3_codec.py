@@ -402,13 +402,8 @@ def write_agent(agent: Any, path: str | os.PathLike[str]) -> None:
 def read_agent(
     cls: Any, path: str | os.PathLike[str], env: Any = None, device: str = "auto"
 ) -> Any:
-    """Rebuilds an agent of class ``cls`` written by :func:`write_agent`.
-
-    Args:
-        path: The archive.
-        env: The environment for the rebuilt algorithm (optional for Box/Discrete spaces,
-            which are rebuilt from the file).
-        device: Torch device of the rebuilt algorithm.
+    """Rebuilds an agent of class ``cls`` written by :func:`write_agent` (the arguments are
+    those of :meth:`SB3Agent.load <bam_rl.agents.sb3.SB3Agent.load>`).
 
     Raises:
         ValueError: If the file is missing, corrupted, not an SB3Agent file, holds keys
