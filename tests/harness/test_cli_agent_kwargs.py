@@ -11,6 +11,7 @@ import warnings
 
 import gymnasium as gym
 import pytest
+from harness_testutils import run_argv, usage_error
 
 from bam_rl.agents import RandomAgent
 from bam_rl.harness import AGENTS
@@ -21,30 +22,7 @@ PIECEWISE = "bam_rl/PiecewiseBandit-v0"
 
 
 def run(agents: str, *extra: str, steps: int = 300) -> list[str]:
-    return [
-        "run",
-        "--env",
-        PIECEWISE,
-        "--env-kwargs",
-        '{"problem": 1}',
-        "--agent",
-        agents,
-        "--steps",
-        str(steps),
-        "--backend",
-        "serial",
-        "--no-progress",
-        *extra,
-    ]
-
-
-def usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    assert info.value.code == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and "usage:" in err
-    return err
+    return run_argv(PIECEWISE, agents, steps, "--env-kwargs", '{"problem": 1}', *extra)
 
 
 def test_agent_kwargs_keyed_by_agent_go_to_that_agent_only(capsys):

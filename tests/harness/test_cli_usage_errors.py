@@ -8,31 +8,12 @@ import sys
 import time
 
 import pytest
+from harness_testutils import run_argv, usage_error
 
 from bam_rl.harness.cli import main
 
 BANDIT = "bam_rl/SwitchingBandit-v0"
-RUN = [
-    "run",
-    "--env",
-    BANDIT,
-    "--agent",
-    "ucb",
-    "--steps",
-    "20",
-    "--backend",
-    "serial",
-    "--no-progress",
-]
-
-
-def usage_error(argv, capsys) -> str:
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    assert info.value.code == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and "usage:" in err
-    return err
+RUN = run_argv(BANDIT, "ucb", 20)
 
 
 @pytest.fixture

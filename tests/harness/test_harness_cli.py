@@ -9,25 +9,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness_testutils import run_argv
 
 from bam_rl.harness import AGENTS, ENV_IDS
 from bam_rl.harness.cli import main
 
 BANDIT = "bam_rl/SwitchingBandit-v0"
-RUN = [
-    "run",
-    "--env",
-    BANDIT,
-    "--agent",
-    "ucb,random",
-    "--steps",
-    "200",
-    "--seeds",
-    "2",
-    "--backend",
-    "serial",
-    "--no-progress",
-]
+RUN = run_argv(BANDIT, "ucb,random", 200, "--seeds", "2")
 
 
 def console_script() -> str:
