@@ -133,22 +133,21 @@ def test_the_site_checker_finds_raw_roles_raw_math_and_duplicates(tmp_path):
     assert check_docs_site.check_page(clean) == []
 
     (tmp_path / "api").mkdir()
-    (tmp_path / "api/index.html").write_text(FIXTURE_PAGE)
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts/check_docs_site.py"), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+
+    def check_site(page: str) -> subprocess.CompletedProcess:
+        """The checker script over a site whose one page is ``page``."""
+        (tmp_path / "api/index.html").write_text(page)
+        return subprocess.run(
+            [sys.executable, str(ROOT / "scripts/check_docs_site.py"), str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    run = check_site(FIXTURE_PAGE)
     assert run.returncode == 1
     assert run.stdout.count("api/index.html: ") == 6
-    (tmp_path / "api/index.html").write_text(clean)
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts/check_docs_site.py"), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    run = check_site(clean)
     assert run.returncode == 0, run.stdout
 
 

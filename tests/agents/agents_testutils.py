@@ -19,25 +19,16 @@ from bam_rl.families import BetaBinomial, NormalKnownVariance
 STREAM = ("bam_rl/BinomialStream-v0", {"max_steps": 120})
 SWITCHING = ("bam_rl/SwitchingBandit-v0", {"max_steps": 120})
 SWITCHING_50 = ("bam_rl/SwitchingBandit50-v0", {"max_steps": 120})
-PIECEWISE_BERNOULLI = (
-    "bam_rl/PiecewiseBandit-v0",
-    {
-        "means": [[0.2, 0.5, 0.8], [0.8, 0.5, 0.2]],
-        "breakpoints": [60],
-        "reward": "bernoulli",
-        "max_steps": 120,
-    },
-)
-PIECEWISE_GAUSSIAN = (
-    "bam_rl/PiecewiseBandit-v0",
-    {
-        "means": [[0.2, 0.5, 0.8], [0.8, 0.5, 0.2]],
-        "breakpoints": [60],
-        "reward": "gaussian",
-        "noise_std": 0.25,
-        "max_steps": 120,
-    },
-)
+
+
+def _piecewise(reward: str, **extra: float) -> tuple[str, dict]:
+    """Three arms whose means reverse at step 60 of 120."""
+    kwargs = {"means": [[0.2, 0.5, 0.8], [0.8, 0.5, 0.2]], "breakpoints": [60], "reward": reward}
+    return "bam_rl/PiecewiseBandit-v0", {**kwargs, **extra, "max_steps": 120}
+
+
+PIECEWISE_BERNOULLI = _piecewise("bernoulli")
+PIECEWISE_GAUSSIAN = _piecewise("gaussian", noise_std=0.25)
 
 
 def gaussian_model() -> NormalKnownVariance:
