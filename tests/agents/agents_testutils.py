@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.agents import UCB, UCBAM, BeliefTracker, ThompsonSampling
@@ -15,6 +17,7 @@ from bam_rl.agents.passive import DiscountedKLUCB, DiscountedThompson, Exp3S, Sl
 from bam_rl.agents.ucbam import SegmentUCBAM
 from bam_rl.beliefs import BAM, BOCD, BAMWithChangepoints, ExponentialForgetting, RecursiveBayes
 from bam_rl.families import BetaBinomial, NormalKnownVariance
+from bam_rl.serialization import FORMAT, read_archive, write_archive
 
 STREAM = ("bam_rl/BinomialStream-v0", {"max_steps": 120})
 SWITCHING = ("bam_rl/SwitchingBandit-v0", {"max_steps": 120})
@@ -169,3 +172,17 @@ class Runner:
 def drive(env: gym.Env, agent: Any, steps: int, seed: int | None = 0) -> list:
     """Starts the environment with ``seed`` and runs the protocol loop for ``steps`` steps."""
     return Runner(env, agent).start(seed).run(steps)
+
+
+def assert_crafted_state_file_refused(tmp_path: Path, agent: Any, edit: Callable) -> None:
+    """``agent`` saved loads and acts as it does; the same file with ``edit(state, arrays)``
+    applied to its document is refused with ``ValueError``."""
+    source = tmp_path / "agent.npz"
+    agent.save(source)
+    loaded = type(agent).load(source)  # the unedited file loads and continues identically
+    assert np.array_equal(np.asarray(loaded.act(0)), np.asarray(agent.act(0)))
+    document, arrays = read_archive(source, FORMAT, "bam-rl state")
+    edit(document["root"]["state"], arrays)
+    crafted = write_archive(tmp_path / "crafted.npz", document, arrays)
+    with pytest.raises(ValueError):
+        type(agent).load(crafted)

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from agents_testutils import assert_crafted_state_file_refused
 
 from bam_rl.agents.bandits import UCB, ThompsonSampling
 from bam_rl.agents.ucbam import UCBAM, SegmentUCBAM
 from bam_rl.beliefs import SegmentBAM
 from bam_rl.families import BetaBinomial
-from bam_rl.serialization import FORMAT, read_archive, write_archive
 
 AGENTS: dict[str, Any] = {
     "thompson-bam": lambda: ThompsonSampling.bernoulli(3, "bam", seed=0),
@@ -126,15 +126,7 @@ EDITS: list[tuple[str, str, Any]] = [
 def test_crafted_state_files_are_refused(
     tmp_path: Path, name: str, description: str, edit: Any
 ) -> None:
-    source = tmp_path / "agent.npz"
-    agent = _played(name)
-    agent.save(source)
-    assert type(agent).load(source).act(0) == agent.act(0)  # the unedited file loads
-    document, arrays = read_archive(source, FORMAT, "bam-rl state")
-    edit(document["root"]["state"], arrays)
-    crafted = write_archive(tmp_path / "crafted.npz", document, arrays)
-    with pytest.raises(ValueError):
-        type(agent).load(crafted)
+    assert_crafted_state_file_refused(tmp_path, _played(name), edit)
 
 
 def test_a_segment_rule_round_trips_mid_segment(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from agents_testutils import assert_crafted_state_file_refused
 
 from bam_rl.agents.bandits import ThompsonSampling
 from bam_rl.agents.random_agent import RandomAgent
@@ -130,16 +131,7 @@ EDITS: list[tuple[str, str, Any]] = [
 def test_crafted_state_files_are_refused(
     tmp_path: Path, name: str, description: str, edit: Any
 ) -> None:
-    source = tmp_path / "agent.npz"
-    agent = AGENTS[name]()
-    agent.save(source)
-    loaded = type(agent).load(source)  # the unedited file loads and continues identically
-    assert np.array_equal(np.asarray(loaded.act(0)), np.asarray(agent.act(0)))
-    document, arrays = read_archive(source, FORMAT, "bam-rl state")
-    edit(document["root"]["state"], arrays)
-    crafted = write_archive(tmp_path / "crafted.npz", document, arrays)
-    with pytest.raises(ValueError):
-        type(agent).load(crafted)
+    assert_crafted_state_file_refused(tmp_path, AGENTS[name](), edit)
 
 
 def test_a_random_agent_of_another_space_loads_and_the_run_loop_refuses_it(
