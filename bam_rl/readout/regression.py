@@ -17,7 +17,7 @@ from bam_rl.families.linalg import Datum, EvidenceTerms, low_rank_route
 from bam_rl.families.linear_regression import BayesianLinearRegression
 from bam_rl.families.linear_regression_nig import BayesianLinearRegressionNIG
 from bam_rl.memory import Memory
-from bam_rl.readout.rule import FastGreedy, accept
+from bam_rl.readout.rule import FastGreedy, greedy_rounds
 
 __all__ = ["FactorCache", "regression_greedy"]
 
@@ -239,13 +239,10 @@ def regression_greedy(
         return (family_key, tuple(sorted(records[j] for j in selected)))
 
     base = objective(prior, key_of([]), fresh=False)
-    best = base
     current = prior
     chosen: list[int] = []
-    weights = np.zeros(size)
-    unselected = np.ones(size, dtype=bool)
-    rounds: list[np.ndarray] = []
-    while unselected.any():
+
+    def score_round(unselected: np.ndarray) -> np.ndarray:
         round_scores = np.full(size, -np.inf)
         for j in np.flatnonzero(unselected):
             key = key_of([*chosen, int(j)])
@@ -258,15 +255,14 @@ def regression_greedy(
             candidate = {k: current[k] + stats[k][j] for k in current}
             # the candidate's precision is new (may be factored in place)
             round_scores[j] = objective(candidate, key, factor=factor)
-        rounds.append(round_scores)
-        pick = accept(round_scores, best)
-        if pick is None:
-            break
-        best = float(round_scores[pick])
-        weights[pick] = 1.0
+        return round_scores
+
+    def add(pick: int) -> None:
+        nonlocal current
         chosen.append(pick)
-        unselected[pick] = False
         current = {k: current[k] + stats[k][pick] for k in current}
+
+    weights, best, rounds = greedy_rounds(size, base, score_round, add)
     return FastGreedy(
         weights,
         best,

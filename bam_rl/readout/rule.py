@@ -14,7 +14,7 @@ import numpy as np
 from bam_rl.families.base import ConjugateFamily, Fields
 from bam_rl.memory import Memory
 
-__all__ = ["FastGreedy", "LazyRounds", "Score", "accept", "finish"]
+__all__ = ["FastGreedy", "LazyRounds", "Score", "accept", "finish", "greedy_rounds"]
 
 #: The readout objective ``J`` over raw candidate fields (a batch of candidates at once).
 Score = Callable[[Fields], np.ndarray]
@@ -25,6 +25,33 @@ def accept(values: np.ndarray, best: float) -> int | None:
     or ``None`` when it does not strictly improve on ``best`` (the greedy stops)."""
     pick = int(np.argmax(values))
     return pick if values[pick] > best else None
+
+
+def greedy_rounds(
+    size: int,
+    best: float,
+    score_round: Callable[[np.ndarray], np.ndarray],
+    add: Callable[[int], None],
+) -> tuple[np.ndarray, float, list[np.ndarray]]:
+    """Algorithm 1's loop over ``size`` records, from the prior's objective ``best``: each
+    round scores the records still unselected (``score_round(unselected)``, a length-``size``
+    array, ``-inf`` at the others), :func:`accept` picks one or stops, and ``add(pick)``
+    moves the caller's running sum. Returns the 0/1 weights, the final objective and the
+    rounds' scores."""
+    weights = np.zeros(size)
+    unselected = np.ones(size, dtype=bool)
+    rounds: list[np.ndarray] = []
+    while unselected.any():
+        round_scores = score_round(unselected)
+        rounds.append(round_scores)
+        pick = accept(round_scores, best)
+        if pick is None:
+            break
+        best = float(round_scores[pick])
+        weights[pick] = 1.0
+        unselected[pick] = False
+        add(pick)
+    return weights, best, rounds
 
 
 class FastGreedy(NamedTuple):

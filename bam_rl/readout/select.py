@@ -14,7 +14,7 @@ from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
 from bam_rl.memory import Memory
 from bam_rl.readout.greedy import fast_greedy, overrides_log_partition
 from bam_rl.readout.regression import FactorCache
-from bam_rl.readout.rule import accept
+from bam_rl.readout.rule import greedy_rounds
 
 METHODS = ("greedy", "parallel", "exhaustive", "continuous")
 MAX_EXHAUSTIVE_ITEMS = 16
@@ -252,29 +252,25 @@ def _check_inputs(model: ConjugateFamily, memory: Memory, s_t: NaturalParams) ->
 
 def _greedy(model: ConjugateFamily, memory: Memory, score: _Objective) -> ReadoutResult:
     size = len(memory)
-    weights = np.zeros(size)
     current = {k: v.copy() for k, v in model.prior.fields.items()}
-    best = float(score(current))
-    base = best
-    rounds: list[np.ndarray] = []
+    base = float(score(current))
     if size == 0:
-        return ReadoutResult(weights, best, base, rounds)
+        return ReadoutResult(np.zeros(size), base, base, [])
     stacked = memory.stats.fields
-    unselected = np.ones(size, dtype=bool)
-    while unselected.any():
+
+    def score_round(unselected: np.ndarray) -> np.ndarray:
         index = np.flatnonzero(unselected)
         candidates = {k: current[k] + stacked[k][index] for k in current}
         values = score(candidates)
         round_scores = np.full(size, -np.inf)
         round_scores[index] = values
-        rounds.append(round_scores)
-        pick = accept(round_scores, best)
-        if pick is None:
-            break
-        best = float(round_scores[pick])
-        weights[pick] = 1.0
-        unselected[pick] = False
+        return round_scores
+
+    def add(pick: int) -> None:
+        nonlocal current
         current = {k: current[k] + stacked[k][pick] for k in current}
+
+    weights, best, rounds = greedy_rounds(size, base, score_round, add)
     return ReadoutResult(weights, best, base, rounds)
 
 
