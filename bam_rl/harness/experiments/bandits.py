@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from bam_rl.harness import naming
+from bam_rl.harness.experiments.options import RunOptions, reproduction, sweep_backend
 from bam_rl.harness.files import read_results, write_frame
 from bam_rl.harness.plotting import (
     add_caption,
@@ -95,7 +96,7 @@ def bandit_experiment(
     grid = make_grid(list(methods), configs, seeds=seeds, n_steps=n_steps)
     frame = run_many(
         grid,
-        backend=backend or ("loky" if n_jobs != 1 else "serial"),
+        backend=sweep_backend(backend, n_jobs),
         n_jobs=n_jobs,
         out_dir=out_dir,
         progress=progress,
@@ -162,14 +163,8 @@ def plot_bandits(
     return save_figure(figure, path)
 
 
-def reproduce(
-    out: str | Path,
-    seeds: int | None = None,
-    quick: bool = False,
-    n_jobs: int = 1,
-    progress: bool = True,
-    backend: str | None = None,
-) -> pd.DataFrame:
+@reproduction(default_seeds=5, quick_seeds=2)
+def reproduce(options: RunOptions, backend: str | None = None) -> pd.DataFrame:
     """Runs Experiment 3 in every arm-value setting of :data:`SETTINGS`.
 
     Writes ``bandits_summary.csv`` to ``out`` and, per setting, ``out/<setting>/bandits.png``,
@@ -185,23 +180,21 @@ def reproduce(
         backend: ``"serial"``, ``"loky"`` or ``"ray"`` (default: serial for one job, else
             loky); with ``"ray"``, ``RAY_ADDRESS`` may name a running cluster.
     """
-    out = Path(out)
+    out, quick = options.out, options.quick
     kwargs: dict[str, Any]
     if quick:
         kwargs = {"arms": (10,), "configurations": 2, "n_steps": 2_000}
-        seeds = seeds if seeds is not None else 2
     else:
         kwargs = {"arms": (10, 50), "configurations": 5, "n_steps": 10_000}
-        seeds = seeds if seeds is not None else 5
     summaries = []
     for setting, env_kwargs in SETTINGS.items():
         folder = out / setting
         folder.mkdir(parents=True, exist_ok=True)
         frame = bandit_experiment(
-            seeds=seeds,
-            n_jobs=n_jobs,
+            seeds=options.seeds,
+            n_jobs=options.n_jobs,
             out_dir=folder / "runs",
-            progress=progress,
+            progress=options.progress,
             env_kwargs=env_kwargs,
             backend=backend,
             **kwargs,

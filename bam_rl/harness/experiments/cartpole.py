@@ -44,6 +44,7 @@ from bam_rl.harness.experiments.cartpole_segments import (
     write_report,
 )
 from bam_rl.harness.experiments.cartpole_segments import claims as segment_claims
+from bam_rl.harness.experiments.options import RunOptions, reproduction, sweep_backend
 from bam_rl.harness.files import read_results, write_frame
 from bam_rl.harness.plotting import (
     add_caption,
@@ -310,8 +311,13 @@ def run_setting(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     grid = cartpole_grid(setting, seeds, quick)
-    backend = backend or ("serial" if n_jobs == 1 else "loky")
-    steps = run_many(grid, backend=backend, n_jobs=n_jobs, out_dir=out / "runs", progress=progress)
+    steps = run_many(
+        grid,
+        backend=sweep_backend(backend, n_jobs),
+        n_jobs=n_jobs,
+        out_dir=out / "runs",
+        progress=progress,
+    )
     trials = per_trial(steps, schedule(setting, quick))
     summary = summarize(trials, setting)
     columns = [
@@ -365,6 +371,16 @@ def sweep_grid(seeds: int, variants: dict[str, Any] | None = None) -> list[Any]:
     )
 
 
+def _quiet_runs(grid: list[Any], out: Path, jobs: int) -> pd.DataFrame:
+    """The step rows of ``grid``'s runs (resumable under ``out/runs``, no progress bar): the
+    sweeps of the analyses beyond the paper."""
+    from bam_rl.harness import run_many
+
+    return run_many(
+        grid, backend=sweep_backend(None, jobs), n_jobs=jobs, out_dir=out / "runs", progress=False
+    )
+
+
 def segment_sweep(
     out: Path, seeds: int, jobs: int, variants: dict[str, Any] | None = None
 ) -> pd.DataFrame:
@@ -377,11 +393,8 @@ def segment_sweep(
     not the registered default's); default
     :data:`~bam_rl.harness.experiments.cartpole_segments.SWEEP`.
     """
-    from bam_rl.harness import run_many
-
     grid = sweep_grid(seeds, variants)
-    backend = "serial" if jobs == 1 else "loky"
-    steps = run_many(grid, backend=backend, n_jobs=jobs, out_dir=out / "runs", progress=False)
+    steps = _quiet_runs(grid, out, jobs)
     trials = per_trial(steps, schedule("episodic"))
     for column in ("belief_in_trial_readout_same_gravity",):
         if column in steps:
@@ -397,24 +410,16 @@ def gt_resample(out: Path, seeds: int, jobs: int, root_seed: int = 1) -> pd.Data
     the reproduction runs its ``gt`` rows; resumable under ``out/runs``. Returns per-trial rows
     (``seed_index``, ``trial``, ``reward``) placed at their episode's start, for comparing GT
     MPC with itself (:func:`~bam_rl.harness.experiments.cartpole_segments.gt_self_lines`)."""
-    from bam_rl.harness import run_many
-
     gravities = schedule("episodic")
     reference = {"gt": SETTINGS["episodic"]["methods"]["gt"]}
     grid = reference_grid("episodic", reference, seeds, gravities, root_seed)
-    backend = "serial" if jobs == 1 else "loky"
-    steps = run_many(grid, backend=backend, n_jobs=jobs, out_dir=out / "runs", progress=False)
+    steps = _quiet_runs(grid, out, jobs)
     return per_trial(steps, gravities)[["seed_index", "trial", "reward"]]
 
 
+@reproduction(default_seeds=5, quick_seeds=1)
 def reproduce(
-    out: str | Path,
-    seeds: int | None = None,
-    quick: bool = False,
-    n_jobs: int = 1,
-    progress: bool = True,
-    setting: str = "episodic",
-    backend: str | None = None,
+    options: RunOptions, setting: str = "episodic", backend: str | None = None
 ) -> pd.DataFrame:
     """Runs one setting of Experiment 2 (5 seeds; ``quick``: 1 seed, 6 short trials).
 
@@ -427,9 +432,14 @@ def reproduce(
         setting: ``"episodic"`` or ``"continual"``.
         backend: ``"serial"``, ``"loky"`` or ``"ray"`` (default: serial for one job, else loky).
     """
-    seeds = seeds if seeds is not None else (1 if quick else 5)
     _, summary = run_setting(
-        setting, out, seeds=seeds, quick=quick, n_jobs=n_jobs, backend=backend, progress=progress
+        setting,
+        options.out,
+        seeds=options.seeds,
+        quick=options.quick,
+        n_jobs=options.n_jobs,
+        backend=backend,
+        progress=options.progress,
     )
     return summary
 

@@ -63,6 +63,7 @@ import pandas as pd
 from bam_rl._io import atomic_path
 from bam_rl.agents.mppi import GroundTruthMPPI, MPPIAgent
 from bam_rl.families.base import NaturalParams
+from bam_rl.harness.experiments.options import RunOptions, reproduction
 from bam_rl.memory import Memory
 from bam_rl.readout import select
 
@@ -611,13 +612,8 @@ def variant_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(table).assign(pairs=len(rows))
 
 
-def reproduce(
-    out: str | Path,
-    seeds: int | None = None,
-    quick: bool = False,
-    n_jobs: int = 1,
-    progress: bool = True,
-) -> pd.DataFrame:
+@reproduction(default_seeds=5, quick_seeds=1)
+def reproduce(options: RunOptions) -> pd.DataFrame:
     """Runs the readout analysis for ``seeds`` seeds (5; ``quick``: 1 on :data:`QUICK_SETUP`)
     and writes its tables, summary lines and figure to ``out``; returns the variant table.
 
@@ -634,17 +630,18 @@ def reproduce(
     from bam_rl.harness.files import write_frame
     from bam_rl.harness.plotting import write_summary
 
-    out = Path(out)
+    out, quick, count = options.out, options.quick, options.seeds
     folder = out / "runs"
     folder.mkdir(parents=True, exist_ok=True)
-    count = seeds if seeds is not None else (1 if quick else 5)
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ValueError(f"seeds must be a positive int, got {count!r}")
     setup = QUICK_SETUP if quick else Setup()
     jobs = (delayed(_seed_rows)(folder, seed, setup, quick) for seed in range(count))
     results = list(
         tqdm(
-            Parallel(n_jobs=n_jobs, return_as="generator")(jobs), total=count, disable=not progress
+            Parallel(n_jobs=options.n_jobs, return_as="generator")(jobs),
+            total=count,
+            disable=not options.progress,
         )
     )
     rows = [row for result in results for row in result["revisits"]]

@@ -72,6 +72,7 @@ from bam_rl.harness.experiments.mnist_domains import (
     rotation_operator,
 )
 from bam_rl.harness.experiments.mnist_plots import METHODS, PAPER, plot_mnist
+from bam_rl.harness.experiments.options import RunOptions, reproduction
 from bam_rl.harness.files import read_results
 from bam_rl.harness.plotting import (
     count_text,
@@ -438,12 +439,9 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@reproduction(default_seeds=10, quick_seeds=2)
 def reproduce(
-    out: str | Path,
-    seeds: int | None = None,
-    quick: bool = False,
-    n_jobs: int = 1,
-    progress: bool = True,
+    options: RunOptions,
     data: str | Path | None = None,
     side: int | None = None,
     download: bool = False,
@@ -462,12 +460,12 @@ def reproduce(
         side: Image side: 28 (full resolution, 785 features; the default) or 14 (197).
         download: Fetch missing MNIST files first (needs a network).
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    seeds = seeds if seeds is not None else (2 if quick else 10)
+    out, quick = options.out, options.quick
     side = side if side is not None else (14 if quick else SIDE)
     mnist = load_mnist(data, download=download)
-    frame = mnist_experiment(mnist, seeds=seeds, n_jobs=n_jobs, progress=progress, side=side)
+    frame = mnist_experiment(
+        mnist, seeds=options.seeds, n_jobs=options.n_jobs, progress=options.progress, side=side
+    )
     summary = summarize(frame)
     summary.insert(2, "side", side)
     import matplotlib.pyplot as plt

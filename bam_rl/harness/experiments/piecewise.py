@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bam_rl.harness.experiments.options import RunOptions, reproduction
 from bam_rl.harness.files import read_results, write_frame
 from bam_rl.harness.plotting import (
     add_caption,
@@ -546,13 +547,8 @@ def plot_piecewise(frame: pd.DataFrame, path: str | Path | None = None) -> Any:
     return save_figure(figure, path)
 
 
-def reproduce(
-    out: str | Path,
-    seeds: int | None = None,
-    quick: bool = False,
-    n_jobs: int = 1,
-    progress: bool = True,
-) -> pd.DataFrame:
+@reproduction(default_seeds=100, quick_seeds=3)
+def reproduce(options: RunOptions) -> pd.DataFrame:
     """Runs the benchmark; writes ``piecewise_summary.csv``, ``piecewise_regret.csv`` (mean and
     quartiles of the cumulative regret on a 50-point grid), ``piecewise.png`` and the cells in
     ``out/runs`` (an interrupted reproduction resumes). Returns the summary.
@@ -568,19 +564,17 @@ def reproduce(
         n_jobs: Parallel workers (cells).
         progress: Show a progress bar.
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out, quick, runs = options.out, options.quick, options.seeds
     problems: tuple[int | str, ...] = (1,) if quick else PROBLEMS
-    runs = seeds if seeds is not None else (3 if quick else 100)
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2:
         raise ValueError(f"seeds must be an int >= 2 (runs per cell), got {runs!r}")
     frame = piecewise_experiment(
         out / "runs",
         problems,
         runs=runs,
-        n_jobs=n_jobs,
-        progress=progress,
-        stop_early=seeds is None and not quick,
+        n_jobs=options.n_jobs,
+        progress=options.progress,
+        stop_early=not options.seeds_given and not quick,
     )
     by_step = frame.groupby(["problem", "method", "step"])["cumulative_regret"]
     curves = by_step.agg(

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from bam_rl.harness import naming
+from bam_rl.harness.experiments.options import RunOptions, reproduction, sweep_backend
 from bam_rl.harness.files import read_results, write_frame
 from bam_rl.harness.plotting import (
     add_caption,
@@ -362,15 +363,8 @@ def plot_overview(visits: pd.DataFrame, path: str | Path | None = None) -> Any:
     return save_figure(figure, path)
 
 
-def reproduce(
-    out: str | Path,
-    seeds: int | None = None,
-    quick: bool = False,
-    n_jobs: int = 1,
-    progress: bool = True,
-    backend: str | None = None,
-    envs: Any = None,
-) -> pd.DataFrame:
+@reproduction(default_seeds=SEEDS, quick_seeds=1)
+def reproduce(options: RunOptions, backend: str | None = None, envs: Any = None) -> pd.DataFrame:
     """``bam-rl reproduce recurring-worlds``: every environment of the suite,
     :data:`TRIALS_PER_WORLD` trials per world (``quick``: two classic-control ones, one
     30-step trial per world, a short planner, one seed).
@@ -387,12 +381,15 @@ def reproduce(
     """
     from bam_rl.harness import run_many
 
-    seeds = seeds if seeds is not None else (1 if quick else SEEDS)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    runs = grid(seeds, quick, envs)
-    backend = backend or ("serial" if n_jobs == 1 else "loky")
-    steps = run_many(runs, backend=backend, n_jobs=n_jobs, out_dir=out / "runs", progress=progress)
+    out, quick = options.out, options.quick
+    runs = grid(options.seeds, quick, envs)
+    steps = run_many(
+        runs,
+        backend=sweep_backend(backend, options.n_jobs),
+        n_jobs=options.n_jobs,
+        out_dir=out / "runs",
+        progress=options.progress,
+    )
     trials = per_trial(steps)
     visits = visit_table(trials)
     summary = summarize(visits)

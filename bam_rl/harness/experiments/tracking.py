@@ -24,6 +24,7 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from bam_rl.harness import naming
+from bam_rl.harness.experiments.options import RunOptions, reproduction
 from bam_rl.harness.files import read_results
 from bam_rl.harness.plotting import (
     add_caption,
@@ -209,13 +210,8 @@ def plot_tracking(frame: pd.DataFrame, path: str | Path | None = None):
     return save_figure(figure, path)
 
 
-def reproduce(
-    out: str | Path,
-    seeds: int | None = None,
-    quick: bool = False,
-    n_jobs: int = 1,
-    progress: bool = True,
-) -> pd.DataFrame:
+@reproduction(default_seeds=20, quick_seeds=3)
+def reproduce(options: RunOptions) -> pd.DataFrame:
     """Runs Experiment 1 and writes ``tracking.csv``, ``tracking_summary.csv`` and
     ``tracking.png`` (the paper's Figure 1) to ``out``; returns the summary.
 
@@ -226,11 +222,12 @@ def reproduce(
         n_jobs: Parallel workers.
         progress: Show a progress bar.
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    seeds = seeds if seeds is not None else (3 if quick else 20)
+    out, quick = options.out, options.quick
     frame = tracking_experiment(
-        seeds=seeds, n_steps=300 if quick else 500, n_jobs=n_jobs, progress=progress
+        seeds=options.seeds,
+        n_steps=300 if quick else 500,
+        n_jobs=options.n_jobs,
+        progress=options.progress,
     )
     return write_summary(
         quick,

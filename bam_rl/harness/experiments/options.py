@@ -1,0 +1,101 @@
+"""The run options every experiment's ``reproduce`` takes, written and defaulted once.
+
+Each experiment module decorates its run with :func:`reproduction`, which turns a function
+of a :class:`RunOptions` (and the experiment's own keyword arguments) into the public
+``reproduce(out, seeds=None, quick=False, n_jobs=1, progress=True, ...)`` that
+``bam-rl reproduce`` and the tests call (:data:`~bam_rl.harness.experiments.EXPERIMENTS`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """One reproduction's common options, with the experiment's defaults filled in.
+
+    Attributes:
+        out: The output directory (created before the run starts).
+        seeds: Seeds (or runs) to run: the caller's, else the experiment's default.
+        quick: The smoke-test size.
+        n_jobs: Parallel workers.
+        progress: Show a progress bar.
+        seeds_given: Whether the caller chose ``seeds`` (``False``: the default was used).
+    """
+
+    out: Path
+    seeds: int
+    quick: bool
+    n_jobs: int
+    progress: bool
+    seeds_given: bool
+
+
+def sweep_backend(backend: str | None, n_jobs: int) -> str:
+    """Where :func:`~bam_rl.harness.run_many` runs an experiment's sweep: ``backend``, else
+    serial for one job and loky for more."""
+    return backend or ("serial" if n_jobs == 1 else "loky")
+
+
+def reproduction(
+    *, default_seeds: int, quick_seeds: int
+) -> Callable[[Callable[..., pd.DataFrame]], Callable[..., pd.DataFrame]]:
+    """Makes an experiment's ``reproduce`` from its run ``run(options, *args, **kwargs)``.
+
+    The result takes ``(out, seeds=None, quick=False, n_jobs=1, progress=True)`` followed by
+    the run's own parameters after ``options``, creates ``out``, and calls the run with a
+    :class:`RunOptions` whose ``seeds`` defaults to ``quick_seeds`` under ``quick``, else to
+    ``default_seeds``. It keeps the run's name and docstring (whose ``Args`` describe the public
+    parameters), and its signature lists every parameter it accepts.
+
+    Args:
+        default_seeds: The number of seeds (or runs) of a full reproduction.
+        quick_seeds: The default under ``quick``.
+    """
+
+    def decorate(run: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
+        # the run's name and docstring, not its annotations (those of ``options`` and its own)
+        @functools.wraps(run, assigned=("__module__", "__name__", "__qualname__", "__doc__"))
+        def reproduce(
+            out: str | Path,
+            seeds: int | None = None,
+            quick: bool = False,
+            n_jobs: int = 1,
+            progress: bool = True,
+            *args: Any,
+            **kwargs: Any,
+        ) -> pd.DataFrame:
+            folder = Path(out)
+            folder.mkdir(parents=True, exist_ok=True)
+            options = RunOptions(
+                out=folder,
+                seeds=seeds if seeds is not None else (quick_seeds if quick else default_seeds),
+                quick=quick,
+                n_jobs=n_jobs,
+                progress=progress,
+                seeds_given=seeds is not None,
+            )
+            return run(options, *args, **kwargs)
+
+        # the public parameters, then the run's own (inspect.signature would otherwise follow
+        # __wrapped__ to the run's ``options``)
+        common = list(inspect.signature(reproduce, follow_wrapped=False).parameters.values())[:5]
+        own = list(inspect.signature(run).parameters.values())[1:]
+        reproduce.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            common + own, return_annotation=inspect.signature(run).return_annotation
+        )
+        return reproduce
+
+    return decorate
+
+
+__all__ = ["RunOptions", "reproduction", "sweep_backend"]
