@@ -20,6 +20,7 @@ planning rollouts (:data:`SWEEP`,
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,17 +143,30 @@ def run_files(folder: Path, label: str, keys: Any = None) -> list[Path]:
     return paths
 
 
+def _runs_by_trial(
+    folder: Path, label: str, keys: Any, reduce: Callable[[Any], pd.DataFrame]
+) -> pd.DataFrame:
+    """``reduce`` of each (seed, trial)'s step rows (a pandas groupby) in the run files of
+    ``label`` found so far, one row per (seed, trial) with columns ``seed_index``, ``trial``
+    and ``reduce``'s; an empty frame without files."""
+    frames = [
+        reduce(pd.read_parquet(path).groupby(["seed_index", "episode"]))
+        .reset_index()
+        .rename(columns={"episode": "trial"})
+        for path in run_files(folder, label, keys)
+    ]
+    return pd.concat(frames) if frames else pd.DataFrame()
+
+
 def runs_trials(folder: Path, label: str, keys: Any = None) -> pd.DataFrame:
     """Per-trial rows of one method from the run files found so far (a sweep under way; see
     :func:`run_files` for ``keys``)."""
-    frames = []
-    for path in run_files(folder, label, keys):
-        frame = pd.read_parquet(path)
-        rows = frame.groupby(["seed_index", "episode"]).agg(
-            reward=("reward", "mean"), gravity=("gravity", "first")
-        )
-        frames.append(rows.reset_index().rename(columns={"episode": "trial"}))
-    trials = pd.concat(frames) if frames else pd.DataFrame()
+    trials = _runs_by_trial(
+        folder,
+        label,
+        keys,
+        lambda trial: trial.agg(reward=("reward", "mean"), gravity=("gravity", "first")),
+    )
     trials["method"] = label
     return trials
 
@@ -160,18 +174,8 @@ def runs_trials(folder: Path, label: str, keys: Any = None) -> pd.DataFrame:
 def runs_picks(folder: Path, label: str, keys: Any = None) -> pd.DataFrame:
     """Per (seed, trial) pick fractions of a segment method, from its run files (see
     :func:`run_files` for ``keys``)."""
-    frames = []
-    for path in run_files(folder, label, keys):
-        frame = pd.read_parquet(path)
-        frames.append(
-            frame.groupby(["seed_index", "episode"])[
-                ["belief_readout_same_gravity", "belief_in_trial_readout_same_gravity"]
-            ]
-            .last()
-            .reset_index()
-            .rename(columns={"episode": "trial"})
-        )
-    return pd.concat(frames) if frames else pd.DataFrame()
+    columns = ["belief_readout_same_gravity", "belief_in_trial_readout_same_gravity"]
+    return _runs_by_trial(folder, label, keys, lambda trial: trial[columns].last())
 
 
 def revisit_ratios(trials: pd.DataFrame, method: str) -> tuple[np.ndarray, np.ndarray]:
