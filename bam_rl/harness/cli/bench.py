@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bam_rl.harness.cli.common import command, output_file
+from bam_rl.harness.cli.common import command, run_writing
 
 #: ``bam-rl bench``'s line in ``bam-rl --help`` and its ``--help`` description.
 HELP = "performance table against peers (workload, ours, peer, ratio, bar, met)"
@@ -18,12 +18,8 @@ DESCRIPTION = (
 def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from bam_rl.harness.bench import run_from_args
 
-    output_file(parser, "--json", args.json)  # before the workloads run
-    output_file(parser, "--markdown", args.markdown)
-    try:
-        return run_from_args(args)
-    except OSError as error:  # e.g. the disk filled up while the workloads ran
-        parser.exit(1, f"{parser.prog}: error: {error}\n")
+    outputs = {"--json": args.json, "--markdown": args.markdown}
+    return run_writing(parser, lambda: run_from_args(args), outputs)
 
 
 def add(commands: Any) -> None:

@@ -65,6 +65,18 @@ def seed_option(text: str) -> int:
     return value
 
 
+def _unwritable(folder: Path) -> str | None:
+    """Creates ``folder`` if needed and writes a temporary file in it; why that failed, or
+    ``None`` when it worked (a read-only mount or a full disk show here, before any work)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        return error.strerror or str(error)
+    return None
+
+
 def output_directory(parser: argparse.ArgumentParser, out: str | None) -> Path | None:
     """Creates ``--out`` if needed; a usage error (exit 2) if it is a file or not writable."""
     if out is None:
@@ -74,12 +86,8 @@ def output_directory(parser: argparse.ArgumentParser, out: str | None) -> Path |
     path = Path(out)
     if path.exists() and not path.is_dir():
         parser.error(f"--out {out!r} is an existing file; give a directory")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as error:
-        reason = error.strerror or str(error)
+    reason = _unwritable(path)
+    if reason is not None:
         parser.error(f"--out {out!r} is not a writable directory ({reason})")
     if not os.access(path, os.W_OK | os.X_OK):  # pragma: no cover - caught above on POSIX
         parser.error(f"--out {out!r} is not a writable directory")
@@ -100,16 +108,26 @@ def output_file(parser: argparse.ArgumentParser, option: str, out: str | None) -
     folder = path.parent
     if folder.exists() and not folder.is_dir():
         parser.error(f"{option} {out!r}: {str(folder)!r} is a file, not a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as error:
-        reason = error.strerror or str(error)
+    reason = _unwritable(folder)
+    if reason is not None:
         parser.error(f"{option} {out!r}: its folder {str(folder)!r} is not writable ({reason})")
     if path.exists() and not os.access(path, os.W_OK):
         parser.error(f"{option} {out!r} exists and is not writable")
     return path
+
+
+def run_writing(
+    parser: argparse.ArgumentParser, run: Callable[[], int], outputs: dict[str, str | None]
+) -> int:
+    """Checks the output files ``outputs`` (option -> path, as :func:`output_file`) before any
+    work, then returns ``run()``; an ``OSError`` while it runs (e.g. the disk filled up) ends
+    the command with exit 1 and one line, not a traceback."""
+    for option, out in outputs.items():
+        output_file(parser, option, out)
+    try:
+        return run()
+    except OSError as error:
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
 
 
 def jobs_option(text: str) -> int:

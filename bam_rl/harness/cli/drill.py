@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bam_rl.harness.cli.common import command, output_file
+from bam_rl.harness.cli.common import command, run_writing
 
 #: ``bam-rl drill``'s line in ``bam-rl --help`` and its ``--help`` description.
 HELP = "reliability drills (soak, interrupted sweeps, fuzz, ...): pass or fail"
@@ -19,11 +19,7 @@ DESCRIPTION = (
 def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from bam_rl.harness.drills import run_from_args
 
-    output_file(parser, "--json", args.json)  # before the drills run
-    try:
-        return run_from_args(args)
-    except OSError as error:  # e.g. the disk filled up while the drills ran
-        parser.exit(1, f"{parser.prog}: error: {error}\n")
+    return run_writing(parser, lambda: run_from_args(args), {"--json": args.json})
 
 
 def add(commands: Any) -> None:
