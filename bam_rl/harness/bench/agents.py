@@ -18,7 +18,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import platform
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +26,7 @@ import gymnasium as gym
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.agents import UCB, UCBAM, ThompsonSampling
-from bam_rl.harness.bench.timing import best_time, protocol_loop
+from bam_rl.harness.bench.timing import best_time, header_line, protocol_loop
 
 ENV_ID = "bam_rl/SwitchingBandit-v0"
 TARGET_STEPS_PER_S = 50_000
@@ -71,10 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--select-steps", type=int, default=0)
     args = parser.parse_args(argv)
 
-    print(
-        f"# {platform.machine()}, Python {platform.python_version()}, "
-        f"gymnasium {gym.__version__}, {ENV_ID} (10 arms)"
-    )
+    print(header_line(f"{ENV_ID} (10 arms)"))
     print(f"{'agent':<10} {'loop steps/s':>13} {'rollout steps/s':>16}  target")
     for name in AGENTS:
         raw, harness = throughput(name, args.steps, args.repeats)

@@ -16,6 +16,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import math
 import platform
 import time
 from collections.abc import Callable
@@ -28,44 +29,57 @@ from bam_rl import envs  # noqa: F401  (registers the bam_rl/... environments)
 
 TARGET_STEPS_PER_S = 50_000
 TARGET_SLOWDOWN = 1.5
+#: the bandit and stream environments (bar: ``TARGET_STEPS_PER_S`` unwrapped)
+STREAMS = (
+    "bam_rl/BinomialStream-v0",
+    "bam_rl/SwitchingBandit-v0",
+    "bam_rl/SwitchingBandit50-v0",
+    "bam_rl/PiecewiseBandit-v0",
+)
 
 
 def _unwrapped(env_id: str) -> gym.Env:
     return gym.make(env_id).unwrapped
 
 
-def _actions(space: gym.Space, n: int, seed: int = 0) -> list[Any]:
+def sample_actions(space: gym.Space, n: int, seed: int = 0) -> list[Any]:
     """``n`` valid actions for ``space``, drawn before timing."""
     space.seed(seed)
     return [space.sample() for _ in range(n)]
 
 
-def steps_per_second(make: Callable[[], gym.Env], steps: int, repeats: int) -> float:
-    """Best-of-``repeats`` throughput of ``step`` over ``steps`` calls.
+def step_seconds(env: gym.Env, actions: list[Any], steps: int, seed: int) -> float:
+    """Seconds spent in ``steps`` calls of ``env.step`` after ``env.reset(seed=seed)``, the
+    ``i``-th with ``actions[i % 1024]``.
 
     Episodes are run to their end and the environment is reset, but only the ``step`` calls
     are timed (each episode's run of steps is timed as one block), so the frequency of
     resets, which differs between environments (``InvertedPendulum-v5`` terminates when the
-    pole falls, the cart-pole truncates after 200 steps), does not bias the comparison.
+    pole falls, the cart-pole truncates after 200 steps), does not bias a comparison.
     """
-    env = make()
-    actions = _actions(env.action_space, 1024)
-    best = float("inf")
-    for r in range(repeats):
-        env.reset(seed=r)
-        step, reset, clock = env.step, env.reset, time.perf_counter
-        elapsed, i = 0.0, 0
+    env.reset(seed=seed)
+    step, reset, clock = env.step, env.reset, time.perf_counter
+    elapsed, i = 0.0, 0
+    while i < steps:
+        start = clock()
+        terminated = truncated = False
         while i < steps:
-            start = clock()
-            while i < steps:
-                _, _, terminated, truncated, _ = step(actions[i & 1023])
-                i += 1
-                if terminated or truncated:
-                    break
-            elapsed += clock() - start
+            _, _, terminated, truncated, _ = step(actions[i & 1023])
+            i += 1
             if terminated or truncated:
-                reset()
-        best = min(best, elapsed)
+                break
+        elapsed += clock() - start
+        if terminated or truncated:
+            reset()
+    return elapsed
+
+
+def steps_per_second(make: Callable[[], gym.Env], steps: int, repeats: int) -> float:
+    """Best-of-``repeats`` throughput of ``step`` over ``steps`` calls (resets not timed:
+    :func:`step_seconds`)."""
+    env = make()
+    actions = sample_actions(env.action_space, 1024)
+    best = min((step_seconds(env, actions, steps, r) for r in range(repeats)), default=math.inf)
     env.close()
     return steps / best
 
@@ -87,12 +101,7 @@ def env_rows(quick: bool = False, repeats: int = 3) -> list[tuple]:
             ours * TARGET_SLOWDOWN >= peer,
         )
     ]
-    for env_id in (
-        "bam_rl/BinomialStream-v0",
-        "bam_rl/SwitchingBandit-v0",
-        "bam_rl/SwitchingBandit50-v0",
-        "bam_rl/PiecewiseBandit-v0",
-    ):
+    for env_id in STREAMS:
         raw = steps_per_second(partial(_unwrapped, env_id), n * 5, k)
         rows.append(
             (
@@ -135,12 +144,7 @@ def main(argv: list[str] | None = None) -> None:
     # --- bandits and stream -------------------------------------------------------------
     print()
     print(f"{'environment':52s} {'unwrapped/s':>12s} {'gym.make/s':>12s}  target (unwrapped)")
-    for env_id in (
-        "bam_rl/BinomialStream-v0",
-        "bam_rl/SwitchingBandit-v0",
-        "bam_rl/SwitchingBandit50-v0",
-        "bam_rl/PiecewiseBandit-v0",
-    ):
+    for env_id in STREAMS:
         raw = steps_per_second(partial(_unwrapped, env_id), n * 5, k)
         wrapped = steps_per_second(partial(gym.make, env_id), n * 5, k)
         ok = "ok" if raw >= TARGET_STEPS_PER_S else "MISSED"

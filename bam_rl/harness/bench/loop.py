@@ -16,14 +16,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import platform
 from functools import partial
 
 import gymnasium as gym
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.harness import make_agent, rollout
-from bam_rl.harness.bench.timing import best_time, protocol_loop
+from bam_rl.harness.bench.timing import best_time, header_line, protocol_loop
 
 TARGET_STEPS_PER_S = 50_000
 ENV_ID = "bam_rl/SwitchingBandit-v0"
@@ -50,10 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    print(
-        f"# {platform.machine()}, Python {platform.python_version()}, gymnasium "
-        f"{gym.__version__}, {ENV_ID}, {args.steps} steps, best of {args.repeats}"
-    )
+    print(header_line(ENV_ID, f"{args.steps} steps", f"best of {args.repeats}"))
     print()
     header = (
         f"{'agent':<10} {'rollout/s':>11} {'raw loop/s':>11} {'rollout/raw':>11} "

@@ -7,6 +7,23 @@ from collections.abc import Callable
 from typing import Any
 
 
+def header_line(*details: str) -> str:
+    """The first line a workload's script prints: ``# machine, Python version, gymnasium
+    version``, then ``details`` (what is timed), comma-separated."""
+    import platform
+
+    import gymnasium as gym
+
+    return ", ".join(
+        (
+            f"# {platform.machine()}",
+            f"Python {platform.python_version()}",
+            f"gymnasium {gym.__version__}",
+            *details,
+        )
+    )
+
+
 def best_time(run: Callable[[], object], repeats: int = 3) -> float:
     """Shortest wall time of ``repeats`` calls."""
     best = float("inf")

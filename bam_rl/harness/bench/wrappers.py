@@ -34,6 +34,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from bam_rl.harness.bench.envs import sample_actions, step_seconds
 from bam_rl.schedules import cycle
 from bam_rl.wrappers import NonStationary
 
@@ -63,39 +64,17 @@ def _ns_gym(env_id: str) -> gym.Env | None:
     return MujocoWrapper(gym.make(env_id), {"gravity": update}, change_notification=True)
 
 
-def _step_loop(env: gym.Env, actions: list[Any], steps: int, seed: int) -> float:
-    """Seconds spent in ``steps`` calls of ``env.step`` (resets not timed)."""
-    env.reset(seed=seed)
-    step, reset, clock = env.step, env.reset, time.perf_counter
-    elapsed, i, done = 0.0, 0, False
-    while i < steps:
-        start = clock()
-        while i < steps:
-            _, _, terminated, truncated, _ = step(actions[i & 1023])
-            i += 1
-            if terminated or truncated:
-                done = True
-                break
-        elapsed += clock() - start
-        if done:
-            reset()
-            done = False
-    return elapsed
-
-
 def step_times(env_id: str, steps: int, rounds: int) -> dict[str, float]:
     """Fastest seconds per step of each variant over interleaved ``rounds``."""
     variants: dict[str, gym.Env] = {"plain": gym.make(env_id), "ours": _ours(env_id)}
     peer = _ns_gym(env_id)
     if peer is not None:
         variants["ns-gym"] = peer
-    space = variants["plain"].action_space
-    space.seed(0)
-    actions = [space.sample() for _ in range(1024)]
+    actions = sample_actions(variants["plain"].action_space, 1024)
     best = dict.fromkeys(variants, math.inf)
     for r in range(rounds):
         for name, env in variants.items():
-            best[name] = min(best[name], _step_loop(env, actions, steps, r) / steps)
+            best[name] = min(best[name], step_seconds(env, actions, steps, r) / steps)
     for env in variants.values():
         env.close()
     return best
