@@ -25,6 +25,8 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 
 LIMIT = 2 * 2**30
 SIZES = (10**3, 10**4, 10**5, 10**6, 10**9, 10**12)
@@ -299,6 +301,21 @@ def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str] | 
         return None
 
 
+def _snippet_argv(snippet: str, size: int) -> list[str]:
+    """A Python case of :data:`CASES` at ``size``: the interpreter running the snippet."""
+    return [sys.executable, "-c", _PRELUDE.format(size=size) + snippet]
+
+
+def _command_argv(command: tuple[str, ...], size: int) -> list[str]:
+    """A command of :data:`COMMANDS` at ``size``: ``python -m bam_rl`` with every ``N`` of its
+    values (not of its option names) replaced by ``size``."""
+    words = [
+        word.replace("N", str(size)) if "N" in word and not word.startswith("--") else word
+        for word in command
+    ]
+    return [sys.executable, "-m", "bam_rl", *words]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--quick", action="store_true", help="only 10^9 for every argument")
@@ -309,32 +326,18 @@ def main(argv: list[str] | None = None) -> int:
     bad = 0
     rows: list[tuple[str, list[str]]] = []
     started = time.perf_counter()
-    for label, snippet in CASES.items():
+    # each case: its label, whether it is a CLI command, and its argument list at a size
+    cases: list[tuple[str, bool, Callable[[int], list[str]]]] = [
+        (label, False, partial(_snippet_argv, snippet)) for label, snippet in CASES.items()
+    ]
+    cases += [(label, True, partial(_command_argv, command)) for label, command in COMMANDS.items()]
+    for label, cli, argv_at in cases:
         if args.only and args.only not in label:
             continue
         outcomes = []
         for size in sizes:
-            code = _PRELUDE.format(size=size) + snippet
-            result = _run([sys.executable, "-c", code], args.timeout)
-            outcomes.append(_classify(result, cli=False))
-            if outcomes[-1] not in ("ok", "refused"):
-                bad += 1
-                tail = "" if result is None else (result.stderr.strip().splitlines() or [""])[-1]
-                print(f"  {label} N={size:.0e}: {outcomes[-1]} {tail[:200]}", flush=True)
-        rows.append((label, outcomes))
-        print(f"{label:<45} " + " ".join(f"{o:>8}" for o in outcomes), flush=True)
-    for label, command in COMMANDS.items():
-        if args.only and args.only not in label:
-            continue
-        outcomes = []
-        for size in sizes:
-            words = [
-                word.replace("N", str(size)) if "N" in word and not word.startswith("--") else word
-                for word in command
-            ]
-            argv_cli = [sys.executable, "-m", "bam_rl", *words]
-            result = _run(argv_cli, args.timeout)
-            outcomes.append(_classify(result, cli=True))
+            result = _run(argv_at(size), args.timeout)
+            outcomes.append(_classify(result, cli=cli))
             if outcomes[-1] not in ("ok", "refused"):
                 bad += 1
                 tail = "" if result is None else (result.stderr.strip().splitlines() or [""])[-1]
