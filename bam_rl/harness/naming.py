@@ -105,6 +105,22 @@ _DASHDOT = (0, (6, 2, 1, 2))
 _DASHDOTDOT = (0, (4, 1.5, 1, 1.5, 1, 1.5))
 _LONGDASH = (0, (10, 3))
 
+# the look of a belief rule wherever a figure draws it on its own (``_m``'s keyword arguments)
+_RECURSIVE_LOOK: dict[str, Any] = {"color": "blue", "linestyle": _DASH, "marker": "s"}
+_FORGETTING_LOOK: dict[str, Any] = {
+    "color": "green",
+    "linestyle": _DOT,
+    "marker": "v",
+    "abbreviations": ("BF",),
+    "linewidth": 2.0,
+}
+_BOCD_LOOK: dict[str, Any] = {
+    "color": "orange",
+    "linestyle": _DASHDOT,
+    "marker": "^",
+    "abbreviations": ("BOCD",),
+}
+
 
 def _m(
     key: str,
@@ -140,30 +156,15 @@ METHODS: dict[str, dict[str, Method]] = {
                 "tracker-recursive",
                 "Recursive Bayes",
                 "Recursive Bayes",
-                "blue",
-                _DASH,
-                "s",
+                **_RECURSIVE_LOOK,
             ),
-            _m(
-                "bocd",
-                "tracker-bocd",
-                "BOCD (hazard 1/100)",
-                "BOCD (hazard 1/100)",
-                "orange",
-                _DASHDOT,
-                "^",
-                ("BOCD",),
-            ),
+            _m("bocd", "tracker-bocd", "BOCD (hazard 1/100)", "BOCD (hazard 1/100)", **_BOCD_LOOK),
             _m(
                 "forgetting",
                 "tracker-forgetting",
                 "BF (α = 0.8)",
                 r"BF ($\alpha=0.8$)",
-                "green",
-                _DOT,
-                "v",
-                ("BF",),
-                linewidth=2.0,
+                **_FORGETTING_LOOK,
             ),
             # λ = 0 is drawn thick and underneath, λ = 0.1 thin and dashed on top: their medians
             # nearly coincide, and both stay visible
@@ -201,30 +202,17 @@ METHODS: dict[str, dict[str, Method]] = {
                 "thompson",
                 "Thompson (recursive Bayes)",
                 "Thompson (recursive Bayes)",
-                "blue",
-                _DASH,
-                "s",
+                **_RECURSIVE_LOOK,
             ),
             _m(
                 "thompson-forgetting",
                 "thompson-forgetting",
                 "BF + Thompson",
                 "BF + Thompson",
-                "green",
-                _DOT,
-                "v",
-                ("BF",),
-                linewidth=2.0,
+                **_FORGETTING_LOOK,
             ),
             _m(
-                "thompson-bocd",
-                "thompson-bocd",
-                "BOCD + Thompson",
-                "BOCD + Thompson",
-                "orange",
-                _DASHDOT,
-                "^",
-                ("BOCD",),
+                "thompson-bocd", "thompson-bocd", "BOCD + Thompson", "BOCD + Thompson", **_BOCD_LOOK
             ),
             _m("ucb", "ucb", "UCB", "UCB", "sky", _LONGDASH, "x", ("UCB",)),
             _m(
@@ -241,9 +229,7 @@ METHODS: dict[str, dict[str, Method]] = {
                 "mppi-recursive",
                 "Recursive Bayes",
                 "Recursive Bayes",
-                "blue",
-                _DASH,
-                "s",
+                **_RECURSIVE_LOOK,
             ),
             _m(
                 "gt",
