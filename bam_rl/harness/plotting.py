@@ -164,27 +164,22 @@ def figure_legend(
             if text not in labels and not text.startswith("_"):
                 handles.append(handle)
                 labels.append(text)
+    # where each ``loc`` anchors the legend, and its columns unless ``ncol`` is given
     if loc == "right":
-        return figure.legend(
-            handles,
-            labels,
-            loc="center left",
-            bbox_to_anchor=(1.0, 0.5),
-            ncol=ncol or 1,
-            title=title,
-            handlelength=3.2,
-        )
-    if loc == "below":
-        return figure.legend(
-            handles,
-            labels,
-            loc="upper center",
-            bbox_to_anchor=(0.5, 0.0),
-            ncol=ncol or min(len(labels), 3),
-            title=title,
-            handlelength=3.2,
-        )
-    raise ValueError(f"loc must be 'right' or 'below', got {loc!r}")
+        anchor, corner, columns = (1.0, 0.5), "center left", 1
+    elif loc == "below":
+        anchor, corner, columns = (0.5, 0.0), "upper center", min(len(labels), 3)
+    else:
+        raise ValueError(f"loc must be 'right' or 'below', got {loc!r}")
+    return figure.legend(
+        handles,
+        labels,
+        loc=corner,
+        bbox_to_anchor=anchor,
+        ncol=ncol or columns,
+        title=title,
+        handlelength=3.2,
+    )
 
 
 def add_caption(figure: Any, text: str, width: int = 150, below: Any = None) -> Any:

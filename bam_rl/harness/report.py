@@ -119,15 +119,23 @@ def write_timing(
     folder: str | os.PathLike[str], seconds: float, command: str, **extra: Any
 ) -> Path:
     """Writes ``folder/timing.json``: the wall time and the exact command of a run."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     record = {
         "seconds": round(float(seconds), 3),
         "command": command,
-        "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "finished": _now(),
         **extra,
     }
-    path = folder / TIMING_FILE
+    return _write_record(Path(folder) / TIMING_FILE, record)
+
+
+def _now() -> str:
+    """The time now (UTC, to the second) as the records write it."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_record(path: Path, record: dict[str, Any]) -> Path:
+    """Writes ``record`` as indented JSON to ``path`` (atomically; its folder created)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as temporary:
         temporary.write_text(json.dumps(record, indent=2) + "\n")
     return path
@@ -145,17 +153,8 @@ def write_not_run(folder: str | os.PathLike[str], reason: str, command: str) -> 
     """
     if not reason.strip():
         raise ValueError("reason must be a non-empty sentence, got an empty string")
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    record = {
-        "reason": reason,
-        "command": command,
-        "written": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    }
-    path = folder / NOT_RUN_FILE
-    with atomic_path(path) as temporary:
-        temporary.write_text(json.dumps(record, indent=2) + "\n")
-    return path
+    record = {"reason": reason, "command": command, "written": _now()}
+    return _write_record(Path(folder) / NOT_RUN_FILE, record)
 
 
 def read_not_run(folder: str | os.PathLike[str]) -> str | None:
@@ -362,7 +361,7 @@ def collect(
         "experiments": experiments,
         "claims": rows,
         "environment": environment(),
-        "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "generated": _now(),
     }
 
 
