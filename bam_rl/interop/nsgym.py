@@ -6,10 +6,14 @@ harnesses.
   "relative_time"}``) into a Gymnasium environment whose observation is the base
   environment's own (a ``Box`` for the classic-control and MuJoCo ones) and whose ``info``
   carries ``context`` (the parameters' current values, read from the environment) and
-  ``context_changed`` with :class:`bam_rl.wrappers.NonStationary`'s meaning: True only at the
-  step or reset where a value actually changed. NS-Gym's own flag (``env_change``) means
-  "the update function fired", also when the value stayed the same (``NoUpdate``, a
-  ``StepWiseUpdate`` to the current value, a clipped random walk).
+  ``context_changed``: True only at the step whose transition ran in another world than the
+  transition before it (in this episode or an earlier one), never at a reset. NS-Gym restores
+  the initial values at ``reset`` and applies its updates inside ``step`` before the physics,
+  so a problem that changes a value "at t = 0" of every episode runs every transition in the
+  same world: a restored value no transition uses is not a change (flagging it would restart
+  a learner twice an episode). NS-Gym's own flag (``env_change``) means "the update function
+  fired", also when the value stayed the same (``NoUpdate``, a ``StepWiseUpdate`` to the
+  current value, a clipped random walk).
 * :func:`as_nsgym_agent` turns any bam-rl agent into an NS-Gym agent: ``act(obs,
   planning_env)`` and the competition's ``get_action(obs, planning_env, reward=None,
   done=None)``. NS-Gym has no ``observe`` and never says that an episode began; the adapter
@@ -160,7 +164,7 @@ class NSGymBridge(gymnasium.Wrapper):
         self._box = isinstance(state_space, spaces.Box)
         self._context = read_context(ns)
         self._last_changed = False
-        self._started = False
+        self._world: dict[str, float | tuple[float, ...]] | None = None  # last transition's
 
     @property
     def spec(self) -> None:  # type: ignore[override]
@@ -176,7 +180,8 @@ class NSGymBridge(gymnasium.Wrapper):
 
     @property
     def context_changed(self) -> bool:
-        """Whether the last ``reset`` or ``step`` changed a value."""
+        """Whether the last ``step``'s transition ran in another world than the transition
+        before it (always False after a ``reset``)."""
         return self._last_changed
 
     def _state(self, state: Any) -> Any:
@@ -186,10 +191,16 @@ class NSGymBridge(gymnasium.Wrapper):
             return np.asarray(state, dtype=space.dtype)
         return state
 
-    def _annotate(self, notes: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
+    def _annotate(
+        self, notes: dict[str, Any], info: dict[str, Any], stepped: bool
+    ) -> dict[str, Any]:
         values = read_context(self._ns)
-        changed = self._started and values != self._context
-        self._context, self._last_changed, self._started = values, changed, True
+        # after a step, ``values`` is the world its transition ran in (NS-Gym updates, then
+        # steps); a reset's restored values count only once a transition runs in them
+        changed = stepped and self._world is not None and values != self._world
+        if stepped:
+            self._world = values
+        self._context, self._last_changed = values, changed
         info["nsgym"] = _notes_copy(notes)  # what NS-Gym itself told the agent
         if self.notify == "value":
             info["context"] = dict(values)
@@ -201,12 +212,12 @@ class NSGymBridge(gymnasium.Wrapper):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        """Resets the NS-Gym environment; ``context_changed`` is True when the reset changed a
-        value (NS-Gym restores the initial values at ``reset`` unless ``persistent_params``),
-        and False at the first reset."""
+        """Resets the NS-Gym environment; ``context_changed`` is False (NS-Gym restores the
+        initial values at ``reset`` unless ``persistent_params``; if they differ from the last
+        transition's world, the first step says so)."""
         observation, info = self.env.reset(seed=seed, options=options)
         state, notes = _split(observation)
-        return self._state(state), self._annotate(notes, dict(info))
+        return self._state(state), self._annotate(notes, dict(info), stepped=False)
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         """Steps the NS-Gym environment (which applies its updates, then steps); the reward
@@ -214,7 +225,7 @@ class NSGymBridge(gymnasium.Wrapper):
         observation, reward, terminated, truncated, info = self.env.step(action)
         state, notes = _split(observation)
         value = float(getattr(reward, "reward", reward))
-        info = self._annotate(notes, dict(info))
+        info = self._annotate(notes, dict(info), stepped=True)
         return self._state(state), value, bool(terminated), bool(truncated), info
 
 
@@ -239,7 +250,9 @@ def from_nsgym(env: gymnasium.Env, notify: str = "nsgym") -> NSGymBridge:
     ``relative_time``) move to ``info["nsgym"]``. ``info["context"]`` holds the parameters'
     values read from the environment after each update (MuJoCo gravity as a magnitude, as
     :class:`~bam_rl.wrappers.NonStationary` reports it); ``info["context_changed"]`` is True
-    only where a value actually changed, unlike NS-Gym's flag. The ground truth is always
+    only at a step whose transition ran in another world than the one before it (never at a
+    reset, whose restored values count once a step runs in them), unlike NS-Gym's flag, which
+    means "an update fired". The ground truth is always
     ``env.get_wrapper_attr("context")``.
 
     Args:
@@ -292,12 +305,16 @@ class NSGymAgent:
         self._in_episode = False
         self._pending: Any = None  # the action whose outcome is still to come
         self._has_pending = False
-        self._context: dict[str, Any] | None = None
+        self._world: dict[str, Any] | None = None  # the last transition's world
         super().__init__()  # NS-Gym's Agent (or another base) when mixed in
 
     # ------------------------------------------------------------------ what the agent is told
     def _info(
-        self, notes: dict[str, Any], planning_env: Any, extra: Mapping[str, Any] | None
+        self,
+        notes: dict[str, Any],
+        planning_env: Any,
+        extra: Mapping[str, Any] | None,
+        stepped: bool = True,
     ) -> dict[str, Any]:
         info: dict[str, Any] = dict(extra or {})
         info["nsgym"] = _notes_copy(notes)
@@ -311,8 +328,12 @@ class NSGymAgent:
             except ValueError:
                 context = None
         if context is not None:
-            changed = self._context is not None and context != self._context
-            self._context = context
+            # as the bridge's ``context_changed``: after a step the planning copy holds the
+            # world that step's transition ran in; at an episode's start it holds the restored
+            # initial values, which count once a transition runs in them
+            changed = stepped and self._world is not None and context != self._world
+            if stepped:
+                self._world = context
             info["context"] = dict(context)
             info["context_changed"] = changed
         elif flags:
@@ -371,8 +392,8 @@ class NSGymAgent:
             (``Discrete``) when ``planning_env`` gives the space.
         """
         state, notes = self._state(obs)
-        told = self._info(notes, planning_env, info)
         restarted = notes.get("relative_time") is not None and notes["relative_time"] == 0
+        told = self._info(notes, planning_env, info, stepped=self._in_episode and not restarted)
         ends = bool(done) or bool(truncated)
         if self._in_episode and not restarted:
             if self._has_pending:

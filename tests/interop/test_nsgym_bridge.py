@@ -63,11 +63,37 @@ def test_context_changed_flags_real_changes_only():
     assert fired == [1] * 6  # NS-Gym's flag: the no-op update "fired" at every step
     assert masses == [0.1, 0.1, 0.1, 1.5, 1.5, 1.5]
     assert env.unwrapped.masspole == 1.5 and env.get_wrapper_attr("context")["masspole"] == 1.5
-    # NS-Gym restores the initial values at reset: a real change, flagged
+    # NS-Gym restores the initial values at reset: reported, flagged at the first transition
+    # that runs in them (never at the reset itself)
     _, info = env.reset()
+    assert info["context"]["masspole"] == 0.1 and not info["context_changed"]
+    *_, info = env.step(0)
     assert info["context"]["masspole"] == 0.1 and info["context_changed"]
     _, info = env.reset()
+    *_, info = env.step(0)
     assert not info["context_changed"]
+
+
+def test_a_change_at_t0_of_every_episode_is_one_world_not_two_changes():
+    """NS-Gym's published CartPole problems set the mass to m at t = 0 of every episode (after
+    reset restored 0.1): every transition runs at m, so nothing is flagged after the first
+    episode's step 0 (where the world first differs from none: not flagged either)."""
+    ns_env = NSClassicControlWrapper(
+        gym.make("CartPole-v1"),
+        {"masspole": StepWiseUpdate(DiscreteScheduler({0}), [1.5])},
+        change_notification=True,
+        delta_change_notification=True,
+    )
+    env = from_nsgym(ns_env)
+    flags, masses = [], []
+    for seed in range(3):
+        _, info = env.reset(seed=seed)
+        flags.append(info["context_changed"])
+        for _ in range(3):
+            *_, info = env.step(0)
+            flags.append(info["context_changed"])
+            masses.append(info["context"]["masspole"])
+    assert flags == [False] * 12 and masses == [1.5] * 9
 
 
 def test_notification_follows_nsgym_levels_unless_chosen():
@@ -132,7 +158,9 @@ class Spy:
         return self.inner.act(observation)
 
     def observe(self, action, reward, next_observation, terminated, truncated, info):
-        self.calls.append(("observe", action, reward, np.array(next_observation), terminated))
+        self.calls.append(
+            ("observe", action, reward, np.array(next_observation), terminated, dict(info))
+        )
         self.inner.observe(action, reward, next_observation, terminated, truncated, info)
 
 
@@ -192,8 +220,21 @@ def test_a_competition_loop_drives_a_random_agent_through_the_adapter():
     ends = [i for i, c in enumerate(spy.calls) if c[0] == "observe" and c[4]]
     assert kinds[0] == "reset" and all(kinds[i + 1] == "reset" for i in ends[:-1])
     # detailed notification: the planning copy carries the world; a real change is announced
-    changed = [c for c in spy.calls if c[0] == "reset"][1][2]
-    assert changed["context"]["masspole"] == 0.1 and changed["context_changed"]
+    # at the first transition that runs in it (episode 2's first, back at the initial 0.1),
+    # never at the reset
+    assert all(not r[2]["context_changed"] for r in resets)
+    assert resets[1][2]["context"]["masspole"] == 0.1
+    episodes, flags = [], []
+    for call in spy.calls:
+        if call[0] == "reset":
+            flags = []
+            episodes.append(flags)
+        else:
+            flags.append(call[5]["context_changed"])
+    assert min(len(f) for f in episodes) > 4  # each episode reaches the change at t = 3
+    for k, flags in enumerate(episodes):
+        # 0.1 -> 1.5 at t = 3; later episodes start back at 0.1 (after 1.5): flagged at step 0
+        assert flags[:4] == [k > 0, False, False, True] and not any(flags[4:])
 
 
 def test_episode_starts_are_found_without_done_and_missing_rewards_are_counted():
