@@ -327,16 +327,12 @@ def _warm_up(problem: int | str, method: str) -> None:
     import gymnasium as gym
 
     from bam_rl.harness.registry import make_agent
+    from bam_rl.harness.runner import rollout
 
     env = gym.make("bam_rl/PiecewiseBandit-v0", **problem_table(problem, np.random.SeedSequence(0)))
     bandit: Any = env.unwrapped
     agent = make_agent(METHODS[method][0], bandit, 0, **agent_kwargs(method, bandit))
-    observation, info = bandit.reset(seed=0)
-    agent.reset(observation, info)
-    for _ in range(20):
-        arm = agent.act(observation)
-        observation, reward, terminated, truncated, info = bandit.step(arm)
-        agent.observe(arm, reward, observation, terminated, truncated, info)
+    rollout(bandit, agent, n_steps=20, seed=0)
     env.close()
 
 
