@@ -29,7 +29,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from bam_rl.checks import as_float_array, check_finite_scalar, check_seed
+from bam_rl.checks import as_float_array, check_arm, check_finite_scalar, check_seed
 from bam_rl.serialization import load_object, save_object
 
 __all__ = [
@@ -73,27 +73,6 @@ class Agent(Protocol):
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Any:
         """Reads an agent written by :meth:`save` (``path`` with or without ``.npz``)."""
-
-
-def check_arm(name: str, action: Any, n_arms: int) -> int:
-    """Returns an arm index as an int in ``[0, n_arms)`` or raises ``ValueError`` naming it.
-
-    Accepts Python and NumPy integers, integral floats are refused (an arm is not a number on
-    a line), as are booleans and arrays with more than one element.
-    """
-    if type(action) is int or (isinstance(action, np.integer)):
-        arm = int(action)
-    elif (
-        isinstance(action, np.ndarray)
-        and action.size == 1
-        and np.issubdtype(action.dtype, np.integer)
-    ):
-        arm = int(action.reshape(-1)[0])
-    else:
-        raise ValueError(f"{name} must be an integer arm index in [0, {n_arms}), got {action!r}")
-    if not 0 <= arm < n_arms:
-        raise ValueError(f"{name} must be an integer arm index in [0, {n_arms}), got {arm!r}")
-    return arm
 
 
 #: Up to this many arms :func:`beta_draws` makes scalar calls (measured: 3.1 against 8.3 µs

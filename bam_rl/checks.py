@@ -331,6 +331,29 @@ def all_finite(array: np.ndarray) -> bool:
     return math.isfinite(array.sum()) or bool(np.isfinite(array).all())
 
 
+def check_arm(name: str, action: Any, n_arms: int, *, flat: bool = False) -> int:
+    """Returns an arm index as an int in ``[0, n_arms)`` or raises ``ValueError`` naming it.
+
+    Accepts Python and NumPy integers, integral floats are refused (an arm is not a number on
+    a line), as are booleans and arrays with more than one element; with ``flat`` (the
+    environments' rule) a one-element array must also have at most one dimension.
+    """
+    if type(action) is int or (isinstance(action, np.integer)):
+        arm = int(action)
+    elif (
+        isinstance(action, np.ndarray)
+        and action.size == 1
+        and (not flat or action.ndim <= 1)
+        and np.issubdtype(action.dtype, np.integer)
+    ):
+        arm = int(action.reshape(-1)[0])
+    else:
+        raise ValueError(f"{name} must be an integer arm index in [0, {n_arms}), got {action!r}")
+    if not 0 <= arm < n_arms:
+        raise ValueError(f"{name} must be an integer arm index in [0, {n_arms}), got {arm!r}")
+    return arm
+
+
 # --- the environments' checks (their messages, as the environments have always worded them) ---
 
 #: Largest magnitude a Gaussian bandit's rewards may reach: ``|mean| + NOISE_REACH ·

@@ -9,7 +9,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from bam_rl.checks import check_memory, finite_float, gaussian_reward_bounds, positive_int
+from bam_rl.checks import (
+    check_arm,
+    check_memory,
+    finite_float,
+    gaussian_reward_bounds,
+    positive_int,
+)
 
 from . import _canvas
 
@@ -163,7 +169,7 @@ class _BlockBandit(gym.Env[np.int64, np.int64]):
             ValueError: If the action is not an integer arm index in ``[0, n_arms)``.
             RuntimeError: If called after truncation without ``reset``.
         """
-        arm = _arm_index(action, self.n_arms)
+        arm = check_arm("action", action, self.n_arms, flat=True)
         t = self._t
         if t >= self.max_steps:
             raise RuntimeError("step() called after the episode was truncated; call reset()")
@@ -424,24 +430,6 @@ def _switch_times(rng: np.random.Generator, p: float, horizon: int) -> np.ndarra
         last = int(times[-1])
     times = np.concatenate(chunks)
     return times[times < horizon].astype(np.int64)
-
-
-def _arm_index(action: Any, n_arms: int) -> int:
-    """Return the action as an int arm index in ``[0, n_arms)`` or raise ``ValueError``."""
-    if type(action) is int or isinstance(action, np.integer):
-        arm = int(action)
-    elif (
-        isinstance(action, np.ndarray)
-        and action.size == 1
-        and action.ndim <= 1
-        and np.issubdtype(action.dtype, np.integer)
-    ):
-        arm = int(action.reshape(-1)[0])
-    else:
-        raise ValueError(f"action must be an integer arm index in [0, {n_arms}), got {action!r}")
-    if not 0 <= arm < n_arms:
-        raise ValueError(f"action must be an integer arm index in [0, {n_arms}), got {arm}")
-    return arm
 
 
 def _interval(name: str, value: Any) -> tuple[float, float]:
