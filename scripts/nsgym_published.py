@@ -32,13 +32,13 @@ in ``episodes.csv`` is skipped::
 
     python scripts/nsgym_published.py --out /tmp/nsgym --seeds 0 1 2 3 4
     python scripts/nsgym_published.py --smoke --out /tmp/nsgym_smoke
-    python scripts/nsgym_published.py --cells cartpole-1.5-notified --bridge first-transition
+    python scripts/nsgym_published.py --cells cartpole-1.5-notified --agents mppi-gt
 
-``--bridge first-transition`` applies the change semantics proposed for the bridge (see
-:class:`FirstTransitionChanges`): NS-Gym restores the initial value at every reset and
-applies the new one before the first transition, so the bridge as it is flags two changes per
-notified episode (at the reset and at step 0) though no transition ever ran at the restored
-value.
+NS-Gym restores the initial value at every reset and applies the new one before the first
+transition, so every transition of these problems runs at m: the bridge flags a change at the
+first transition that runs in another world than the last one, never at a reset, so a
+notified learner sees one world here (before that rule it saw two changes an episode and
+restarted BAM twice an episode: best episode 52 at m = 1.5).
 """
 
 from __future__ import annotations
@@ -173,41 +173,9 @@ CELLS = tuple(Cell("cartpole", m, n) for m in MASSES for n in (False, True)) + t
 )
 
 
-class FirstTransitionChanges(gym.Wrapper):
-    """The change semantics proposed for :class:`bam_rl.interop.nsgym.NSGymBridge`: a change
-    is flagged at the step whose transition is the first one taken in a new world (compared
-    with the last transition taken, in this episode or an earlier one), never at a reset.
-
-    NS-Gym restores the initial values at every reset and applies a change "at t = 0" before
-    the first transition, so a world restored at a reset and changed back at step 0 was never
-    stepped in and is no change; a reset that does change the world shows at its first step,
-    which :class:`~bam_rl.agents.MPPIAgent` treats as a change at the reset (a split with no
-    transitions). Wraps the bridge (``from_nsgym``) and keeps its ``notify``.
-    """
-
-    def __init__(self, env: gym.Env):
-        super().__init__(env)
-        self.notify = env.get_wrapper_attr("notify")
-        self._last_world: dict[str, Any] | None = None
-
-    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        observation, info = self.env.reset(**kwargs)
-        if "context_changed" in info:
-            info["context_changed"] = False
-        return observation, info
-
-    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
-        observation, reward, terminated, truncated, info = self.env.step(action)
-        world = self.env.get_wrapper_attr("context")  # the world this transition ran in
-        if "context_changed" in info:
-            info["context_changed"] = self._last_world is not None and world != self._last_world
-        self._last_world = world
-        return observation, reward, terminated, truncated, info
-
-
-def make_env(cell: Cell, cap: int, bridge: str) -> gym.Env:
+def make_env(cell: Cell, cap: int) -> gym.Env:
     """NS-Gym's environment of ``cell`` through ``from_nsgym`` (NS-Gym's own notification
-    level), with the proposed change semantics when ``bridge == "first-transition"``."""
+    level)."""
     from ns_gym.schedulers import ContinuousScheduler, DiscreteScheduler
     from ns_gym.update_functions import IncrementUpdate, StepWiseUpdate
     from ns_gym.wrappers import NSClassicControlWrapper
@@ -226,17 +194,14 @@ def make_env(cell: Cell, cap: int, bridge: str) -> gym.Env:
         change_notification=cell.notified,
         delta_change_notification=cell.notified,
     )
-    env: gym.Env = from_nsgym(ns_env)
-    if bridge == "first-transition":
-        env = FirstTransitionChanges(env)
-    return env
+    return from_nsgym(ns_env)
 
 
 def run_one(
-    cell: Cell, agent_name: str, seed: int, episodes: int, cap: int, bridge: str, options: dict
+    cell: Cell, agent_name: str, seed: int, episodes: int, cap: int, options: dict
 ) -> list[dict[str, Any]]:
     """Every episode of one (cell, agent, seed): return, steps, seconds per decision."""
-    env = make_env(cell, cap, bridge)
+    env = make_env(cell, cap)
     agent = make_agent(agent_name, env, seed=seed, reward=REWARDS[cell.problem], **options)
     rows = []
     for episode in range(episodes):
@@ -258,7 +223,6 @@ def run_one(
                 "notified": int(cell.notified),
                 "agent": agent_name,
                 "oracle": int(agent_name == "mppi-gt" and not cell.notified),
-                "bridge": bridge,
                 "seed": seed,
                 "episode": episode,
                 "return": round(total, 3),
@@ -318,7 +282,6 @@ def summarise(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[di
             "cell": name,
             "agent": agent,
             "oracle": int(group[0]["oracle"]),
-            "bridge": group[0]["bridge"],
             "seeds": len(per_seed),
             "episodes_per_seed": max(len(v) for v in per_seed.values()),
             "mean": round(mean, 2),
@@ -368,7 +331,7 @@ def write_csv(path: str, rows: list[dict[str, Any]], fields: list[str] | None = 
 
 
 EPISODE_FIELDS = [
-    "cell", "problem", "mass", "notified", "agent", "oracle", "bridge", "seed", "episode",
+    "cell", "problem", "mass", "notified", "agent", "oracle", "seed", "episode",
     "return", "steps", "s_per_decision",
 ]  # fmt: skip
 
@@ -383,7 +346,6 @@ def main() -> None:
         "--episodes", type=int, default=None, help="per seed (default: the best baseline's n)"
     )
     parser.add_argument("--cap", type=int, default=CARTPOLE_CAP, help="CartPole's step cap")
-    parser.add_argument("--bridge", choices=("as-is", "first-transition"), default="as-is")
     parser.add_argument("--options", default="{}", help="JSON agent options")
     parser.add_argument(
         "--smoke", action="store_true", help="1 seed, 2 episodes, cap 100, two cells"
@@ -419,17 +381,17 @@ def main() -> None:
         write_csv(episodes_path, [], EPISODE_FIELDS)
     done = defaultdict(int)
     for r in rows:
-        done[(r["cell"], r["agent"], int(r["seed"]), r["bridge"])] += 1
+        done[(r["cell"], r["agent"], int(r["seed"]))] += 1
     for name in args.cells:
         cell = known[name]
         n = episodes_for(cell, args.episodes)
         cap = args.cap if cell.problem == "cartpole" else 200
         for agent in args.agents:
             for seed in args.seeds:
-                if done[(name, agent, seed, args.bridge)] >= n:
+                if done[(name, agent, seed)] >= n:
                     continue
                 start = time.perf_counter()
-                new = run_one(cell, agent, seed, n, cap, args.bridge, options)
+                new = run_one(cell, agent, seed, n, cap, options)
                 rows.extend(new)
                 with open(episodes_path, "a", newline="") as handle:
                     csv.DictWriter(handle, fieldnames=EPISODE_FIELDS).writerows(new)
@@ -441,7 +403,7 @@ def main() -> None:
                     f"returns {[round(r['return']) for r in new]}",
                     flush=True,
                 )
-    rows = [r for r in rows if r["bridge"] == args.bridge and r["cell"] in args.cells]
+    rows = [r for r in rows if r["cell"] in args.cells]
     summary, curve = summarise(rows)
     if summary:
         write_csv(os.path.join(args.out, "summary.csv"), summary)
