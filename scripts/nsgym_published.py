@@ -24,7 +24,8 @@ the mean ± SE over the episodes (as many as the cell's best published baseline 
 ``--episodes``) with a 95 % interval (mean ± 1.96 SE; the SE is the larger of the one over all
 (seed, episode) returns and the one over per-seed means), the mean seconds per decision
 (``act`` only), and the best published baseline of the cell with its interval and source
-(``summary.csv``). ``published.csv`` is the table of published numbers (:data:`PUBLISHED`).
+(``summary.csv``). ``published.csv`` copies the table of published numbers
+(``scripts/data/nsgym_published.csv``).
 ``mppi-gt`` plans with the live environment: with notification that is the information
 NS-Gym's MCTS gets from its planning environment; without it, GT is an oracle (marked, and
 never counted as our best agent). Runs are resumable: a (cell, agent, seed) already complete
@@ -51,6 +52,7 @@ import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -58,95 +60,42 @@ import numpy as np
 
 from bam_rl.harness.registry import make_agent
 
-TAG = "scope-lab-vu/ns_gym@submission/ns_gym_v0"
-CP_NB = f"{TAG}:ns_gym_experiments/experiments/NS_Cartpole/CartPoleResults.ipynb"
-DA_NB = f"{TAG}:ns_gym_experiments/experiments/data_analysis.ipynb"
+#: The published table: ``scripts/data/nsgym_published.csv``.
+PUBLISHED_CSV = Path(__file__).with_name("data") / "nsgym_published.csv"
 
-#: NS-Gym's published CartPole numbers (single change of the pole mass 0.1 -> m at t = 0, step
-#: cap 2500): (algorithm, variant, m, notified, mean return, standard error = std / sqrt(n),
-#: n episodes, source: notebook, cell, result file named there). Read from the notebooks'
-#: stored outputs; the result CSVs themselves are not in the repository. DDQN ignores the
-#: planning environment, so its numbers (run without notification) stand in both cells.
-#: ADA-MCTS and RATS have no CartPole results at the tag; NS-Gym published no Pendulum numbers
-#: there (its NS_Pendulum scripts, PPO / DDPG / A2C, have no stored results).
-PUBLISHED: list[tuple[str, str, float, bool, float, float, int, str]] = [
-    # MCTS (ns_gym MCTS, gamma 0.5, c sqrt 2, depth 500), 50 episodes per row
-    *[
-        ("MCTS", f"num_iter={it}", m, False, mean, se, 50,
-         f"{CP_NB} cell 2 (= {DA_NB} cell 33): CartpoleVanillaMCTS_withoutChangNotif_"
-         "2024-05-21_21:50:47.csv")
-        for m, it, mean, se in [
-            (1.0, 50, 667.90, 55.690957), (1.0, 100, 718.64, 67.964791),
-            (1.0, 300, 600.90, 47.676540), (1.2, 50, 717.70, 63.285793),
-            (1.2, 100, 629.40, 47.673259), (1.2, 300, 595.64, 52.964260),
-            (1.3, 50, 552.68, 38.400100), (1.3, 100, 601.52, 49.955353),
-            (1.3, 300, 552.84, 49.281841), (1.5, 50, 724.84, 67.259123),
-            (1.5, 100, 625.60, 44.359883), (1.5, 300, 641.28, 50.465644),
+
+def read_published(path: Path = PUBLISHED_CSV) -> list[tuple]:
+    """NS-Gym's published CartPole numbers (single change of the pole mass 0.1 -> m at t = 0,
+    step cap 2500), one row each: (algorithm, variant, m, notified, mean return, standard
+    error = std / sqrt(n), n episodes, source: notebook and cell at the tag
+    ``scope-lab-vu/ns_gym@submission/ns_gym_v0``, and the result file named there).
+
+    Read from the notebooks' stored outputs; the result CSVs themselves are not in that
+    repository. The algorithms: MCTS (ns_gym MCTS, gamma 0.5, c = sqrt 2, depth 500; 50
+    episodes a row), AlphaZero (500 simulations, depth 500, gamma 1, c = sqrt 2, a 2x128
+    network, temperature 1), DDQN (3x64 network trained at m = 0.1; run without notification,
+    and its policy ignores the planning environment, so its numbers stand in both cells) and
+    PA-MCTS (DDQN + MCTS, alpha 0.25 its best; masses 0.1, 1.0 and 1.5 only; 100 episodes).
+    ADA-MCTS and RATS have no CartPole results at the tag; NS-Gym published no Pendulum numbers
+    there (its NS_Pendulum scripts, PPO / DDPG / A2C, have no stored results).
+    """
+    with open(path, newline="") as handle:
+        return [
+            (
+                r["algorithm"],
+                r["variant"],
+                float(r["mass"]),
+                bool(int(r["notified"])),
+                float(r["mean"]),
+                float(r["se"]),
+                int(r["n"]),
+                r["source"],
+            )
+            for r in csv.DictReader(handle)
         ]
-    ],
-    *[
-        ("MCTS", f"num_iter={it}", m, True, mean, se, 50,
-         f"{CP_NB} cell 3: CartpoleVanillaMCTS_single_transition_withChangNotif_"
-         "2024-05-22_02:56:49.csv")
-        for m, it, mean, se in [
-            (1.0, 50, 699.38, 46.761338), (1.0, 100, 711.92, 61.059555),
-            (1.0, 300, 633.62, 49.274780), (1.2, 50, 668.96, 48.726224),
-            (1.2, 100, 794.64, 69.984872), (1.2, 300, 735.52, 74.128731),
-            (1.3, 50, 801.60, 75.002133), (1.3, 100, 813.06, 57.670743),
-            (1.3, 300, 734.08, 53.160173), (1.5, 50, 742.62, 58.148690),
-            (1.5, 100, 826.20, 71.246396), (1.5, 300, 678.58, 51.134884),
-        ]
-    ],
-    # AlphaZero (500 simulations, depth 500, gamma 1, c sqrt 2, 2x128 network), temp 1
-    *[
-        ("AlphaZero", "trial_1 2024-07-16", m, False, mean, se, 150,
-         f"{CP_NB} cell 9: CartPole_AlphaZero_single_change_without_notif_trial_1_2024-07-16.csv")
-        for m, mean, se in [
-            (1.0, 441.653333, 51.967588), (1.2, 286.06, 25.946431),
-            (1.3, 259.30, 15.107133), (1.5, 272.82, 21.246861),
-        ]
-    ],
-    ("AlphaZero", "rerun 2024-08-15", 1.0, False, 585.13, 80.868251, 100,
-     f"{CP_NB} cell 15: CartPole_AlphaZero_single_change_without_notif_2024-08-15.csv"),
-    *[
-        ("AlphaZero", "trial_1 2024-07-16", m, True, mean, se, 150,
-         f"{CP_NB} cell 8: CartPole_AlphaZero_single_change_with_notif_trial_1_2024-07-16.csv")
-        for m, mean, se in [
-            (1.0, 230.813333, 1.056497), (1.2, 241.853333, 1.016393),
-            (1.3, 242.793333, 0.819958), (1.5, 902.046667, 83.005411),
-        ]
-    ],
-    ("AlphaZero", "rerun 2024-08-15", 1.0, True, 232.18, 1.299213, 100,
-     f"{CP_NB} cell 16: CartPole_AlphaZero_single_change_with_notif_2024-08-15.csv"),
-    ("AlphaZero", "big_mass 2024-08-15", 1.5, True, 932.49, 103.154253, 100,
-     f"{CP_NB} cell 17: CartPole_AlphaZero_single_change_with_notif_big_mass_2024-08-15.csv"),
-    # DDQN (3x64 network, trained at m = 0.1), no notification; stands in both cells
-    *[
-        ("DDQN", "no notification (policy ignores it)", m, notified, mean, se, 150,
-         f"{CP_NB} cell 12 (= {DA_NB} cell 49): CartPole_DDQN_single_transition_"
-         "increasingMass_trial_1_2024-05-30.csv")
-        for m, mean, se in [
-            (1.0, 135.533333, 0.278806), (1.2, 135.853333, 0.271772),
-            (1.3, 136.026667, 0.259055), (1.5, 135.193333, 0.267175),
-        ]
-        for notified in (False, True)
-    ],
-    # PA-MCTS (DDQN + MCTS, alpha 0.25 its best; masses 0.1, 1.0, 1.5 only), 100 episodes
-    *[
-        ("PA-MCTS", f"alpha={alpha}", m, notified, mean, se, 100,
-         f"{CP_NB} cell {cell}: CartPole_PAMCTS_single_change_"
-         f"{'with' if notified else 'without'}_change_notif_2024-08-09.csv")
-        for notified, cell, rows in [
-            (True, 10, [(1.0, 0.25, 740.84, 43.230458), (1.0, 0.5, 123.55, 0.467613),
-                        (1.0, 0.75, 136.07, 0.291029), (1.5, 0.25, 702.58, 43.605674),
-                        (1.5, 0.5, 124.29, 0.472538), (1.5, 0.75, 135.22, 0.302708)]),
-            (False, 11, [(1.0, 0.25, 525.98, 31.912503), (1.0, 0.5, 120.48, 0.586460),
-                         (1.0, 0.75, 135.41, 0.316577), (1.5, 0.25, 467.35, 25.112295),
-                         (1.5, 0.5, 117.60, 1.239094), (1.5, 0.75, 135.42, 0.344709)]),
-        ]
-        for m, alpha, mean, se in rows
-    ],
-]  # fmt: skip
+
+
+PUBLISHED = read_published()
 
 MASSES = (1.0, 1.2, 1.3, 1.5)
 CARTPOLE_CAP = 2500
