@@ -163,6 +163,22 @@ def check_seed(seed: Any) -> int | None:
     return int(seed)
 
 
+def _one_number(name: str, value: Any, expected: str, single: str, *, nested: bool) -> float:
+    """Returns ``value``, anything but a plain int or float, as a Python float if it is one
+    number (a scalar or a one-element array, nested in several dimensions only if ``nested``);
+    the ``ValueError`` says it ``must be {expected}``, or ``must be {single}`` when it is an
+    array of another size or nesting. Finiteness and bounds are the caller's."""
+    if isinstance(value, (str, bytes, bool, np.bool_)):
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be {expected}, got {value!r}") from error
+    if array.size != 1 or (array.ndim > 1 and not nested):
+        raise ValueError(f"{name} must be {single}, got {value!r}")
+    return float(array.reshape(-1)[0])
+
+
 def check_finite_scalar(name: str, value: Any) -> float:
     """Returns ``value`` as a Python float, raising ``ValueError`` naming ``name`` and the value
     unless it is one finite real number (a scalar or a one-element array)."""
@@ -170,15 +186,7 @@ def check_finite_scalar(name: str, value: Any) -> float:
         if math.isfinite(value):
             return float(value)
         raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if isinstance(value, (str, bytes, bool, np.bool_)):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be a finite number, got {value!r}") from error
-    if array.size != 1:
-        raise ValueError(f"{name} must be a single number, got {value!r}")
-    number = float(array.reshape(-1)[0])
+    number = _one_number(name, value, "a finite number", "a single number", nested=True)
     if not math.isfinite(number):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     return number
@@ -272,15 +280,7 @@ def check_real(
     else:
         expected = "a finite number"
     if type(value) is not float and type(value) is not int:
-        if isinstance(value, (str, bytes, bool, np.bool_)):
-            raise ValueError(f"{name} must be {expected}, got {value!r}")
-        try:
-            array = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"{name} must be {expected}, got {value!r}") from error
-        if array.size != 1 or array.ndim > 1:
-            raise ValueError(f"{name} must be a single number ({expected}), got {value!r}")
-        number = float(array.reshape(-1)[0])
+        number = _one_number(name, value, expected, f"a single number ({expected})", nested=False)
     else:
         number = float(value)
     if not math.isfinite(number):

@@ -98,6 +98,15 @@ class LinearRegressionFamily(ConjugateFamily):
 
     dim_in: int
     dim_out: int
+    #: The family's own settings, after ``prior_precision`` in its ``repr`` (numbers, ``:g``).
+    _REPR_SETTINGS: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        settings = "".join(f", {name}={getattr(self, name):g}" for name in self._REPR_SETTINGS)
+        return (
+            f"{type(self).__name__}(dim_in={self.dim_in}, dim_out={self.dim_out}, "
+            f"prior_precision={self._precision_repr}{settings})"
+        )
 
     def _setup(self, dim_in: Any, dim_out: Any, prior_precision: Any, prior_mean: Any) -> None:
         self.dim_in = check_int("dim_in", dim_in)
@@ -349,6 +358,7 @@ class BayesianLinearRegression(LinearRegressionFamily):
 
     # the statistics are scaled by 1/σ²: models with different noise variances cannot mix
     _SIGNATURE_SETTINGS = ("noise_var",)
+    _REPR_SETTINGS = ("noise_var",)
 
     def __init__(
         self,
@@ -366,12 +376,6 @@ class BayesianLinearRegression(LinearRegressionFamily):
         }
         self.prior = NaturalParams(
             self, {"precision": self.prior_precision, "B": self.prior_precision @ self.prior_mean.T}
-        )
-
-    def __repr__(self) -> str:
-        return (
-            f"BayesianLinearRegression(dim_in={self.dim_in}, dim_out={self.dim_out}, "
-            f"prior_precision={self._precision_repr}, noise_var={self.noise_var:g})"
         )
 
     def _stats_from_moments(

@@ -51,6 +51,8 @@ class BayesianLinearRegressionNIG(LinearRegressionFamily):
         prior_mean: ``M0``: a scalar or a ``(dim_out, dim_in)`` matrix.
     """
 
+    _REPR_SETTINGS = ("a", "b")
+
     def __init__(
         self,
         dim_in: int,
@@ -69,12 +71,6 @@ class BayesianLinearRegressionNIG(LinearRegressionFamily):
         c0 = 2.0 * self.b + float(np.sum(self.prior_mean.T * b0))
         self.prior = NaturalParams(
             self, {"precision": self.prior_precision, "B": b0, "c": c0, "a": self.a}
-        )
-
-    def __repr__(self) -> str:
-        return (
-            f"BayesianLinearRegressionNIG(dim_in={self.dim_in}, dim_out={self.dim_out}, "
-            f"prior_precision={self._precision_repr}, a={self.a:g}, b={self.b:g})"
         )
 
     def _stats_from_moments(
