@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+from scipy import integrate
+
 from bam_rl import (
     BAM,
     BOCD,
@@ -19,6 +24,27 @@ def alpha_beta_kl(model: ConjugateFamily, ap: float, bp: float, aq: float, bq: f
     p = NaturalParams(model, {"alpha": ap, "beta": bp})
     q = NaturalParams(model, {"alpha": aq, "beta": bq})
     return model.kl(p, q)
+
+
+def assert_alpha_beta_kl(model: ConjugateFamily, oracle, ap, bp, aq, bq, **tolerance) -> None:
+    """Asserts :func:`alpha_beta_kl` equals ``oracle(ap, bp, aq, bq)`` (the family's own
+    closed form or integral) within ``tolerance`` (``rtol``, ``atol``)."""
+    np.testing.assert_allclose(
+        alpha_beta_kl(model, ap, bp, aq, bq), oracle(ap, bp, aq, bq), **tolerance
+    )
+
+
+def kl_by_quadrature(p, q, low: float, high: float, **options) -> float:
+    """``KL(p ‖ q) = ∫ p log(p / q)`` over ``[low, high]`` for two frozen scipy densities, by
+    adaptive quadrature (``options`` go to :func:`scipy.integrate.quad`): an oracle that knows
+    nothing of the families."""
+
+    def f(t):
+        lp = p.logpdf(t)
+        return math.exp(lp) * (lp - q.logpdf(t))
+
+    value, _ = integrate.quad(f, low, high, limit=200, **options)
+    return value
 
 
 def boundary_rules(capacity: int) -> dict:

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from core_testutils import alpha_beta_kl
+from core_testutils import assert_alpha_beta_kl, kl_by_quadrature
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
@@ -108,13 +108,7 @@ def beta_kl_closed_form(ap, bp, aq, bq):
 
 def beta_kl_integral(ap, bp, aq, bq):
     p, q = stats.beta(ap, bp), stats.beta(aq, bq)
-
-    def f(t):
-        lp = p.logpdf(t)
-        return math.exp(lp) * (lp - q.logpdf(t))
-
-    value, _ = integrate.quad(f, 0.0, 1.0, epsabs=1e-13, epsrel=1e-11, limit=200)
-    return value
+    return kl_by_quadrature(p, q, 0.0, 1.0, epsabs=1e-13, epsrel=1e-11)
 
 
 def test_kl_known_value():
@@ -126,23 +120,14 @@ def test_kl_known_value():
 @settings(max_examples=50, deadline=None)
 @given(ap=POSITIVE, bp=POSITIVE, aq=POSITIVE, bq=POSITIVE)
 def test_kl_matches_closed_form(ap, bp, aq, bq):
-    model = BetaBinomial()
-    np.testing.assert_allclose(
-        alpha_beta_kl(model, ap, bp, aq, bq),
-        beta_kl_closed_form(ap, bp, aq, bq),
-        rtol=1e-9,
-        atol=1e-11,
-    )
+    assert_alpha_beta_kl(BetaBinomial(), beta_kl_closed_form, ap, bp, aq, bq, rtol=1e-9, atol=1e-11)
 
 
 @pytest.mark.parametrize(
     "ap,bp,aq,bq", [(2, 3, 1, 1), (5.5, 1.2, 2.0, 7.0), (30, 40, 3, 4), (1.5, 1.5, 12.0, 2.5)]
 )
 def test_kl_matches_numerical_integral(ap, bp, aq, bq):
-    model = BetaBinomial()
-    np.testing.assert_allclose(
-        alpha_beta_kl(model, ap, bp, aq, bq), beta_kl_integral(ap, bp, aq, bq), rtol=1e-6
-    )
+    assert_alpha_beta_kl(BetaBinomial(), beta_kl_integral, ap, bp, aq, bq, rtol=1e-6)
 
 
 # ------------------------------------------------------------------------------ moments

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from core_testutils import alpha_beta_kl
+from core_testutils import assert_alpha_beta_kl, kl_by_quadrature
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
@@ -96,31 +96,22 @@ def gamma_kl_closed_form(ap, bp, aq, bq):
 @settings(max_examples=50, deadline=None)
 @given(ap=SHAPE, bp=RATE, aq=SHAPE, bq=RATE)
 def test_kl_matches_closed_form(ap, bp, aq, bq):
-    model = GammaPoisson()
-    np.testing.assert_allclose(
-        alpha_beta_kl(model, ap, bp, aq, bq),
-        gamma_kl_closed_form(ap, bp, aq, bq),
-        rtol=1e-8,
-        atol=1e-10,
+    assert_alpha_beta_kl(
+        GammaPoisson(), gamma_kl_closed_form, ap, bp, aq, bq, rtol=1e-8, atol=1e-10
     )
+
+
+def gamma_kl_integral(ap, bp, aq, bq):
+    p, q = stats.gamma(ap, scale=1 / bp), stats.gamma(aq, scale=1 / bq)
+    top = p.ppf(1 - 1e-15)
+    return kl_by_quadrature(p, q, 0.0, top, points=[p.mean()], epsabs=1e-14, epsrel=1e-11)
 
 
 @pytest.mark.parametrize(
     "ap,bp,aq,bq", [(2.0, 1.0, 1.0, 1.0), (5.0, 0.5, 3.0, 2.0), (40.0, 10.0, 1.0, 0.1)]
 )
 def test_kl_matches_numerical_integral(ap, bp, aq, bq):
-    p, q = stats.gamma(ap, scale=1 / bp), stats.gamma(aq, scale=1 / bq)
-
-    def f(lam):
-        lp = p.logpdf(lam)
-        return math.exp(lp) * (lp - q.logpdf(lam))
-
-    value, _ = integrate.quad(
-        f, 0.0, p.ppf(1 - 1e-15), points=[p.mean()], epsabs=1e-14, epsrel=1e-11, limit=200
-    )
-    model = GammaPoisson()
-    ours = alpha_beta_kl(model, ap, bp, aq, bq)
-    np.testing.assert_allclose(ours, value, rtol=1e-6)
+    assert_alpha_beta_kl(GammaPoisson(), gamma_kl_integral, ap, bp, aq, bq, rtol=1e-6)
 
 
 @settings(max_examples=50, deadline=None)
