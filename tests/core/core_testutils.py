@@ -34,6 +34,17 @@ def assert_alpha_beta_kl(model: ConjugateFamily, oracle, ap, bp, aq, bq, **toler
     )
 
 
+def log_quadrature(log_f, low: float, high: float, peak: float, **options) -> float:
+    """``log ∫ exp(log_f)`` over ``[low, high]`` by adaptive quadrature of
+    ``exp(log_f − log_f(peak))``, so nothing underflows (``peak``, near the mode, is also the
+    integrator's hint; ``options`` go to :func:`scipy.integrate.quad`)."""
+    c = log_f(peak)
+    value, _ = integrate.quad(
+        lambda t: math.exp(log_f(t) - c), low, high, points=[peak], limit=200, **options
+    )
+    return c + math.log(value)
+
+
 def kl_by_quadrature(p, q, low: float, high: float, **options) -> float:
     """``KL(p ‖ q) = ∫ p log(p / q)`` over ``[low, high]`` for two frozen scipy densities, by
     adaptive quadrature (``options`` go to :func:`scipy.integrate.quad`): an oracle that knows
