@@ -95,6 +95,16 @@ def cached(function: Callable[[int, int], float]) -> Callable[[int, int], float]
     return wrapper
 
 
+def binomial_data(
+    rng: np.random.Generator, min_trials: int, max_trials: int, size: int
+) -> list[tuple[int, int]]:
+    """``size`` pairs ``(successes, trials)``: trials uniform in ``[min_trials, max_trials)``,
+    successes uniform in ``[0, trials]``."""
+    trials = rng.integers(min_trials, max_trials, size=size)
+    successes = np.array([rng.integers(0, n + 1) for n in trials])
+    return list(zip(successes.tolist(), trials.tolist(), strict=True))
+
+
 def beta_binomial_segment(alpha: float, beta: float, data: Sequence[tuple[int, int]]):
     """Sequential predictive product of scipy's beta-binomial pmf over a segment."""
 
@@ -141,10 +151,10 @@ def as_hazard_function(hazard) -> Callable[[int], float]:
     return lambda r: float(hazard)
 
 
-def check_against_enumeration(
-    bocd: ChangepointDetector, stats: Sequence[NaturalParams], segment, hazard
-):
-    """At every step: evidence and the whole run-length posterior equal the enumeration."""
+def check_against_enumeration(model, stats: Sequence[NaturalParams], segment, hazard):
+    """At every step of an unpruned detector on ``model``: evidence and the whole run-length
+    posterior equal the enumeration."""
+    bocd = ChangepointDetector(model, hazard, prune_threshold=0.0)
     hazard_fn = as_hazard_function(hazard)
     for t, s in enumerate(stats, start=1):
         bocd.update(s)
@@ -234,17 +244,10 @@ def test_constant_hazard_fixes_p_r0_and_detection_is_read_at_a_lag():
 def test_beta_binomial_equals_enumeration(hazard):
     rng = np.random.default_rng(11)
     alpha, beta = 1.5, 0.7
-    trials = rng.integers(0, 6, size=8)
-    successes = np.array([rng.integers(0, n + 1) for n in trials])
-    data = list(zip(successes.tolist(), trials.tolist(), strict=True))
+    data = binomial_data(rng, 0, 6, 8)
     model = BetaBinomial(alpha, beta)
     stats = [model.stats(k, n) for k, n in data]
-    check_against_enumeration(
-        ChangepointDetector(model, hazard, prune_threshold=0.0),
-        stats,
-        beta_binomial_segment(alpha, beta, data),
-        hazard,
-    )
+    check_against_enumeration(model, stats, beta_binomial_segment(alpha, beta, data), hazard)
 
 
 @pytest.mark.parametrize("hazard", HAZARDS, ids=HAZARD_IDS)
@@ -255,12 +258,8 @@ def test_normal_known_variance_equals_enumeration(hazard):
     data = [rng.normal(-1.0 if i < 4 else 2.0, 1.0, size=rng.integers(1, 4)) for i in range(8)]
     model = NormalKnownVariance(mean, var, noise_var)
     stats = [model.stats(y) for y in data]
-    check_against_enumeration(
-        ChangepointDetector(model, hazard, prune_threshold=0.0),
-        stats,
-        normal_known_variance_segment(mean, var, noise_var, data),
-        hazard,
-    )
+    segment = normal_known_variance_segment(mean, var, noise_var, data)
+    check_against_enumeration(model, stats, segment, hazard)
 
 
 @pytest.mark.parametrize("hazard", HAZARDS, ids=HAZARD_IDS)
@@ -270,12 +269,8 @@ def test_normal_gamma_equals_enumeration(hazard):
     data = [rng.normal(0.0, 0.5 if i < 5 else 2.0, size=rng.integers(1, 4)) for i in range(8)]
     model = NormalGamma(mean, kappa, alpha, beta)
     stats = [model.stats(y) for y in data]
-    check_against_enumeration(
-        ChangepointDetector(model, hazard, prune_threshold=0.0),
-        stats,
-        normal_gamma_segment(mean, kappa, alpha, beta, data),
-        hazard,
-    )
+    segment = normal_gamma_segment(mean, kappa, alpha, beta, data)
+    check_against_enumeration(model, stats, segment, hazard)
 
 
 @pytest.mark.parametrize("hazard", [0.3, decreasing_hazard], ids=["0.3", "callable"])
@@ -283,9 +278,7 @@ def test_theta_moments_equal_enumeration(hazard):
     """Filtered (segment holding D_t) and predictive (θ_{t+1}) Beta mixtures by enumeration."""
     rng = np.random.default_rng(14)
     alpha, beta = 2.0, 3.0
-    trials = rng.integers(1, 8, size=7)
-    successes = np.array([rng.integers(0, n + 1) for n in trials])
-    data = list(zip(successes.tolist(), trials.tolist(), strict=True))
+    data = binomial_data(rng, 1, 8, 7)
     model = BetaBinomial(alpha, beta)
     bocd = ChangepointDetector(model, hazard, prune_threshold=0.0)
     segment = beta_binomial_segment(alpha, beta, data)
