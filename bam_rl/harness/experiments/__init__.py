@@ -6,18 +6,21 @@ progress=True) -> summary frame`` (:func:`get_reproduction`; those common option
 once, :func:`~bam_rl.harness.experiments.options.reproduction`) and its ``claims(folder) ->
 list[dict]`` (:func:`get_claims`, the rows of the report's claim table,
 :mod:`bam_rl.harness.report`), with the report's title, section and caption of it
-(:func:`describe` adds the seeds and runs counted from a results folder).
+(:func:`describe` adds the seeds and runs counted from a results folder, the sentence each
+experiment's ``scale`` writes through :func:`counted` and :func:`distinct`).
 :data:`REPRODUCTIONS` lists the names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 
 import pandas as pd
+
+from bam_rl.harness import files, plotting
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,21 @@ def describe(name: str, folder: str | Path) -> str:
     entry = _entry(name)
     found = getattr(import_module(entry.module), entry.scale)(Path(folder))
     return f"{entry.caption} {found}".strip()
+
+
+def counted(
+    folder: str | Path, name: str, columns: Sequence[str], sentence: Callable[[pd.DataFrame], str]
+) -> str:
+    """An experiment's ``scale(folder)``: ``"This run: "`` and ``sentence`` of ``folder/name``
+    (read with ``columns`` only), what the report's caption counts; ``""`` without the file."""
+    frame = files.read_results(folder, name, usecols=list(columns))
+    return "" if frame is None else f"This run: {sentence(frame)}"
+
+
+def distinct(frame: pd.DataFrame, **nouns: str) -> str:
+    """The distinct values of ``frame``'s columns counted, in order (``nouns``: column -> noun):
+    ``distinct(frame, seed="seed", trial="trial")`` is ``"3 seeds × 10 trials"``."""
+    return " × ".join(plotting.count_text(frame[c].nunique(), noun) for c, noun in nouns.items())
 
 
 def takes_backend(name: str) -> bool:

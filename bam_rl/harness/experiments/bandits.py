@@ -20,20 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from bam_rl.harness import naming
+from bam_rl.harness import naming, plotting
 from bam_rl.harness.experiments.options import RunOptions, reproduction, sweep_backend
 from bam_rl.harness.files import read_results, write_frame
-from bam_rl.harness.plotting import (
-    add_caption,
-    band_note,
-    count_text,
-    figure_legend,
-    new_figure,
-    plot_band,
-    save_figure,
-    smoke_test,
-    write_summary,
-)
 
 #: agent name in the harness registry (also the CSV value) -> label in the paper's Figure 3,
 #: from the naming table (:mod:`bam_rl.harness.naming`)
@@ -128,7 +117,7 @@ def plot_bandits(
     """The paper's Figure 3: cumulative regret over time, median with 25–75 % bands, one panel
     per arm count and one legend; ``setting`` (a key of :data:`SETTINGS`) goes in the title."""
     arm_counts = sorted(frame["arms"].unique())
-    figure, axes = new_figure(
+    figure, axes = plotting.new_figure(
         1, len(arm_counts), figsize=(5.2 * len(arm_counts) + 1.0, 4.2), squeeze=False
     )
     thinned = frame[frame["step"] % every == 0]
@@ -138,7 +127,7 @@ def plot_bandits(
             if runs.empty:
                 continue
             entry = naming.method("bandits", method)
-            plot_band(
+            plotting.plot_band(
                 axis,
                 runs.groupby("step")["cumulative_regret"],
                 entry.legend,
@@ -152,15 +141,15 @@ def plot_bandits(
     if setting is not None:
         title += f" — {SETTING_TITLES.get(setting, setting)}"
     figure.suptitle(title, fontsize=12)
-    figure_legend(figure, axes[0])
-    add_caption(
+    plotting.figure_legend(figure, axes[0])
+    plotting.add_caption(
         figure,
-        f"{band_note(QUANTILES, over='runs')} ({configs} arm configurations × "
+        f"{plotting.band_note(QUANTILES, over='runs')} ({configs} arm configurations × "
         f"{runs // max(configs, 1)} seed(s) = {runs} runs per arm count). "
         f"{naming.abbreviation_note('bandits')}.",
         width=45 + 55 * len(arm_counts),
     )
-    return save_figure(figure, path)
+    return plotting.save_figure(figure, path)
 
 
 @reproduction(default_seeds=5, quick_seeds=2)
@@ -200,12 +189,12 @@ def reproduce(options: RunOptions, backend: str | None = None) -> pd.DataFrame:
             **kwargs,
         )
         write_frame(frame[frame["step"] % 20 == 0], folder / "bandits_regret.csv")
-        with smoke_test(quick):
+        with plotting.smoke_test(quick):
             plot_bandits(frame, folder / "bandits.png", setting=setting)
         summary = summarize(frame)
         summary.insert(0, "setting", setting)
         summaries.append(summary)
-    return write_summary(
+    return plotting.write_summary(
         quick, pd.concat(summaries, ignore_index=True), out / "bandits_summary.csv"
     )
 
@@ -343,8 +332,8 @@ def scale(folder: str | Path) -> str:
                 rows.drop_duplicates(["method", "config", "seed"])["method"].value_counts().max()
             )
             parts.append(
-                f"{setting}, {arms} arms: {count_text(configs, 'arm configuration')} × "
-                f"{count_text(runs // max(configs, 1), 'seed')} = "
-                f"{count_text(runs, 'run')} per method"
+                f"{setting}, {arms} arms: {plotting.count_text(configs, 'arm configuration')} × "
+                f"{plotting.count_text(runs // max(configs, 1), 'seed')} = "
+                f"{plotting.count_text(runs, 'run')} per method"
             )
     return f"This run: {'; '.join(parts)}." if parts else ""

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bam_rl.harness import naming
+from bam_rl.harness import experiments, naming, plotting
 from bam_rl.harness.experiments.cartpole_segments import CLAIMS as SEGMENT_CLAIMS
 from bam_rl.harness.experiments.cartpole_segments import (
     PAPER_MODEL,
@@ -45,17 +45,7 @@ from bam_rl.harness.experiments.cartpole_segments import (
 )
 from bam_rl.harness.experiments.cartpole_segments import claims as segment_claims
 from bam_rl.harness.experiments.options import RunOptions, reproduction, sweep_backend
-from bam_rl.harness.files import read_results, write_frame
-from bam_rl.harness.plotting import (
-    add_caption,
-    band_note,
-    count_text,
-    figure_legend,
-    new_figure,
-    plot_band,
-    save_figure,
-    write_summary,
-)
+from bam_rl.harness.files import write_frame
 from bam_rl.harness.registry import SEGMENT_MODEL_OPTIONS, SEGMENT_READOUT_AFTER_STEPS
 
 #: The learned models' planning dtype, named in every run's options so that a run's file key
@@ -238,7 +228,7 @@ def summarize(trials: pd.DataFrame, setting: str) -> pd.DataFrame:
 
 def plot_cartpole(trials: pd.DataFrame, setting: str, path: str | Path | None = None) -> Any:
     """Reward per trial (median over seeds, 10–90 % bands) with the gravity of each trial."""
-    figure, (top, bottom) = new_figure(
+    figure, (top, bottom) = plotting.new_figure(
         2, 1, figsize=(11, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
     )
     gravity = trials.groupby("trial")["gravity"].first()
@@ -261,7 +251,7 @@ def plot_cartpole(trials: pd.DataFrame, setting: str, path: str | Path | None = 
                     **entry.style(),
                 )
             continue
-        plot_band(
+        plotting.plot_band(
             top, runs.groupby("trial")["reward"], entry.legend, quantiles=QUANTILES, **entry.style()
         )
     for start in starts[1:]:
@@ -280,11 +270,11 @@ def plot_cartpole(trials: pd.DataFrame, setting: str, path: str | Path | None = 
         ylim=(-1.05, 1.05),
         title=f"Experiment 2: cart-pole swing-up, {title}",
     )
-    figure_legend(figure, [top])
-    add_caption(
+    plotting.figure_legend(figure, [top])
+    plotting.add_caption(
         figure,
-        f"{band_note(QUANTILES)} ({count_text(seeds, 'seed')}); grey vertical lines: "
-        "gravity changes"
+        f"{plotting.band_note(QUANTILES)} ({plotting.count_text(seeds, 'seed')}); grey "
+        "vertical lines: gravity changes"
         + (
             "; GT MPC runs the first trial of each episode and is drawn across it"
             if "gt" in keys
@@ -293,7 +283,7 @@ def plot_cartpole(trials: pd.DataFrame, setting: str, path: str | Path | None = 
         + f". {naming.abbreviation_note('cartpole', keys)}.",
         width=140,
     )
-    return save_figure(figure, path)
+    return plotting.save_figure(figure, path)
 
 
 def run_setting(
@@ -338,7 +328,7 @@ def run_setting(
     write_frame(steps[columns], out / "steps.csv")
     write_frame(trials, out / "trials.csv")
     write_report(setting, trials, steps, out)  # beyond the paper: segment BAM's numbers
-    summary = write_summary(
+    summary = plotting.write_summary(
         quick,
         summary,
         out / "summary.csv",
@@ -677,12 +667,12 @@ def claims_continual(folder: str | Path | None) -> list[dict[str, str]]:
 def scale(folder: str | Path) -> str:
     """What ``folder/trials.csv`` holds, counted (the report's caption): seeds, trials and
     methods; ``""`` without the file."""
-    trials = read_results(folder, "trials.csv", usecols=["method", "seed_index", "trial"])
-    if trials is None:
-        return ""
-    return (
-        f"This run: {count_text(trials['seed_index'].nunique(), 'seed')} × "
-        f"{count_text(trials['trial'].nunique(), 'trial')} for each of "
-        f"{count_text(trials['method'].nunique(), 'method')}"
-        + (" (GT MPC: first trials only)." if "gt" in set(trials["method"]) else ".")
-    )
+
+    def sentence(trials: pd.DataFrame) -> str:
+        gt = " (GT MPC: first trials only)" if "gt" in set(trials["method"]) else ""
+        return (
+            f"{experiments.distinct(trials, seed_index='seed', trial='trial')} for each of "
+            f"{experiments.distinct(trials, method='method')}{gt}."
+        )
+
+    return experiments.counted(folder, "trials.csv", ["method", "seed_index", "trial"], sentence)

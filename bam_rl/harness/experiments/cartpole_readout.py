@@ -697,13 +697,15 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
 def scale(folder: str | Path) -> str:
     """What ``folder/revisits.csv`` holds, counted (the report's caption): seeds and the
     revisits analysed; ``""`` without the file."""
-    from bam_rl.harness.files import read_results
-    from bam_rl.harness.plotting import count_text
+    from bam_rl.harness import experiments, plotting
 
-    table = read_results(folder, "revisits.csv", usecols=["seed", "trial"])
-    if table is None:
-        return ""
-    return (
-        f"This run: {count_text(table['seed'].nunique(), 'seed')}, "
-        f"{count_text(len(table), 'revisit')} analysed (one paired trial per variant each)."
+    return experiments.counted(
+        folder,
+        "revisits.csv",
+        ["seed", "trial"],
+        lambda table: (
+            f"{experiments.distinct(table, seed='seed')}, "
+            f"{plotting.count_text(len(table), 'revisit')} analysed (one paired trial per variant "
+            "each)."
+        ),
     )

@@ -19,29 +19,20 @@ reproduction resumes; cells run in parallel with ``--jobs``. The time an agent s
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from bam_rl.harness import experiments, plotting
 from bam_rl.harness.experiments.options import RunOptions, reproduction
 from bam_rl.harness.files import read_results, write_frame
-from bam_rl.harness.plotting import (
-    add_caption,
-    context_legend,
-    count_text,
-    highlight_styles,
-    label_line_ends,
-    new_figure,
-    plot_highlighted,
-    save_figure,
-    write_summary,
-)
 
 #: The problems: Besson & Kaufmann's 1..5, problem 4 again at T = 10 000 (``"4-long"``, a
 #: column of their Table 5) and ``"random"`` (their random instance).
@@ -364,18 +355,11 @@ def _cell_path(
     return folder / f"p{problem}__{method}__{digest}.csv"
 
 
-def _cell(
-    folder: Path,
-    problem: int | str,
-    method: str,
-    runs: int,
-    root_seed: int,
-    stop_se: float | None = None,
-) -> pd.DataFrame:
-    path = _cell_path(folder, problem, method, runs, root_seed, stop_se)
+def _cell(path: Path, run: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    """The cell stored at ``path`` (:func:`_cell_path`), else ``run()`` written there."""
     if path.exists():
         return pd.read_csv(path, dtype={"problem": str})
-    frame = run_cell(problem, method, runs, root_seed, stop_se=stop_se)
+    frame = run()
     write_frame(frame, path)
     return frame
 
@@ -410,12 +394,14 @@ def piecewise_experiment(
         ((p, m) for p in problems for m in methods if runs_for(p, m, runs)),
         key=lambda cell: -estimated_seconds(cell[0], cell[1], runs_for(cell[0], cell[1], runs)),
     )
-    jobs = (
-        delayed(_cell)(
-            folder, p, m, runs_for(p, m, runs), root_seed, target_se(p, m) if stop_early else None
-        )
-        for p, m in cells
-    )
+
+    def job(problem: int | str, method: str) -> Any:
+        cell = (problem, method, runs_for(problem, method, runs), root_seed)
+        stop_se = target_se(problem, method) if stop_early else None
+        run = functools.partial(run_cell, *cell, stop_se=stop_se)
+        return delayed(_cell)(_cell_path(folder, *cell, stop_se), run)
+
+    jobs = (job(p, m) for p, m in cells)
     parallel = Parallel(n_jobs=n_jobs, return_as="generator")  # joblib >= 1.3
     frames = list(tqdm(parallel(jobs), total=len(cells), disable=not progress, desc="cells"))
     return pd.concat(frames, ignore_index=True)
@@ -494,9 +480,9 @@ def plot_piecewise(frame: pd.DataFrame, path: str | Path | None = None) -> Any:
     problems = [p for p in map(str, PROBLEMS) if p in set(frame["problem"])]
     columns = min(3, len(problems))
     rows = -(-len(problems) // columns)
-    figure, axes = new_figure(rows, columns, figsize=(5.6 * columns + 1.0, 3.8 * rows))
+    figure, axes = plotting.new_figure(rows, columns, figsize=(5.6 * columns + 1.0, 3.8 * rows))
     axes = np.atleast_1d(axes).ravel()
-    styles = highlight_styles(list(METHODS), HIGHLIGHTED, linestyles=_LINESTYLES)
+    styles = plotting.highlight_styles(list(METHODS), HIGHLIGHTED, linestyles=_LINESTYLES)
     labels = {m: _END_LABELS.get(m, METHODS[m][2]) for m in METHODS}
     drawn: set[str] = set()
     for axis, problem in zip(axes, problems, strict=False):
@@ -510,7 +496,7 @@ def plot_piecewise(frame: pd.DataFrame, path: str | Path | None = None) -> Any:
             mean = by_step.mean()
             low, high = by_step.quantile(0.25), by_step.quantile(0.75)
             curves[method] = (mean.index, mean.values, low.values, high.values)
-        lines = plot_highlighted(axis, curves, HIGHLIGHTED, labels, styles)
+        lines = plotting.plot_highlighted(axis, curves, HIGHLIGHTED, labels, styles)
         drawn |= set(lines)
         title = (
             "random instances"
@@ -522,14 +508,14 @@ def plot_piecewise(frame: pd.DataFrame, path: str | Path | None = None) -> Any:
         axis.set(title=title, xlabel="step $t$", ylabel="cumulative regret (log scale)")
         axis.set_yscale("log")
         axis.set_ylim(bottom=5.0)  # regrets of a few pulls would stretch the scale
-        label_line_ends(axis, {labels[m]: lines[m] for m in HIGHLIGHTED if m in lines})
+        plotting.label_line_ends(axis, {labels[m]: lines[m] for m in HIGHLIGHTED if m in lines})
     for axis in axes[len(problems) :]:
         axis.set_visible(False)
     figure.suptitle("Piecewise-stationary Bernoulli bandits (Besson et al.) — beyond the paper")
     others = [METHODS[m][2] for m in METHODS if m in drawn and m not in HIGHLIGHTED]
-    legend = context_legend(figure, others, title="thin grey, the other methods")
+    legend = plotting.context_legend(figure, others, title="thin grey, the other methods")
     runs = frame.groupby(["problem", "method"])["run"].nunique()
-    add_caption(
+    plotting.add_caption(
         figure,
         f"Lines: mean over runs ({runs.min()}–{runs.max()} a cell: by default a baseline's runs "
         "stop once their SE is a tenth of the published std; fewer on long horizons, the random "
@@ -540,7 +526,7 @@ def plot_piecewise(frame: pd.DataFrame, path: str | Path | None = None) -> Any:
         "knows the breakpoints (dashed). Every method sees the same streams.",
         below=legend,
     )
-    return save_figure(figure, path)
+    return plotting.save_figure(figure, path)
 
 
 @reproduction(default_seeds=100, quick_seeds=3)
@@ -577,7 +563,7 @@ def reproduce(options: RunOptions) -> pd.DataFrame:
         mean="mean", q25=lambda x: x.quantile(0.25), q75=lambda x: x.quantile(0.75)
     )
     write_frame(curves.reset_index(), out / "piecewise_regret.csv")
-    return write_summary(
+    return plotting.write_summary(
         quick,
         summarize(frame),
         out / "piecewise_summary.csv",
@@ -677,12 +663,13 @@ __all__ = [
 def scale(folder: str | Path) -> str:
     """What ``folder/piecewise_summary.csv`` holds, counted (the report's caption): problems,
     methods and runs per cell; ``""`` without the file."""
-    summary = read_results(folder, "piecewise_summary.csv", usecols=["problem", "method", "runs"])
-    if summary is None:
-        return ""
-    low, high = int(summary["runs"].min()), int(summary["runs"].max())
-    runs = count_text(low, "run") if low == high else f"{low}–{high} runs"
-    return (
-        f"This run: {count_text(summary['problem'].nunique(), 'problem')} × "
-        f"{count_text(summary['method'].nunique(), 'method')}, {runs} per cell."
+
+    def sentence(summary: pd.DataFrame) -> str:
+        low, high = int(summary["runs"].min()), int(summary["runs"].max())
+        runs = plotting.count_text(low, "run") if low == high else f"{low}–{high} runs"
+        counts = experiments.distinct(summary, problem="problem", method="method")
+        return f"{counts}, {runs} per cell."
+
+    return experiments.counted(
+        folder, "piecewise_summary.csv", ["problem", "method", "runs"], sentence
     )

@@ -37,20 +37,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bam_rl.harness import naming
+from bam_rl.harness import experiments, naming, plotting
 from bam_rl.harness.experiments.options import RunOptions, reproduction, sweep_backend
 from bam_rl.harness.files import read_results, write_frame
-from bam_rl.harness.plotting import (
-    add_caption,
-    context_legend,
-    count_text,
-    highlight_styles,
-    label_line_ends,
-    new_figure,
-    plot_highlighted,
-    save_figure,
-    write_summary,
-)
 from bam_rl.wrappers.recurring import ORDER, SUITE
 
 #: Learned methods: label -> registered agent (the cart-pole experiment's labels).
@@ -262,7 +251,7 @@ def plot_environment(trials: pd.DataFrame, name: str, path: str | Path | None = 
     spec = SUITE[name]
     mine = trials[trials["env"] == name]
     settings = [s for s in SETTINGS if s in set(mine["setting"])]
-    figure, axes = new_figure(
+    figure, axes = plotting.new_figure(
         2,
         max(1, len(settings)),
         figsize=(6 * max(1, len(settings)), 5.5),
@@ -272,7 +261,7 @@ def plot_environment(trials: pd.DataFrame, name: str, path: str | Path | None = 
     )
     scored = with_reference(mine)
     keys = [k for k in METHODS if k in set(mine["method"]) and k != REFERENCE]
-    styles = highlight_styles(keys, [k for k in HIGHLIGHTED if k in keys])
+    styles = plotting.highlight_styles(keys, [k for k in HIGHLIGHTED if k in keys])
     for column, setting in enumerate(settings):
         top, bottom = axes[0][column], axes[1][column]
         rows = scored[scored["setting"] == setting]
@@ -286,7 +275,7 @@ def plot_environment(trials: pd.DataFrame, name: str, path: str | Path | None = 
                 by_trial.quantile(0.25).to_numpy(),
                 by_trial.quantile(0.75).to_numpy(),
             )
-        lines = plot_highlighted(top, curves, HIGHLIGHTED, labels=LABELS, styles=styles)
+        lines = plotting.plot_highlighted(top, curves, HIGHLIGHTED, labels=LABELS, styles=styles)
         top.axhline(1.0, color="black", lw=0.8, ls=":")
         top.axhline(FIRST_TRIAL_RATIO, color="grey", lw=0.6, ls="--")
         top.set(
@@ -298,19 +287,19 @@ def plot_environment(trials: pd.DataFrame, name: str, path: str | Path | None = 
         bottom.set(xlabel="trial", ylabel=spec.parameter)
         top.set_ylim(min(-0.05, top.get_ylim()[0]), max(1.25, top.get_ylim()[1]))
         if column == len(settings) - 1:
-            label_line_ends(top, {LABELS[k]: lines[k] for k in HIGHLIGHTED if k in lines})
+            plotting.label_line_ends(top, {LABELS[k]: lines[k] for k in HIGHLIGHTED if k in lines})
     seeds = mine["seed_index"].nunique()
     figure.suptitle(f"Recurring worlds: {spec.description}")
-    below = context_legend(figure, [LABELS[k] for k in keys if k not in HIGHLIGHTED])
-    add_caption(
+    below = plotting.context_legend(figure, [LABELS[k] for k in keys if k not in HIGHLIGHTED])
+    plotting.add_caption(
         figure,
-        f"Median over {count_text(seeds, 'seed')} of each trial's return relative to GT MPC's "
-        "trial from the same start state (return / GT; GT / return for costs), 25–75 % "
+        f"Median over {plotting.count_text(seeds, 'seed')} of each trial's return relative to "
+        "GT MPC's trial from the same start state (return / GT; GT / return for costs), 25–75 % "
         "bands for the highlighted methods; dotted: GT MPC; dashed: 0.7 × GT.",
         width=140,
         below=below,
     )
-    return save_figure(figure, path)
+    return plotting.save_figure(figure, path)
 
 
 def plot_overview(visits: pd.DataFrame, path: str | Path | None = None) -> Any:
@@ -318,12 +307,12 @@ def plot_overview(visits: pd.DataFrame, path: str | Path | None = None) -> Any:
     revisits), per method and environment, in each setting."""
     revisits = visits[visits["revisit"]]
     settings = [s for s in SETTINGS if s in set(revisits["setting"])]
-    figure, axes = new_figure(
+    figure, axes = plotting.new_figure(
         1, max(1, len(settings)), figsize=(7 * max(1, len(settings)), 4.5), squeeze=False
     )
     envs = [e for e in SUITE if e in set(revisits["env"])]
     keys = [k for k in LEARNED if k in set(revisits["method"])]
-    styles = highlight_styles(keys, [k for k in HIGHLIGHTED if k in keys])
+    styles = plotting.highlight_styles(keys, [k for k in HIGHLIGHTED if k in keys])
     for column, setting in enumerate(settings):
         axis = axes[0][column]
         rows = revisits[revisits["setting"] == setting]
@@ -338,7 +327,7 @@ def plot_overview(visits: pd.DataFrame, path: str | Path | None = None) -> Any:
             for key in keys
             if key in table.index
         }
-        lines = plot_highlighted(axis, curves, HIGHLIGHTED, labels=LABELS, styles=styles)
+        lines = plotting.plot_highlighted(axis, curves, HIGHLIGHTED, labels=LABELS, styles=styles)
         for line in lines.values():
             line.set_marker("o")
             line.set_linestyle("none")
@@ -348,9 +337,9 @@ def plot_overview(visits: pd.DataFrame, path: str | Path | None = None) -> Any:
         axis.set_xlim(-0.5, len(envs) - 0.5)
         axis.set(title=setting, ylabel="first revisit trial / GT MPC")
         if column == len(settings) - 1:  # the highlighted methods named at their last dot
-            label_line_ends(axis, {LABELS[k]: lines[k] for k in HIGHLIGHTED if k in lines})
-    below = context_legend(figure, [LABELS[k] for k in keys if k not in HIGHLIGHTED])
-    add_caption(
+            plotting.label_line_ends(axis, {LABELS[k]: lines[k] for k in HIGHLIGHTED if k in lines})
+    below = plotting.context_legend(figure, [LABELS[k] for k in keys if k not in HIGHLIGHTED])
+    plotting.add_caption(
         figure,
         "Median over seeds and both revisits (A at visit 3, B at visit 5) of the first trial's "
         "return relative to GT MPC's trial from the same start state; dotted: GT MPC; dashed: "
@@ -360,7 +349,7 @@ def plot_overview(visits: pd.DataFrame, path: str | Path | None = None) -> Any:
         width=140,
         below=below,
     )
-    return save_figure(figure, path)
+    return plotting.save_figure(figure, path)
 
 
 @reproduction(default_seeds=SEEDS, quick_seeds=1)
@@ -401,7 +390,7 @@ def reproduce(options: RunOptions, backend: str | None = None, envs: Any = None)
             plot_environment(trials, name, out / f"recurring_{name}.png")
         plot_overview(visits, out / "recurring_overview.png")
 
-    return write_summary(quick, summary, out / "summary.csv", draw=draw)
+    return plotting.write_summary(quick, summary, out / "summary.csv", draw=draw)
 
 
 def claims(folder: str | Path | None) -> list[dict[str, str]]:
@@ -438,12 +427,14 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
 
 def scale(folder: str | Path) -> str:
     """Seeds, environments and methods found in ``folder/visits.csv`` (``""`` without it)."""
-    visits = read_results(folder, "visits.csv", usecols=["env", "method", "seed_index"])
-    if visits is None:
-        return ""
-    return (
-        f"This run: {count_text(visits['seed_index'].nunique(), 'seed')} × "
-        f"{count_text(visits['env'].nunique(), 'environment')} × "
-        f"{count_text(visits['method'].nunique(), 'learned method')} (GT MPC: every trial, "
-        "from the same start states)."
+    return experiments.counted(
+        folder,
+        "visits.csv",
+        ["env", "method", "seed_index"],
+        lambda visits: (
+            experiments.distinct(
+                visits, seed_index="seed", env="environment", method="learned method"
+            )
+            + " (GT MPC: every trial, from the same start states)."
+        ),
     )

@@ -23,19 +23,9 @@ import pandas as pd
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
-from bam_rl.harness import naming
+from bam_rl.harness import experiments, naming, plotting
 from bam_rl.harness.experiments.options import RunOptions, reproduction
 from bam_rl.harness.files import read_results
-from bam_rl.harness.plotting import (
-    add_caption,
-    band_note,
-    count_text,
-    figure_legend,
-    new_figure,
-    plot_band,
-    save_figure,
-    write_summary,
-)
 from bam_rl.harness.registry import make_agent
 from bam_rl.harness.runner import rollout
 
@@ -161,7 +151,7 @@ def summarize(frame: pd.DataFrame, burn_in: int = 100) -> pd.DataFrame:
 def plot_tracking(frame: pd.DataFrame, path: str | Path | None = None):
     """The paper's Figure 1: posterior mean (left) and log posterior variance (right),
     medians over seeds with 10–90 % bands, one legend for both panels."""
-    figure, (left, right) = new_figure(1, 2, figsize=(12, 4.2), sharex=True)
+    figure, (left, right) = plotting.new_figure(1, 2, figsize=(12, 4.2), sharex=True)
     truth = frame[frame["method"] == frame["method"].iloc[0]].groupby("t")["theta"].first()
     left.plot(
         truth.index, truth.to_numpy(), color="black", lw=0.9, zorder=6, label=r"true $\theta_t$"
@@ -172,14 +162,15 @@ def plot_tracking(frame: pd.DataFrame, path: str | Path | None = None):
     for method in keys:
         grouped = frame[frame["method"] == method].groupby("t")
         entry = naming.method("tracking", str(method))
-        plot_band(left, grouped["mean"], entry.legend, quantiles=QUANTILES, **entry.style())
-        plot_band(
+        style = entry.style()
+        plotting.plot_band(left, grouped["mean"], entry.legend, quantiles=QUANTILES, **style)
+        plotting.plot_band(
             right,
             grouped["variance"],
             entry.legend,
             quantiles=QUANTILES,
             transform=np.log,
-            **entry.style(),
+            **style,
         )
     seeds = frame["seed"].nunique()
     left.set(
@@ -195,19 +186,19 @@ def plot_tracking(frame: pd.DataFrame, path: str | Path | None = None):
     )
     figure.suptitle(
         r"Experiment 1: tracking $\theta_t = 0.3\,\sin(2\pi t/100) + 0.5$ from "
-        rf"Binomial$(15, \theta_t)$ counts ({count_text(seeds, 'seed')})",
+        rf"Binomial$(15, \theta_t)$ counts ({plotting.count_text(seeds, 'seed')})",
         fontsize=12,
     )
-    figure_legend(figure, [left, right])
-    add_caption(
+    plotting.figure_legend(figure, [left, right])
+    plotting.add_caption(
         figure,
-        f"{band_note(QUANTILES)} (over {count_text(seeds, 'seed')}); the thin black line is "
-        f"the true $\\theta_t$. {naming.abbreviation_note('tracking', keys)}. The "
+        f"{plotting.band_note(QUANTILES)} (over {plotting.count_text(seeds, 'seed')}); the thin "
+        f"black line is the true $\\theta_t$. {naming.abbreviation_note('tracking', keys)}. The "
         "medians of BAM with $\\lambda=0$ (thick, solid) and $\\lambda=0.1$ (thin, "
         "dash-dotted, drawn on top) nearly coincide in the left panel.",
         width=130,
     )
-    return save_figure(figure, path)
+    return plotting.save_figure(figure, path)
 
 
 @reproduction(default_seeds=20, quick_seeds=3)
@@ -229,7 +220,7 @@ def reproduce(options: RunOptions) -> pd.DataFrame:
         n_jobs=options.n_jobs,
         progress=options.progress,
     )
-    return write_summary(
+    return plotting.write_summary(
         quick,
         summarize(frame),
         out / "tracking_summary.csv",
@@ -345,11 +336,13 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
 def scale(folder: str | Path) -> str:
     """What ``folder/tracking.csv`` holds, counted (the report's caption): seeds, steps and
     methods; ``""`` without the file."""
-    frame = read_results(folder, "tracking.csv", usecols=["method", "seed", "t"])
-    if frame is None:
-        return ""
-    return (
-        f"This run: {count_text(frame['seed'].nunique(), 'seed')} × "
-        f"{count_text(int(frame['t'].max()), 'step')} for each of "
-        f"{count_text(frame['method'].nunique(), 'method')}."
+    return experiments.counted(
+        folder,
+        "tracking.csv",
+        ["method", "seed", "t"],
+        lambda frame: (
+            f"{experiments.distinct(frame, seed='seed')} × "
+            f"{plotting.count_text(int(frame['t'].max()), 'step')} for each of "
+            f"{experiments.distinct(frame, method='method')}."
+        ),
     )
