@@ -172,12 +172,18 @@ def test_known_noise_prior_forms_and_single_output_shapes():
     )
 
 
-def test_known_noise_batched_beliefs_match_loop():
-    rng = np.random.default_rng(1)
-    d, p = 3, 2
-    model = random_known(rng, d, p)
+def batched_beliefs(random_model, seed, d=3, p=2):
+    """A random model, a stack of 5 beliefs (the prior after 0 to 4 rows of data), a datum of
+    4 rows, and the generator that drew them, to draw more."""
+    rng = np.random.default_rng(seed)
+    model = random_model(rng, d, p)
     beliefs = stack([model.prior + model.stats(*random_data(rng, k, d, p)) for k in range(5)])
-    s = model.stats(*random_data(rng, 4, d, p))
+    return model, beliefs, model.stats(*random_data(rng, 4, d, p)), rng
+
+
+def test_known_noise_batched_beliefs_match_loop():
+    d, p = 3, 2
+    model, beliefs, s, rng = batched_beliefs(random_known, 1, d, p)
     batched = model.log_marginal(beliefs, s)
     assert batched.shape == (5,)
     loop = [model.log_marginal(beliefs[k], s) for k in range(5)]
@@ -441,11 +447,8 @@ def test_one_step_predictives_sum_to_evidence(random_model, one_step, d, p, n, s
 
 
 def test_nig_batched_beliefs_match_loop():
-    rng = np.random.default_rng(6)
     d, p = 3, 2
-    model = random_nig(rng, d, p)
-    beliefs = stack([model.prior + model.stats(*random_data(rng, k, d, p)) for k in range(5)])
-    s = model.stats(*random_data(rng, 4, d, p))
+    model, beliefs, s, rng = batched_beliefs(random_nig, 6, d, p)
     np.testing.assert_allclose(
         model.log_marginal(beliefs, s),
         [model.log_marginal(beliefs[k], s) for k in range(5)],
