@@ -95,15 +95,21 @@ def normal_memory(rng, size, batch=5):
 MEMORIES = [binomial_memory, normal_memory]
 
 
+def memories(max_size: int):
+    """``(model, memory, s_t)`` from one of :data:`MEMORIES`, seeded, with 1 to ``max_size``
+    items."""
+    return st.builds(
+        lambda seed, size, which: which(np.random.default_rng(seed), size),
+        st.integers(0, 2**32 - 1),
+        st.integers(1, max_size),
+        st.sampled_from(MEMORIES),
+    )
+
+
 @settings(max_examples=25, deadline=None)
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    size=st.integers(1, 9),
-    lam=st.sampled_from([0.0, 0.1, 1.0]),
-    which=st.sampled_from(MEMORIES),
-)
-def test_greedy_matches_literal_algorithm_1(seed, size, lam, which):
-    model, memory, s_t = which(np.random.default_rng(seed), size)
+@given(case=memories(9), lam=st.sampled_from([0.0, 0.1, 1.0]))
+def test_greedy_matches_literal_algorithm_1(case, lam):
+    model, memory, s_t = case
     result = select(model, memory, s_t, lam=lam, method="greedy")
     expected = literal_algorithm_1(model, memory, s_t, lam)
     np.testing.assert_array_equal(result.weights, expected)
@@ -114,14 +120,12 @@ def test_greedy_matches_literal_algorithm_1(seed, size, lam, which):
 
 @settings(max_examples=25, deadline=None)
 @given(
-    seed=st.integers(0, 2**32 - 1),
-    size=st.integers(1, 9),
+    case=memories(9),
     lam=st.sampled_from([0.0, 0.1]),
     q=st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0]),
-    which=st.sampled_from(MEMORIES),
 )
-def test_parallel_matches_literal_algorithm_2(seed, size, lam, q, which):
-    model, memory, s_t = which(np.random.default_rng(seed), size)
+def test_parallel_matches_literal_algorithm_2(case, lam, q):
+    model, memory, s_t = case
     result = select(model, memory, s_t, lam=lam, method="parallel", q=q)
     np.testing.assert_array_equal(result.weights, literal_algorithm_2(model, memory, s_t, lam, q))
 
@@ -137,14 +141,9 @@ def test_parallel_keeps_tied_scores():
 
 
 @settings(max_examples=15, deadline=None)
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    size=st.integers(0, 10),
-    lam=st.sampled_from([0.0, 0.3]),
-    which=st.sampled_from(MEMORIES),
-)
-def test_exhaustive_is_the_brute_force_maximum(seed, size, lam, which):
-    model, memory, s_t = which(np.random.default_rng(seed), max(size, 1))
+@given(case=memories(10), lam=st.sampled_from([0.0, 0.3]))
+def test_exhaustive_is_the_brute_force_maximum(case, lam):
+    model, memory, s_t = case
     result = select(model, memory, s_t, lam=lam, method="exhaustive")
     brute = {
         w: literal_objective(model, memory, s_t, w, lam)
@@ -168,14 +167,9 @@ def test_exhaustive_on_twelve_items():
 
 
 @settings(max_examples=20, deadline=None)
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    size=st.integers(1, 12),
-    lam=st.sampled_from([0.0, 0.1, 1.0]),
-    which=st.sampled_from(MEMORIES),
-)
-def test_continuous_never_worse_than_its_greedy_start(seed, size, lam, which):
-    model, memory, s_t = which(np.random.default_rng(seed), size)
+@given(case=memories(12), lam=st.sampled_from([0.0, 0.1, 1.0]))
+def test_continuous_never_worse_than_its_greedy_start(case, lam):
+    model, memory, s_t = case
     greedy = select(model, memory, s_t, lam=lam, method="greedy")
     result = select(model, memory, s_t, lam=lam, method="continuous", initial=greedy.weights)
     assert result.objective >= greedy.objective - 1e-12
