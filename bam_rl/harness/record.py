@@ -14,10 +14,22 @@ with one trial of data. Frames are rendered headless (``MUJOCO_GL=egl``), placed
 side, labelled, and written as a GIF with imageio (by default ``./swingup.gif``; the docs'
 figure is written only when asked, ``--out docs/figures/swingup.gif``). A ``--quick``
 recording carries a red smoke-test line (:data:`SMOKE_LABEL`) in every frame.
+
+``bam-rl record --recurring NAME`` (:func:`record_recurring`) does the same for an environment
+of the recurring-worlds benchmark (``bam-rl reproduce recurring-worlds``,
+:mod:`bam_rl.harness.experiments.recurring`): it builds that experiment's episodic runs of one
+seed with the experiment's own grid, replays them through the schedule A → B → A → C → B up to
+the first trial of a world's return (A's by default) and renders that trial side by side
+(segment BAM beside recursive Bayes by default). Only the suite's MuJoCo environments
+(:data:`RECURRING_NAMES`) are rendered: the classic-control ones draw with pygame, which
+bam-rl does not install. Both recordings share the run loop (:func:`replay_trial`, through
+:func:`~bam_rl.harness.runner.rollout`, the loop the experiments run), the labels and the GIF
+writing.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -30,13 +42,26 @@ __all__ = [
     "DEFAULT_PATH",
     "LABELS",
     "MAX_SEED_INDEX",
+    "NOT_RENDERED",
     "RECORDED",
+    "RECURRING_METHODS",
+    "RECURRING_NAMES",
+    "RECURRING_REVISITS",
     "SMOKE_LABEL",
     "check_frame_size",
     "check_methods",
+    "check_recurring",
+    "expected_returns",
     "experiment_runs",
+    "record_recurring",
     "record_swingup",
+    "recurring_labels",
+    "recurring_path",
+    "recurring_plan",
+    "recurring_runs",
+    "recurring_trial_steps",
     "replay_plan",
+    "replay_trial",
     "revisited_trial",
     "run_until",
 ]
@@ -59,15 +84,19 @@ LABELS = {
 }
 
 
-def check_methods(methods: Any) -> tuple[tuple[str, str], ...]:
-    """``methods`` (names of the episodic experiment's methods, two to four) as (method,
-    label) panels, or ``ValueError`` naming the accepted ones."""
+def check_methods(
+    methods: Any, labels: dict[str, str] | None = None
+) -> tuple[tuple[str, str], ...]:
+    """``methods`` (names of the experiment's methods, two to four; ``labels``: the accepted
+    names and their panel labels, default the episodic experiment's :data:`LABELS`) as
+    (method, label) panels, or ``ValueError`` naming the accepted ones."""
+    labels = LABELS if labels is None else labels
     names = [methods] if isinstance(methods, str) else list(methods)
-    if not 2 <= len(names) <= 4 or any(name not in LABELS for name in names):
+    if not 2 <= len(names) <= 4 or any(name not in labels for name in names):
         raise ValueError(
-            f"methods must be two to four of {sorted(LABELS)} (left to right), got {methods!r}"
+            f"methods must be two to four of {sorted(labels)} (left to right), got {methods!r}"
         )
-    return tuple((name, LABELS[name]) for name in names)
+    return tuple((name, labels[name]) for name in names)
 
 
 def revisited_trial(gravities: Sequence[float], offset: int = 1, revisit: int = 1) -> int:
@@ -113,13 +142,9 @@ def experiment_runs(seed_index: int, quick: bool = False) -> dict[str, Any]:
     """The episodic experiment's run specifications (:class:`~bam_rl.harness.RunSpec`) of
     seed index ``seed_index`` (0 … :data:`MAX_SEED_INDEX`), by method (``quick``: those of
     ``reproduce --quick``)."""
-    from bam_rl.checks import check_int
     from bam_rl.harness.experiments.cartpole import cartpole_grid
 
-    seed_index = check_int("seed", seed_index, minimum=0)
-    if seed_index > MAX_SEED_INDEX:
-        raise ValueError(f"seed must be a seed index in [0, {MAX_SEED_INDEX}], got {seed_index}")
-
+    seed_index = _check_seed_index(seed_index)
     grid = cartpole_grid("episodic", seeds=seed_index + 1, quick=quick)
     return {spec.method: spec for spec in grid if spec.seed_index == seed_index}
 
@@ -141,66 +166,121 @@ def replay_plan(
     return runs, gravities, revisited_trial(gravities, offset=episode_trial - 1, revisit=revisit)
 
 
-def run_until(
+def replay_trial(
     spec: Any, trial: int, progress: Callable[[str], None] | None = None
-) -> tuple[np.ndarray, float]:
-    """Runs the experiment's run ``spec`` through trial ``trial`` (0-based), as
-    :func:`~bam_rl.harness.execute_run` does, and keeps that trial's simulator states.
+) -> tuple[np.ndarray, np.ndarray]:
+    """Runs the experiment's run ``spec`` through trial ``trial`` (0-based) as
+    :func:`~bam_rl.harness.execute_run` does (the same environment, agent and seeds, through
+    the same loop, :func:`~bam_rl.harness.runner.rollout`), stops after that trial and keeps
+    its simulator states.
 
     Returns:
-        The ``(qpos, qvel)`` of every step of trial ``trial`` (the initial state first), one row
-        per step, and the trial's mean reward ``cos(angle)``.
+        The ``(qpos, qvel)`` of every step of trial ``trial`` (the initial state first, the
+        state after the last step last), one row per state, and the trial's rewards.
     """
     import gymnasium as gym
 
     import bam_rl  # noqa: F401  (registers the environments)
     from bam_rl.harness.registry import make_agent
+    from bam_rl.harness.runner import rollout
 
     env = gym.make(spec.env_id, **spec.env_kwargs)
-    data: Any = env.unwrapped.data  # type: ignore[attr-defined]
     env_seed, agent_seed = spec.seeds()
-    states: list[np.ndarray] = []
-    rewards: list[float] = []
     try:
-        agent = make_agent(spec.agent_name, env, agent_seed, **spec.agent_kwargs)
-        observation, info = env.reset(seed=env_seed)
-        for index in range(trial + 1):
-            if index:
-                observation, info = env.reset()
-            agent.reset(observation, info)
-            started = time.perf_counter()
-            done = False
-            while not done:
-                if index == trial:
-                    states.append(np.concatenate([data.qpos, data.qvel]))
-                action = agent.act(observation)
-                next_observation, reward, terminated, truncated, info = env.step(action)
-                agent.observe(action, reward, next_observation, terminated, truncated, info)
-                observation = next_observation
-                done = terminated or truncated
-                if index == trial:
-                    rewards.append(float(reward))
-            if progress is not None:
-                progress(
-                    f"{spec.agent_name}: trial {index + 1}/{trial + 1} "
-                    f"(g = {info['gravity']:.2f}) {time.perf_counter() - started:.1f} s"
-                )
-        states.append(np.concatenate([data.qpos, data.qvel]))
+        agent = make_agent(
+            spec.agent_name, env, agent_seed, n_steps=spec.n_steps, **spec.agent_kwargs
+        )
+        watched = _watch_class()(env, trial, spec.agent_name, progress)
+        rollout(watched, agent, n_episodes=trial + 1, seed=env_seed)
     finally:
         env.close()
-    return np.asarray(states), float(np.mean(rewards))
+    return np.asarray(watched.states), np.asarray(watched.rewards, dtype=np.float64)
+
+
+@functools.cache
+def _watch_class() -> Any:
+    """The pass-through wrapper :func:`replay_trial` runs: it keeps the simulator state of
+    every step of one trial and that trial's rewards, and reports a line per finished trial
+    (a :class:`gymnasium.Wrapper`, defined when first used: importing this module loads no
+    gymnasium)."""
+    import gymnasium as gym
+
+    class TrialWatch(gym.Wrapper):
+        def __init__(
+            self, env: Any, trial: int, name: str, progress: Callable[[str], None] | None
+        ) -> None:
+            super().__init__(env)
+            self.trial, self.name, self.progress = trial, name, progress
+            self.data: Any = env.unwrapped.data
+            self.episode = -1
+            self.states: list[np.ndarray] = []
+            self.rewards: list[float] = []
+            self.started = time.perf_counter()
+
+        def keep(self) -> None:
+            if self.episode == self.trial:
+                self.states.append(np.concatenate([self.data.qpos, self.data.qvel]))
+
+        def reset(self, **kwargs: Any) -> Any:
+            result = self.env.reset(**kwargs)
+            self.episode += 1
+            self.started = time.perf_counter()
+            self.keep()
+            return result
+
+        def step(self, action: Any) -> Any:
+            result = self.env.step(action)
+            if self.episode == self.trial:
+                self.rewards.append(float(result[1]))
+            self.keep()
+            if (result[2] or result[3]) and self.progress is not None:
+                self.progress(
+                    f"{self.name}: trial {self.episode + 1}/{self.trial + 1} "
+                    f"({_world_text(self.env, result[4])}) "
+                    f"{time.perf_counter() - self.started:.1f} s"
+                )
+            return result
+
+    return TrialWatch
+
+
+def _world_text(env: Any, info: dict[str, Any]) -> str:
+    """The world of a step: the cart-pole's ``g = …`` or a non-stationary world's context."""
+    if "gravity" in info:
+        return f"g = {float(info['gravity']):.2f}"
+    try:
+        context = env.get_wrapper_attr("context")
+    except AttributeError:
+        return "?"
+    return ", ".join(f"{key} = {value:g}" for key, value in context.items())
+
+
+def run_until(
+    spec: Any, trial: int, progress: Callable[[str], None] | None = None
+) -> tuple[np.ndarray, float]:
+    """:func:`replay_trial` of a cart-pole run: trial ``trial``'s states and its mean reward
+    ``cos(angle)``."""
+    states, rewards = replay_trial(spec, trial, progress)
+    return states, float(np.mean(rewards))
 
 
 def render_states(
-    states: np.ndarray, size: tuple[int, int] = (320, 240), distance: float = 3.6
+    states: np.ndarray,
+    size: tuple[int, int] = (320, 240),
+    distance: float = 3.6,
+    env_id: str | None = None,
 ) -> list[np.ndarray]:
-    """Renders simulator states (rows of ``qpos, qvel``) headless with a side camera that
-    follows the cart (``MUJOCO_GL=egl`` on machines without a display)."""
+    """Renders simulator states (rows of ``qpos, qvel``) headless (``MUJOCO_GL=egl`` on
+    machines without a display): the cart-pole's with a side camera that follows the cart, or,
+    given ``env_id`` (a Gymnasium MuJoCo environment, e.g. ``"Reacher-v5"``), that
+    environment's own ``rgb_array`` rendering."""
     import gymnasium as gym
     import mujoco
 
     import bam_rl  # noqa: F401
 
+    if env_id is not None:
+        return _render_gymnasium(states, size, env_id)
     # positions only: gravity does not matter; the frame size sets the offscreen buffer
     env = gym.make("bam_rl/GravityCartPole-v0", width=size[0], height=size[1])
     try:
@@ -222,10 +302,34 @@ def render_states(
     return frames
 
 
-def check_frame_size(size: Any, every: Any) -> tuple[tuple[int, int], int]:
+def _render_gymnasium(states: np.ndarray, size: tuple[int, int], env_id: str) -> list[np.ndarray]:
+    """:func:`render_states` of a Gymnasium MuJoCo environment: each state set with
+    ``set_state`` and drawn by the environment's ``render()`` (its own camera). The world's
+    parameter (a gravity, a mass) changes no geometry, so the plain environment draws it."""
+    import gymnasium as gym
+
+    env = gym.make(env_id, render_mode="rgb_array", width=size[0], height=size[1])
+    try:
+        env.reset(seed=0)
+        unwrapped: Any = env.unwrapped
+        nq = unwrapped.model.nq
+        frames = []
+        for state in states:
+            unwrapped.set_state(state[:nq], state[nq:])
+            frame: Any = env.render()
+            frames.append(np.asarray(frame).copy())
+    finally:
+        env.close()
+    return frames
+
+
+def check_frame_size(
+    size: Any, every: Any, steps: int = _TRIAL_STEPS
+) -> tuple[tuple[int, int], int]:
     """Checks a recording's frame ``size`` (width, height) and ``every`` before anything
-    runs: sides in ``[1, MAX_FRAME_SIDE]`` (the cart-pole's renderer) and a trial's frames of
-    both panels within the memory budget (:func:`bam_rl.checks.check_memory`).
+    runs: sides in ``[1, MAX_FRAME_SIDE]`` (the cart-pole's renderer) and the frames of a
+    trial of ``steps`` steps (default the cart-pole's 200) of every panel within the memory
+    budget (:func:`bam_rl.checks.check_memory`).
 
     Returns:
         ``((width, height), every)`` as ints.
@@ -241,7 +345,7 @@ def check_frame_size(size: Any, every: Any) -> tuple[tuple[int, int], int]:
         if side > MAX_FRAME_SIDE:
             raise ValueError(f"{name} must be an int in [1, {MAX_FRAME_SIDE}], got {side}")
     every = check_int("every", every)
-    frames = _TRIAL_STEPS // every + 1
+    frames = steps // every + 1
     # each panel's frames with their text band, then the combined frames (RGB bytes)
     check_memory(
         f"width = {width}, height = {height} with every = {every} ({frames} frames)",
@@ -268,6 +372,33 @@ def _label(frame: np.ndarray, lines: Sequence[str], warning: str | None = None) 
     for row, (text, colour) in enumerate(texts):
         draw.text((6, 3 + 18 * row), text, fill=colour, font=font)
     return np.asarray(image)
+
+
+def _write_gif(
+    path: str | Path,
+    panels: Sequence[Sequence[np.ndarray]],
+    caption: Sequence[str],
+    quick: bool,
+    fps: float,
+) -> Path:
+    """Writes the labelled ``panels`` (one list of frames per run, of equal lengths) side by
+    side as a looping GIF at ``path`` (parents created), every frame under the ``caption``
+    lines and, when ``quick``, :data:`SMOKE_LABEL`."""
+    import imageio.v2 as imageio
+
+    gap = np.full((panels[0][0].shape[0], 6, 3), 255, dtype=np.uint8)
+    combined: list[Any] = []
+    for frames in zip(*panels, strict=True):
+        row = [frames[0]]
+        for frame in frames[1:]:
+            row += [gap, frame]
+        combined.append(
+            _label(np.concatenate(row, axis=1), caption, SMOKE_LABEL if quick else None)
+        )
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    imageio.mimsave(path, combined, duration=1000.0 / fps, loop=0)
+    return path
 
 
 def record_swingup(
@@ -312,8 +443,6 @@ def record_swingup(
     """
     size, every = check_frame_size(size, every)
     os.environ.setdefault("MUJOCO_GL", "egl")
-    import imageio.v2 as imageio
-
     shown = check_methods(methods)
     started = time.perf_counter()
     runs, gravities, trial = replay_plan(seed, revisit, quick, episode_trial)
@@ -344,18 +473,7 @@ def record_swingup(
         f"seed {seed}, trial {trial + 1} of {len(gravities)}: {ordinal} trial of a revisited "
         f"episode, g = {gravity:.2f} m/s^2"
     )
-    gap = np.full((panels[0][0].shape[0], 6, 3), 255, dtype=np.uint8)
-    combined: list[Any] = []
-    for frames in zip(*panels, strict=True):
-        row = [frames[0]]
-        for frame in frames[1:]:
-            row += [gap, frame]
-        combined.append(
-            _label(np.concatenate(row, axis=1), [caption], SMOKE_LABEL if quick else None)
-        )
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    imageio.mimsave(path, combined, duration=1000.0 / (fps or 50.0 / every), loop=0)
+    path = _write_gif(path, panels, [caption], quick, fps or 50.0 / every)
     return {
         "path": str(path),
         "seed": seed,
@@ -363,5 +481,264 @@ def record_swingup(
         "gravity": gravity,
         **{f"reward_{name}": value for name, value in rewards.items()},
         "bytes": path.stat().st_size,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+# ------------------------------------------------------------------ recurring worlds (issue 42)
+#: The suite environments ``record --recurring`` renders: the MuJoCo ones (headless, EGL).
+RECURRING_NAMES = ("InvertedPendulum", "InvertedDoublePendulum", "Reacher")
+#: Why the suite's other environments are not rendered.
+NOT_RENDERED = {
+    "CartPoleSwingUp": "the cart-pole swing-up is 'bam-rl record' without --recurring",
+    **{
+        name: "its classic-control rendering needs pygame, which bam-rl does not install"
+        for name in ("Pendulum", "MountainCar", "CartPole")
+    },
+}
+#: The runs a recurring recording shows by default, left to right.
+RECURRING_METHODS = ("bam_segments", "recursive")
+#: ``revisit`` of a recurring recording: the world whose return is shown.
+RECURRING_REVISITS = {1: "A", 2: "B"}
+
+
+def recurring_path(name: str) -> str:
+    """Where :func:`record_recurring` writes by default: ``recurring_<Name>.gif`` in the
+    working directory."""
+    return f"recurring_{name}.gif"
+
+
+def check_recurring(name: Any) -> str:
+    """``name`` if :func:`record_recurring` renders it (:data:`RECURRING_NAMES`), else a
+    ``ValueError`` naming the accepted ones (and why ``name`` is not one)."""
+    if name in RECURRING_NAMES:
+        return str(name)
+    why = f" ({name}: {NOT_RENDERED[name]})" if name in NOT_RENDERED else ""
+    raise ValueError(f"NAME must be one of {', '.join(RECURRING_NAMES)}{why}, got {name!r}")
+
+
+def _check_seed_index(seed_index: Any) -> int:
+    from bam_rl.checks import check_int
+
+    seed_index = check_int("seed", seed_index, minimum=0)
+    if seed_index > MAX_SEED_INDEX:
+        raise ValueError(f"seed must be a seed index in [0, {MAX_SEED_INDEX}], got {seed_index}")
+    return seed_index
+
+
+def recurring_labels() -> dict[str, str]:
+    """Panel labels of the recurring experiment's methods (its ``LABELS``)."""
+    from bam_rl.harness.experiments.recurring import LABELS as labels
+
+    return dict(labels)
+
+
+def recurring_runs(
+    name: str, seed_index: int, quick: bool = False, methods: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The recurring experiment's episodic runs (:class:`~bam_rl.harness.RunSpec`) of suite
+    environment ``name`` and seed index ``seed_index``, by method, built by the experiment's
+    own :func:`~bam_rl.harness.experiments.recurring.grid` (``quick``: its ``--quick``
+    settings: one 30-step trial per world, a short planner)."""
+    from bam_rl.harness.experiments.recurring import grid
+
+    name = check_recurring(name)
+    seed_index = _check_seed_index(seed_index)
+    specs = grid(seed_index + 1, quick, envs=[name], settings=("episodic",), methods=methods)
+    return {spec.method: spec for spec in specs if spec.seed_index == seed_index}
+
+
+def recurring_plan(
+    name: str,
+    seed: int,
+    revisit: int = 1,
+    quick: bool = False,
+    episode_trial: int = 1,
+    methods: Sequence[str] = RECURRING_METHODS,
+) -> tuple[dict[str, Any], tuple[float, ...], int]:
+    """What :func:`record_recurring` replays: the runs of ``methods`` (by method), the world's
+    value in every trial and the 0-based trial shown (trial ``episode_trial`` of world A's
+    return for ``revisit=1``, of B's for 2). ``ValueError`` for what the experiment lacks,
+    before anything runs."""
+    from bam_rl.wrappers.recurring import SUITE
+
+    name = check_recurring(name)
+    if revisit not in RECURRING_REVISITS or isinstance(revisit, bool):
+        raise ValueError(
+            f"revisit must be 1 (world A's return) or 2 (world B's) with a recurring "
+            f"environment, got {revisit!r}"
+        )
+    if episode_trial not in (1, 2) or isinstance(episode_trial, bool):
+        raise ValueError(f"episode_trial must be 1 or 2, got {episode_trial!r}")
+    check_methods(methods, recurring_labels())
+    runs = recurring_runs(name, seed, quick, methods)
+    first = runs[methods[0]]
+    per_world = first.env_kwargs.get("trials_per_world", SUITE[name].trials_per_world)
+    values = SUITE[name].values(per_world)
+    assert len(values) == first.n_episodes  # the experiment runs the whole schedule
+    return runs, values, revisited_trial(values, offset=episode_trial - 1, revisit=revisit)
+
+
+def recurring_trial_steps(spec: Any, name: str) -> int:
+    """Steps of a trial of run ``spec`` (the experiment's ``trial_steps``, else the suite's,
+    else the environment's own limit)."""
+    import gymnasium as gym
+
+    from bam_rl.wrappers.recurring import SUITE
+
+    steps = spec.env_kwargs.get("trial_steps") or SUITE[name].max_episode_steps
+    return int(steps or gym.spec(SUITE[name].env_id).max_episode_steps or 1000)
+
+
+def expected_returns(
+    folder: str | Path, name: str, seed: int, trial: int, methods: Sequence[str], value: float
+) -> dict[str, float]:
+    """The returns of trial ``trial`` (0-based) of seed index ``seed`` of ``methods`` on
+    ``name`` (episodic) in ``folder/trials.csv`` of ``bam-rl reproduce recurring-worlds``, by
+    method. ``ValueError`` when the file or a row is missing, or when the row's world value
+    is not ``value`` (a folder of another size of the experiment)."""
+    from bam_rl.harness.files import read_results
+
+    trials = read_results(folder, "trials.csv")
+    if trials is None:
+        raise ValueError(f"no trials.csv in {str(folder)!r} (of 'reproduce recurring-worlds')")
+    rows = trials[
+        (trials["env"] == name)
+        & (trials["setting"] == "episodic")
+        & (trials["seed_index"] == seed)
+        & (trials["trial"] == trial)
+    ]
+    found = {}
+    for method in methods:
+        row = rows[rows["method"] == method]
+        if len(row) != 1:
+            raise ValueError(
+                f"{str(folder)!r}/trials.csv has no row of {name} (episodic), method {method}, "
+                f"seed {seed}, trial {trial} (0-based)"
+            )
+        world = float(row["world_value"].iloc[0])
+        if not np.isclose(world, value):
+            raise ValueError(
+                f"{str(folder)!r}/trials.csv has {name}'s trial {trial} in a world of value "
+                f"{world:g}, not {value:g}: a run of another size (--quick?)"
+            )
+        found[method] = float(row["score"].iloc[0])
+    return found
+
+
+def _pad(frames: list[np.ndarray], length: int) -> list[np.ndarray]:
+    """``frames`` held on the last one up to ``length`` (a trial that ended early)."""
+    return frames + [frames[-1]] * (length - len(frames))
+
+
+def record_recurring(
+    name: str,
+    path: str | Path | None = None,
+    seed: int = 0,
+    revisit: int = 1,
+    size: tuple[int, int] = (320, 240),
+    every: int = 3,
+    fps: float | None = None,
+    quick: bool = False,
+    progress: Callable[[str], None] | None = print,
+    methods: Sequence[str] = RECURRING_METHODS,
+    episode_trial: int = 1,
+    results: str | Path | None = None,
+) -> dict[str, Any]:
+    """Renders the recurring experiment's episodic runs of ``methods`` (default segment BAM
+    and recursive Bayes) on suite environment ``name`` side by side on trial
+    ``episode_trial`` (default the first) of a world's return (``revisit`` 1: A's, 2: B's) of
+    seed ``seed``, and writes a looping GIF to ``path``.
+
+    Args:
+        name: One of :data:`RECURRING_NAMES`.
+        path: The GIF's path (default ``recurring_<name>.gif`` in the working directory).
+        seed: Seed index of the experiment (0–4 in ``bam-rl reproduce recurring-worlds``).
+        revisit: 1 (world A again, visit 3 of A B A C B) or 2 (world B again, visit 5).
+        size: Width and height of each run's frames in pixels.
+        every: Keep every ``every``-th step's frame.
+        fps: Frames per second of the GIF (default: real time).
+        quick: The experiment's ``--quick`` runs (one 30-step trial per world, a short
+            planner); every frame then carries :data:`SMOKE_LABEL`.
+        progress: Called with a line per trial (``None``: silent).
+        methods: Two to four methods of the recurring experiment, left to right.
+        episode_trial: Which trial of the world's return: 1 or 2.
+        results: A folder of ``bam-rl reproduce recurring-worlds``: each replayed return is
+            checked against its ``trials.csv`` (``ValueError`` when one differs).
+
+    Returns:
+        ``path``, ``env``, ``seed``, ``trial`` (0-based), ``world``, ``parameter``, ``value``,
+        each run's return and steps on the trial, ``checked`` (whether ``results`` confirmed
+        them), the GIF's size in bytes and the wall time.
+    """
+    import gymnasium as gym
+
+    from bam_rl.wrappers.recurring import SUITE, recurring_id
+
+    name = check_recurring(name)
+    shown = check_methods(methods, recurring_labels())
+    runs, values, trial = recurring_plan(name, seed, revisit, quick, episode_trial, methods)
+    suite = SUITE[name]
+    steps = recurring_trial_steps(runs[methods[0]], name)
+    size, every = check_frame_size(size, every, steps)
+    value = float(values[trial])
+    expected = (
+        None
+        if results is None
+        else expected_returns(results, name, seed, trial, list(methods), value)
+    )
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    started = time.perf_counter()
+    world = RECURRING_REVISITS[revisit]
+    replayed = {}
+    for method, _ in shown:
+        states, rewards = replay_trial(runs[method], trial, progress=progress)
+        total = float(np.sum(rewards))
+        if expected is not None and not np.isclose(total, expected[method], rtol=1e-9):
+            raise ValueError(
+                f"the replayed return of {method} on trial {trial} ({total!r}) differs from "
+                f"{str(results)!r}/trials.csv ({expected[method]!r}): not the same run"
+            )
+        replayed[method] = (states, rewards, total)
+    panels = []
+    for method, label in shown:
+        states, rewards, total = replayed[method]
+        frames = render_states(states[:-1:every], size, env_id=suite.env_id)
+        lines = [
+            label,
+            f"return {total:+.2f} in {len(rewards)} steps",
+            f"world {world}: {suite.parameter} = {value:g}",
+        ]
+        panels.append([_label(frame, lines) for frame in frames])
+    length = max(len(frames) for frames in panels)
+    panels = [_pad(frames, length) for frames in panels]
+    ordinal = {1: "1st", 2: "2nd"}[episode_trial]
+    caption = [
+        f"{name} ({recurring_id(name)}), seed {seed}, episodic",
+        f"trial {trial + 1} of {len(values)}: {ordinal} trial back in world {world} "
+        f"(A B A C B), {suite.parameter} = {value:g}",
+    ]
+    env = gym.make(suite.env_id)
+    dt = float(env.unwrapped.dt)  # type: ignore[attr-defined]
+    env.close()
+    written = _write_gif(
+        recurring_path(name) if path is None else path,
+        panels,
+        caption,
+        quick,
+        fps or 1.0 / (dt * every),
+    )
+    return {
+        "path": str(written),
+        "env": name,
+        "seed": seed,
+        "trial": trial,
+        "world": world,
+        "parameter": suite.parameter,
+        "value": value,
+        **{f"return_{m}": replayed[m][2] for m, _ in shown},
+        **{f"steps_{m}": len(replayed[m][1]) for m, _ in shown},
+        "checked": expected is not None,
+        "bytes": written.stat().st_size,
         "seconds": time.perf_counter() - started,
     }

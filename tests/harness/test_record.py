@@ -189,3 +189,107 @@ def test_the_label_is_drawn_above_the_caption():
     assert marked.shape[0] == plain.shape[0] + 18  # one more line of text
     assert _red(marked[:20]) > 50 and _red(plain) == 0
     assert (marked[22:] == plain[4:]).all()  # the caption and the frame below are unchanged
+
+
+# ------------------------------------------------------- record --recurring (issue 42)
+def test_recurring_recording_replays_the_experiments_own_runs():
+    """The runs are the ones ``reproduce recurring-worlds`` builds at its default size (the
+    same specification, so the same file key and seeds), episodic, of one seed."""
+    from bam_rl.harness.experiments import recurring
+    from bam_rl.harness.record import recurring_plan, recurring_runs
+
+    default = {spec.key for spec in recurring.grid(recurring.SEEDS)}
+    runs = recurring_runs("Reacher", 3, methods=["bam_segments", "recursive", "gt"])
+    assert set(runs) == {"bam_segments", "recursive", "gt"}
+    assert {spec.key for spec in runs.values()} <= default
+    assert {spec.config for spec in runs.values()} == {"Reacher-episodic"}
+    # 2 trials per world: A A B B A A C C B B; the first trial of A's and of B's return
+    _, values, trial = recurring_plan("InvertedPendulum", 0)
+    assert trial == 4 and values[trial] == values[0] == 9.81
+    assert recurring_plan("InvertedPendulum", 0, revisit=2)[2] == 8
+    assert recurring_plan("InvertedPendulum", 0, episode_trial=2)[2] == 5
+
+
+def _trials_csv(folder, runs):
+    """``folder/trials.csv`` as ``reproduce recurring-worlds`` writes it, of ``runs``."""
+    import pandas as pd
+
+    from bam_rl.harness import execute_run
+    from bam_rl.harness.experiments.recurring import per_trial
+    from bam_rl.harness.files import write_frame
+
+    trials = per_trial(pd.concat([execute_run(spec) for spec in runs], ignore_index=True))
+    write_frame(trials, folder / "trials.csv")
+    return trials
+
+
+def test_recurring_replay_gives_the_experiments_return_and_is_deterministic(tmp_path):
+    import numpy as np
+
+    from bam_rl.harness.record import record_recurring, recurring_plan, replay_trial
+
+    runs, _, trial = recurring_plan("InvertedPendulum", 1, quick=True)
+    trials = _trials_csv(tmp_path, runs.values())
+    for method, spec in runs.items():
+        states, rewards = replay_trial(spec, trial)
+        again = replay_trial(spec, trial)
+        assert np.array_equal(rewards, again[1]) and np.array_equal(states, again[0])
+        row = trials[(trials["method"] == method) & (trials["trial"] == trial)]
+        assert float(np.sum(rewards)) == pytest.approx(float(row["score"].iloc[0]), rel=1e-12)
+        assert len(states) == len(rewards) + 1 == int(row["steps"].iloc[0]) + 1
+    gif = tmp_path / "checked.gif"
+    arguments = {"seed": 1, "quick": True, "progress": None, "size": (64, 48), "every": 10}
+    result = record_recurring("InvertedPendulum", gif, results=tmp_path, **arguments)
+    assert result["checked"] and gif.exists()
+    # a folder whose return differs: not the same run, refused before a GIF is written
+    tampered = trials.copy()
+    tampered.loc[tampered["method"] == "recursive", "score"] += 1.0
+    tampered.to_csv(tmp_path / "trials.csv", index=False)
+    with pytest.raises(ValueError, match="differs from"):
+        record_recurring("InvertedPendulum", tmp_path / "no.gif", results=tmp_path, **arguments)
+    assert not (tmp_path / "no.gif").exists()
+
+
+def test_record_recurring_writes_two_labelled_panels(tmp_path, monkeypatch, capsys):
+    import json
+
+    import imageio.v2 as imageio
+
+    from bam_rl.harness.cli import main
+
+    monkeypatch.chdir(tmp_path)  # the default path: recurring_<Name>.gif here
+    arguments = ["record", "--recurring", "InvertedPendulum", "--quick", "--no-progress"]
+    assert main([*arguments, "--width", "160", "--height", "120", "--every", "2"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    path = tmp_path / "recurring_InvertedPendulum.gif"
+    assert result["path"] == "recurring_InvertedPendulum.gif" and path.exists()
+    assert (result["trial"], result["world"], result["value"]) == (2, "A", 9.81)
+    assert {"return_bam_segments", "return_recursive"} <= set(result)
+    frames = imageio.mimread(path)
+    longest = max(result["steps_bam_segments"], result["steps_recursive"])
+    assert len(frames) == (longest + 1) // 2  # every 2nd step of the longer trial
+    assert frames[0].shape[1] == 2 * 160 + 6  # two panels side by side
+    assert frames[0].std() > 10 and all(_red(frame) > 50 for frame in frames)  # smoke label
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--recurring", "Nope"], "InvertedPendulum, InvertedDoublePendulum, Reacher"),
+        (["--recurring", "Pendulum"], "needs pygame"),
+        (["--recurring", "CartPoleSwingUp"], "without --recurring"),
+        (["--recurring", "Reacher", "--revisit", "3"], "1 (world A's return) or 2"),
+        (["--recurring", "Reacher", "--methods", "bam,nope"], "'bam_segments'"),
+        (["--recurring", "Reacher", "--quick", "--episode-trial", "2"], "shorter than 2"),
+        (["--recurring", "Reacher", "--results", "nowhere"], "no trials.csv"),
+        (["--results", "nowhere"], "needs --recurring"),
+    ],
+)
+def test_record_recurring_refuses_what_it_cannot_record(arguments, message, capsys, tmp_path):
+    from bam_rl.harness.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["record", "--out", str(tmp_path / "x.gif"), "--no-progress", *arguments])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x.gif").exists()

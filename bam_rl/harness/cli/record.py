@@ -19,6 +19,14 @@ DESCRIPTION = (
 )
 
 
+class _Out(argparse.Action):
+    """Stores ``--out`` and notes that it was given (``--recurring`` has another default)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.out_given = True
+
+
 def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from bam_rl.harness.record import (
         check_frame_size,
@@ -27,6 +35,14 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         replay_plan,
     )
 
+    if args.recurring is not None:
+        return handle_recurring(args, parser)
+    if args.results is not None:
+        parser.error(
+            f"--results {args.results}: needs --recurring NAME (it checks the returns of "
+            "'reproduce recurring-worlds')"
+        )
+    args.episode_trial = args.episode_trial or 2
     methods = split_names(args.methods) or ["bam", "recursive"]
     try:  # methods, a seed index or revisit the experiment does not have: usage errors
         check_methods(methods)
@@ -60,13 +76,79 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return 0
 
 
+def handle_recurring(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``bam-rl record --recurring NAME``: the recurring-worlds experiment's runs."""
+    from bam_rl.harness.record import (
+        RECURRING_METHODS,
+        check_frame_size,
+        check_recurring,
+        expected_returns,
+        record_recurring,
+        recurring_path,
+        recurring_plan,
+        recurring_trial_steps,
+    )
+
+    try:
+        name = check_recurring(args.recurring)
+    except ValueError as error:
+        parser.error(f"--recurring {args.recurring}: {error}")
+    methods = split_names(args.methods) or list(RECURRING_METHODS)
+    episode_trial = args.episode_trial or 1
+    try:  # methods, a seed index or revisit the experiment does not have: usage errors
+        runs, values, trial = recurring_plan(
+            name, args.seed, args.revisit, args.quick, episode_trial, methods
+        )
+    except ValueError as error:
+        parser.error(
+            f"--recurring {name} --methods {','.join(methods)} --seed {args.seed} "
+            f"--revisit {args.revisit} --episode-trial {episode_trial}: {error}"
+        )
+    try:  # a frame size the renderer or the memory cannot take
+        check_frame_size(
+            (args.width, args.height), args.every, recurring_trial_steps(runs[methods[0]], name)
+        )
+    except ValueError as error:
+        parser.error(f"--width {args.width} --height {args.height} --every {args.every}: {error}")
+    if args.results is not None:  # the folder holds this trial of every run shown
+        try:
+            expected_returns(args.results, name, args.seed, trial, methods, values[trial])
+        except ValueError as error:
+            parser.error(f"--results {args.results}: {error}")
+    out = args.out if args.out_given else recurring_path(name)
+    output_file(parser, "--out", out)  # before minutes of work
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    try:
+        result = record_recurring(
+            name,
+            out,
+            seed=args.seed,
+            revisit=args.revisit,
+            size=(args.width, args.height),
+            every=args.every,
+            quick=args.quick,
+            progress=None if args.no_progress else print,
+            methods=methods,
+            episode_trial=episode_trial,
+            results=args.results,
+        )
+    except ValueError as error:  # a replayed return that is not the folder's
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
+    except OSError as error:  # the GIF could not be written (a full disk, a lost mount)
+        parser.exit(1, f"{parser.prog}: error: {error}\n")
+    print(json.dumps(result, indent=2))
+    return 0
+
+
 def add(commands: Any) -> None:
     """The ``record`` command's parser: its arguments and handler."""
-    from bam_rl.harness.record import DEFAULT_PATH
+    from bam_rl.harness.record import DEFAULT_PATH, RECURRING_NAMES
 
     record = command(commands, "record", handle, HELP, DESCRIPTION)
+    record.set_defaults(out_given=False)
     record.add_argument(
         "--out",
+        action=_Out,
         default=DEFAULT_PATH,
         metavar="PATH",
         help=f"GIF path (default: {DEFAULT_PATH} in the current directory; the docs' figure "
@@ -97,7 +179,7 @@ def add(commands: Any) -> None:
         "--episode-trial",
         type=int,
         choices=(1, 2),
-        default=2,
+        default=None,
         help="trial of the revisited episode: 1 (first, after the announced change) or 2 "
         "(the first after the paper's readout; default)",
     )
@@ -116,3 +198,18 @@ def add(commands: Any) -> None:
         "every frame says it is a smoke test",
     )
     record.add_argument("--no-progress", action="store_true", help="no line per trial")
+    record.add_argument(
+        "--recurring",
+        metavar="NAME",
+        help="record an environment of 'reproduce recurring-worlds' instead: "
+        f"{', '.join(RECURRING_NAMES)} (MuJoCo; the classic-control ones would need pygame). Its "
+        "episodic runs of --seed, segment BAM beside recursive Bayes (--methods: also gt and "
+        "its other methods), on the 1st trial (--episode-trial) of world A's return "
+        "(--revisit 2: B's); GIF recurring_NAME.gif unless --out",
+    )
+    record.add_argument(
+        "--results",
+        metavar="DIR",
+        help="with --recurring: check each replayed return against DIR/trials.csv of "
+        "'reproduce recurring-worlds'",
+    )
