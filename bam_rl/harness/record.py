@@ -594,14 +594,22 @@ def expected_returns(
     folder: str | Path, name: str, seed: int, trial: int, methods: Sequence[str], value: float
 ) -> dict[str, float]:
     """The returns of trial ``trial`` (0-based) of seed index ``seed`` of ``methods`` on
-    ``name`` (episodic) in ``folder/trials.csv`` of ``bam-rl reproduce recurring-worlds``, by
-    method. ``ValueError`` when the file or a row is missing, or when the row's world value
-    is not ``value`` (a folder of another size of the experiment)."""
+    ``name`` (episodic) in ``folder/trials.csv`` of ``bam-rl reproduce recurring-worlds``
+    (``folder``: the experiment's folder or the ``--out`` of ``reproduce``, which holds it as
+    ``recurring-worlds/``), by method. ``ValueError`` when the file or a row is missing, or
+    when the row's world value is not ``value`` (a folder of another size of the
+    experiment)."""
+    from bam_rl.harness.experiments.recurring import EXPERIMENT
     from bam_rl.harness.files import read_results
 
+    if not (Path(folder) / "trials.csv").is_file() and (Path(folder) / EXPERIMENT).is_dir():
+        folder = Path(folder) / EXPERIMENT
     trials = read_results(folder, "trials.csv")
     if trials is None:
-        raise ValueError(f"no trials.csv in {str(folder)!r} (of 'reproduce recurring-worlds')")
+        raise ValueError(
+            f"no trials.csv in {str(folder)!r} nor in its {EXPERIMENT}/ "
+            "(of 'reproduce recurring-worlds')"
+        )
     rows = trials[
         (trials["env"] == name)
         & (trials["setting"] == "episodic")

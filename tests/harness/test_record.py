@@ -241,12 +241,19 @@ def test_recurring_replay_gives_the_experiments_return_and_is_deterministic(tmp_
     arguments = {"seed": 1, "quick": True, "progress": None, "size": (64, 48), "every": 10}
     result = record_recurring("InvertedPendulum", gif, results=tmp_path, **arguments)
     assert result["checked"] and gif.exists()
+    # or the --out folder of 'reproduce', which holds the experiment's folder
+    (tmp_path / "out" / "recurring-worlds").mkdir(parents=True)
+    (tmp_path / "trials.csv").rename(tmp_path / "out" / "recurring-worlds" / "trials.csv")
+    result = record_recurring("InvertedPendulum", gif, results=tmp_path / "out", **arguments)
+    assert result["checked"]
     # a folder whose return differs: not the same run, refused before a GIF is written
     tampered = trials.copy()
     tampered.loc[tampered["method"] == "recursive", "score"] += 1.0
-    tampered.to_csv(tmp_path / "trials.csv", index=False)
+    tampered.to_csv(tmp_path / "out" / "recurring-worlds" / "trials.csv", index=False)
     with pytest.raises(ValueError, match="differs from"):
-        record_recurring("InvertedPendulum", tmp_path / "no.gif", results=tmp_path, **arguments)
+        record_recurring(
+            "InvertedPendulum", tmp_path / "no.gif", results=tmp_path / "out", **arguments
+        )
     assert not (tmp_path / "no.gif").exists()
 
 
