@@ -2,10 +2,11 @@
 
 :data:`EXPERIMENTS` is the one table of them: each name accepted by ``bam-rl reproduce``
 with the module and names of its ``reproduce(out, seeds=None, quick=False, n_jobs=1,
-progress=True) -> summary frame`` (:func:`get_reproduction`; those common options are written
-once, :func:`~bam_rl.harness.experiments.options.reproduction`) and its ``claims(folder) ->
+progress=True) -> summary frame`` (:func:`get_reproduction`) and its ``claims(folder) ->
 list[dict]`` (:func:`get_claims`, the rows of the report's claim table,
-:mod:`bam_rl.harness.report`), with the report's title, section and caption of it
+:mod:`bam_rl.harness.report`), both written once in
+:mod:`~bam_rl.harness.experiments.options` (:func:`~.options.reproduction`,
+:func:`~.options.claims_from`), with the report's title, section and caption of it
 (:func:`describe` adds the seeds and runs counted from a results folder, the sentence each
 experiment's ``scale`` writes through :func:`counted` and :func:`distinct`).
 :data:`REPRODUCTIONS` lists the names.

@@ -21,8 +21,8 @@ from typing import Any
 import pandas as pd
 
 from bam_rl.harness import naming, plotting
-from bam_rl.harness.experiments.options import RunOptions, reproduction, sweep_backend
-from bam_rl.harness.files import read_results, write_frame
+from bam_rl.harness.experiments.options import RunOptions, claims_from, reproduction, sweep_backend
+from bam_rl.harness.files import write_frame
 
 #: agent name in the harness registry (also the CSV value) -> label in the paper's Figure 3,
 #: from the naming table (:mod:`bam_rl.harness.naming`)
@@ -220,15 +220,13 @@ def _verdict(results: list[bool]) -> bool | str | None:
     return "partly" if any(results) else False
 
 
-def claims(folder: str | Path | None) -> list[dict[str, str]]:
+@claims_from("bandits_summary.csv", "bandits", "§4.3", CLAIMS)
+def claims(summary: pd.DataFrame) -> list[dict[str, str]]:
     """The claims of §4.3 with the final median cumulative regret of
     ``folder/bandits_summary.csv``, per arm-value setting (a claim that holds in one setting
     only holds "partly"); ``None`` or a missing file: "not run"."""
-    from bam_rl.harness.report import claim, not_run
+    from bam_rl.harness.report import claim
 
-    summary = read_results(folder, "bandits_summary.csv")
-    if summary is None:
-        return not_run("bandits", "§4.3", CLAIMS)
     short = {
         "thompson": "TS",
         "thompson-forgetting": "BF",

@@ -63,7 +63,8 @@ import pandas as pd
 from bam_rl._io import atomic_path
 from bam_rl.agents.mppi import GroundTruthMPPI, MPPIAgent
 from bam_rl.families.base import NaturalParams
-from bam_rl.harness.experiments.options import RunOptions, reproduction
+from bam_rl.harness import experiments
+from bam_rl.harness.experiments.options import RunOptions, claims_from, reproduction
 from bam_rl.memory import Memory
 from bam_rl.readout import select
 
@@ -663,14 +664,11 @@ CLAIMS = (
 )
 
 
-def claims(folder: str | Path | None) -> list[dict[str, str]]:
+@claims_from("revisits.csv", "cartpole-readout", "§4.2 (analysis)", CLAIMS)
+def claims(table: pd.DataFrame) -> list[dict[str, str]]:
     """The analysis rows of the claim table from ``folder/revisits.csv``."""
-    from bam_rl.harness.files import read_results
-    from bam_rl.harness.report import claim, not_run
+    from bam_rl.harness.report import claim
 
-    table = read_results(folder, "revisits.csv")
-    if table is None:
-        return not_run("cartpole-readout", "§4.2 (analysis)", CLAIMS)
     gap = table["J_greedy"] - table["J_all_same"]
     higher = int((gap > 0).sum())
     first = claim(
@@ -697,7 +695,7 @@ def claims(folder: str | Path | None) -> list[dict[str, str]]:
 def scale(folder: str | Path) -> str:
     """What ``folder/revisits.csv`` holds, counted (the report's caption): seeds and the
     revisits analysed; ``""`` without the file."""
-    from bam_rl.harness import experiments, plotting
+    from bam_rl.harness import plotting
 
     return experiments.counted(
         folder,

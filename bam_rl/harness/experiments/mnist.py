@@ -72,7 +72,7 @@ from bam_rl.harness.experiments.mnist_domains import (
     rotation_operator,
 )
 from bam_rl.harness.experiments.mnist_plots import METHODS, PAPER, plot_mnist
-from bam_rl.harness.experiments.options import RunOptions, reproduction
+from bam_rl.harness.experiments.options import RunOptions, claims_from, reproduction
 from bam_rl.harness.files import read_results
 from bam_rl.harness.plotting import (
     count_text,
@@ -488,15 +488,13 @@ CLAIMS = (
 )
 
 
-def claims(folder: str | Path | None) -> list[dict[str, str]]:
+@claims_from("mnist_summary.csv", "mnist", "§4.4", CLAIMS)
+def claims(table: pd.DataFrame) -> list[dict[str, str]]:
     """The claims of §4.4 with ``folder/mnist_summary.csv`` (mean ± sd over seeds, in %);
     a paper number holds if the measured mean is within the paper's sd of it."""
-    from bam_rl.harness.report import claim, not_run
+    from bam_rl.harness.report import claim
 
-    summary = read_results(folder, "mnist_summary.csv")
-    if summary is None:
-        return not_run("mnist", "§4.4", CLAIMS)
-    summary = summary.set_index("method")
+    summary = table.set_index("method")
     side = f", {int(summary['side'].iloc[0]) ** 2 + 1} features" if "side" in summary else ""
 
     def text(method: str) -> str:

@@ -3,20 +3,23 @@
 Each experiment module decorates its run with :func:`reproduction`, which turns a function
 of a :class:`RunOptions` (and the experiment's own keyword arguments) into the public
 ``reproduce(out, seeds=None, quick=False, n_jobs=1, progress=True, ...)`` that
-``bam-rl reproduce`` and the tests call (:data:`~bam_rl.harness.experiments.EXPERIMENTS`).
+``bam-rl reproduce`` and the tests call (:data:`~bam_rl.harness.experiments.EXPERIMENTS`),
+and its claim rows with :func:`claims_from`, which makes the public ``claims(folder)`` (the
+file read once, every claim "not run" without it).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import pandas as pd
+import pandas as pd
+
+from bam_rl.harness import files, report
 
 
 @dataclass(frozen=True)
@@ -98,4 +101,26 @@ def reproduction(
     return decorate
 
 
-__all__ = ["RunOptions", "reproduction", "sweep_backend"]
+#: An experiment's claim rows: the rows of ``claims(folder)`` from the frame it reads.
+ClaimRows = Callable[[pd.DataFrame], list[dict[str, str]]]
+
+
+def claims_from(
+    name: str, experiment: str, section: str, texts: Sequence[str], **read_csv: Any
+) -> Callable[[ClaimRows], Callable[[str | Path | None], list[dict[str, str]]]]:
+    """Makes an experiment's ``claims(folder)`` from its rows of ``folder/name`` (read with
+    ``read_csv``): ``None`` or a missing file makes every claim of ``texts`` "not run"
+    (:func:`~bam_rl.harness.report.not_run` for ``experiment`` and ``section``)."""
+
+    def decorate(rows: ClaimRows) -> Callable[[str | Path | None], list[dict[str, str]]]:
+        @functools.wraps(rows)
+        def claims(folder: str | Path | None) -> list[dict[str, str]]:
+            frame = files.read_results(folder, name, **read_csv)
+            return report.not_run(experiment, section, texts) if frame is None else rows(frame)
+
+        return claims
+
+    return decorate
+
+
+__all__ = ["ClaimRows", "RunOptions", "claims_from", "reproduction", "sweep_backend"]

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from bam_rl.harness import experiments, plotting
-from bam_rl.harness.experiments.options import RunOptions, reproduction
-from bam_rl.harness.files import read_results, write_frame
+from bam_rl.harness.experiments.options import RunOptions, claims_from, reproduction
+from bam_rl.harness.files import write_frame
 
 #: The problems: Besson & Kaufmann's 1..5, problem 4 again at T = 10 000 (``"4-long"``, a
 #: column of their Table 5) and ``"random"`` (their random instance).
@@ -580,13 +580,11 @@ CLAIMS = (
 )
 
 
-def claims(folder: str | Path | None) -> list[dict[str, str]]:
+@claims_from("piecewise_summary.csv", "piecewise-bandits", "beyond", CLAIMS, dtype={"problem": str})
+def claims(summary: pd.DataFrame) -> list[dict[str, str]]:
     """The benchmark's rows of the claim table from ``folder/piecewise_summary.csv``."""
-    from bam_rl.harness.report import claim, not_run
+    from bam_rl.harness.report import claim
 
-    summary = read_results(folder, "piecewise_summary.csv", dtype={"problem": str})
-    if summary is None:
-        return not_run("piecewise-bandits", "beyond", CLAIMS)
     # the paper's algorithms; a "-ref" row (the published runs' code where it departs from
     # the paper) stands in for its algorithm's cell when it is within
     published = summary[summary["published_mean"].notna()]

@@ -38,8 +38,8 @@ import numpy as np
 import pandas as pd
 
 from bam_rl.harness import experiments, naming, plotting
-from bam_rl.harness.experiments.options import RunOptions, reproduction, sweep_backend
-from bam_rl.harness.files import read_results, write_frame
+from bam_rl.harness.experiments.options import RunOptions, claims_from, reproduction, sweep_backend
+from bam_rl.harness.files import write_frame
 from bam_rl.wrappers.recurring import ORDER, SUITE
 
 #: Learned methods: label -> registered agent (the cart-pole experiment's labels).
@@ -393,20 +393,22 @@ def reproduce(options: RunOptions, backend: str | None = None, envs: Any = None)
     return plotting.write_summary(quick, summary, out / "summary.csv", draw=draw)
 
 
-def claims(folder: str | Path | None) -> list[dict[str, str]]:
+#: The issue's acceptance criterion (a row per environment of the report's claim table).
+CLAIMS = (
+    "On a revisited world, segment BAM's first trial scores ≥ 0.7 × GT MPC in ≥ 70 % of "
+    "(seed, revisit) pairs, where recursive Bayes, BOCD and forgetting do not "
+    "(episodic setting).",
+)
+
+
+@claims_from("visits.csv", EXPERIMENT, SECTION, CLAIMS)
+def claims(visits: pd.DataFrame) -> list[dict[str, str]]:
     """The issue's acceptance rows: per environment, segment BAM's first revisit trial ≥ 0.7 ×
     GT MPC in ≥ 70 % of (seed, revisit) pairs (episodic), where recursive Bayes, BOCD and
     forgetting do not."""
     from bam_rl.harness.report import claim, not_run
 
-    text = (
-        "On a revisited world, segment BAM's first trial scores ≥ 0.7 × GT MPC in ≥ 70 % of "
-        "(seed, revisit) pairs, where recursive Bayes, BOCD and forgetting do not "
-        "(episodic setting)."
-    )
-    visits = read_results(folder, "visits.csv")
-    if visits is None:
-        return not_run(EXPERIMENT, SECTION, [text])
+    (text,) = CLAIMS
     rows = []
     revisits = visits[visits["revisit"].astype(bool) & (visits["setting"] == "episodic")]
     for env in [e for e in SUITE if e in set(revisits["env"])]:

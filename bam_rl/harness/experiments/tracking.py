@@ -24,8 +24,7 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from bam_rl.harness import experiments, naming, plotting
-from bam_rl.harness.experiments.options import RunOptions, reproduction
-from bam_rl.harness.files import read_results
+from bam_rl.harness.experiments.options import RunOptions, claims_from, reproduction
 from bam_rl.harness.registry import make_agent
 from bam_rl.harness.runner import rollout
 
@@ -243,15 +242,13 @@ CLAIMS = (
 )
 
 
-def claims(folder: str | Path | None) -> list[dict[str, str]]:
+@claims_from("tracking_summary.csv", "tracking", "§4.1", CLAIMS)
+def claims(summary: pd.DataFrame) -> list[dict[str, str]]:
     """The claims of §4.1 with the numbers of ``folder/tracking_summary.csv`` (after t = 100;
     ``None`` or a missing file: "not run")."""
     from bam_rl.harness.report import claim, not_run
 
-    s = read_results(folder, "tracking_summary.csv")
-    if s is None:
-        return not_run("tracking", "§4.1", CLAIMS)
-    s = s.set_index("method")
+    s = summary.set_index("method")
     if not set(AGENTS) <= set(s.index):
         return not_run("tracking", "§4.1", CLAIMS, "incomplete: " + ", ".join(sorted(s.index)))
 
