@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from functools import partial
 from typing import Any
 
 from bam_rl.harness.cli.common import command, output_file, positive_int, seed_option, split_names
@@ -56,21 +57,36 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         check_frame_size((args.width, args.height), args.every)
     except ValueError as error:
         parser.error(f"--width {args.width} --height {args.height} --every {args.every}: {error}")
-    output_file(parser, "--out", args.out)  # before minutes of work
+    return _write(
+        parser, args, record_swingup, args.out, methods=methods, episode_trial=args.episode_trial
+    )
+
+
+def _write(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    record: Any,
+    out: str,
+    **options: Any,
+) -> int:
+    """Checks ``out``, then runs ``record(out, ...)`` (a recording function of
+    :mod:`bam_rl.harness.record`) with the options every recording takes and ``options``, and
+    prints its result. A GIF that could not be written (a full disk, a lost mount) or a
+    replayed return that is not the results folder's exits 1."""
+    output_file(parser, "--out", out)  # before minutes of work
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
-        result = record_swingup(
-            args.out,
+        result = record(
+            out,
             seed=args.seed,
             revisit=args.revisit,
             size=(args.width, args.height),
             every=args.every,
             quick=args.quick,
             progress=None if args.no_progress else print,
-            methods=methods,
-            episode_trial=args.episode_trial,
+            **options,
         )
-    except OSError as error:  # the GIF could not be written (a full disk, a lost mount)
+    except (ValueError, OSError) as error:
         parser.exit(1, f"{parser.prog}: error: {error}\n")
     print(json.dumps(result, indent=2))
     return 0
@@ -116,28 +132,15 @@ def handle_recurring(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         except ValueError as error:
             parser.error(f"--results {args.results}: {error}")
     out = args.out if args.out_given else recurring_path(name)
-    output_file(parser, "--out", out)  # before minutes of work
-    os.environ.setdefault("MUJOCO_GL", "egl")
-    try:
-        result = record_recurring(
-            name,
-            out,
-            seed=args.seed,
-            revisit=args.revisit,
-            size=(args.width, args.height),
-            every=args.every,
-            quick=args.quick,
-            progress=None if args.no_progress else print,
-            methods=methods,
-            episode_trial=episode_trial,
-            results=args.results,
-        )
-    except ValueError as error:  # a replayed return that is not the folder's
-        parser.exit(1, f"{parser.prog}: error: {error}\n")
-    except OSError as error:  # the GIF could not be written (a full disk, a lost mount)
-        parser.exit(1, f"{parser.prog}: error: {error}\n")
-    print(json.dumps(result, indent=2))
-    return 0
+    return _write(
+        parser,
+        args,
+        partial(record_recurring, name),
+        out,
+        methods=methods,
+        episode_trial=episode_trial,
+        results=args.results,
+    )
 
 
 def add(commands: Any) -> None:
