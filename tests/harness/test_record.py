@@ -196,7 +196,7 @@ def test_recurring_recording_replays_the_experiments_own_runs():
     """The runs are the ones ``reproduce recurring-worlds`` builds at its default size (the
     same specification, so the same file key and seeds), episodic, of one seed."""
     from bam_rl.harness.experiments import recurring
-    from bam_rl.harness.record import recurring_plan, recurring_runs
+    from bam_rl.harness.record_recurring import recurring_plan, recurring_runs
 
     default = {spec.key for spec in recurring.grid(recurring.SEEDS)}
     runs = recurring_runs("Reacher", 3, methods=["bam_segments", "recursive", "gt"])
@@ -226,7 +226,8 @@ def _trials_csv(folder, runs):
 def test_recurring_replay_gives_the_experiments_return_and_is_deterministic(tmp_path):
     import numpy as np
 
-    from bam_rl.harness.record import record_recurring, recurring_plan, replay_trial
+    from bam_rl.harness.record import replay_trial
+    from bam_rl.harness.record_recurring import record_recurring, recurring_plan
 
     runs, _, trial = recurring_plan("InvertedPendulum", 1, quick=True)
     trials = _trials_csv(tmp_path, runs.values())

@@ -94,9 +94,9 @@ def _write(
 
 def handle_recurring(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``bam-rl record --recurring NAME``: the recurring-worlds experiment's runs."""
-    from bam_rl.harness.record import (
+    from bam_rl.harness.record import check_frame_size
+    from bam_rl.harness.record_recurring import (
         RECURRING_METHODS,
-        check_frame_size,
         check_recurring,
         expected_returns,
         record_recurring,
@@ -145,7 +145,8 @@ def handle_recurring(args: argparse.Namespace, parser: argparse.ArgumentParser) 
 
 def add(commands: Any) -> None:
     """The ``record`` command's parser: its arguments and handler."""
-    from bam_rl.harness.record import DEFAULT_PATH, RECURRING_NAMES
+    from bam_rl.harness.record import DEFAULT_PATH
+    from bam_rl.harness.record_recurring import RECURRING_NAMES
 
     record = command(commands, "record", handle, HELP, DESCRIPTION)
     record.set_defaults(out_given=False)
