@@ -50,7 +50,8 @@ def run(task: str, method: str, seed: int, n_trials: int, options: dict[str, Any
     """One agent's trials on the task: per trial steps, return and the world's value."""
     env_id, name, values, every, reward, _ = TASKS[task]
     env = NonStationary(gym.make(env_id), {name: cycle(values, every=every)}, notify="value")
-    agent = make_agent(method, env, seed=seed, reward=reward, announced=True, **options)
+    learner = {} if method == "mppi-gt" else {"announced": True}  # GT learns nothing
+    agent = make_agent(method, env, seed=seed, reward=reward, **learner, **options)
     steps, returns, worlds = [], [], []
     start = time.perf_counter()
     for trial in range(n_trials):
