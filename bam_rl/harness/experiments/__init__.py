@@ -131,10 +131,6 @@ EXPERIMENTS: dict[str, Experiment] = {
         "GT; GT / return for costs) on worlds visited A → B → A → C → B, changes announced "
         "(episodic) or not (continual); the overview shows the first trial of the revisits.",
         backend=True,
-        # issue 42 is open and the default has not been timed in full (docs/recurring.md
-        # estimates about 20 CPU-min per seed, about 50 min with --jobs 2 on 2 free cores),
-        # so `all` leaves it to be run by name
-        in_all=False,
     ),
 }
 
