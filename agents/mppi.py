@@ -238,6 +238,9 @@ class MPPIAgent(BaseAgent):
             (one datum), the rule resets to the base prior and ``"bam_segments"`` reads out
             after ``readout_after_steps`` steps of the new world. ``False``: the notice waits
             for the next trial, whose :meth:`reset` acts on it as on an announced change.
+            Either way a notice on a trial's first transition (NS-Gym's bridge announces a
+            world that differs at a trial's start there, not at ``reset``) is a change at the
+            trial's start, acted on at once (as at :meth:`reset`) either way.
         **planner_options: :class:`MPPI` options (``horizon``, ``n_samples``, ``noise_var``
             is named ``sampling_var`` here, ``temperature``).
 
@@ -542,7 +545,10 @@ class MPPIAgent(BaseAgent):
         if not self._trial.states:
             raise ValueError("observe() called before reset()")
         if self._changed_in_trial(info):
-            if self.in_trial_changes:
+            if self.in_trial_changes or not self._trial.actions:
+                # on the trial's first transition (a bridge that flags the first transition
+                # in a new world, never the reset: NS-Gym's) the whole trial is the new
+                # world's, so the notice is acted on at once whatever ``in_trial_changes``
                 self._split_trial()
             else:  # the notice waits for the next trial's reset
                 self._pending_change = True

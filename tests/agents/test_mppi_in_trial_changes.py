@@ -94,13 +94,6 @@ def test_every_rule_resets_at_a_notice(memory):
     assert resets == [2]  # after the first part of trial 1 was counted
 
 
-def test_a_notice_on_the_first_step_ends_no_empty_part():
-    env = gym.make("bam_rl/GravityCartPole-v0", max_steps=STEPS)
-    agent = segments_agent(env)
-    run_switch(agent, env, switch=0)
-    assert agent.n_in_trial_changes == 1 and agent.n_trials == 2
-
-
 def test_flags_on_every_step_of_a_changed_trial_are_one_change():
     env = gym.make(
         "bam_rl/GravityCartPoleEpisodic-v0", max_steps=10, gravity_schedule=[9.81, 3.72, 3.72]
@@ -136,3 +129,18 @@ def test_the_wrappers_step_schedule_is_followed_and_saved(tmp_path):
     assert agent.n_in_trial_changes == 1 and len(agent.in_trial_readouts) == 1
     restored = MPPIAgent.load(path)
     assert restored.n_in_trial_changes == 1 and restored.n_trials == 2
+
+
+@pytest.mark.parametrize("in_trial_changes", [True, False])
+def test_a_notice_on_a_trials_first_transition_is_a_change_at_its_start(in_trial_changes):
+    """NS-Gym's bridge announces a world that differs at a trial's start on the trial's first
+    transition, never at ``reset``: acted on at once as at ``reset`` (segment closed, readout
+    scheduled), with or without ``in_trial_changes``; no empty part is ended."""
+    env = gym.make("bam_rl/GravityCartPole-v0", max_steps=STEPS)
+    agent = segments_agent(env, in_trial_changes=in_trial_changes)
+    counts = run_switch(agent, env, switch=0)
+    assert agent.n_in_trial_changes == 1 and not agent._pending_change
+    assert agent.n_trials == 2 and agent.rule.segment_sizes == [1]  # trial 0 closed
+    # the readout 5 steps into trial 1 (3.72 from its first transition)
+    assert counts[STEPS + 3][1] == 0 and counts[STEPS + 4][1] == 1
+    np.testing.assert_array_equal(agent.trial_gravities, [9.81, 3.72])
