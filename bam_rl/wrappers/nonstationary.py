@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import zlib
 from collections.abc import Mapping
@@ -325,7 +326,14 @@ def schedule_from_spec(name: str, spec: Any) -> Any:
         )
     if kind == "piecewise" and isinstance(kwargs.get("points"), Mapping):  # JSON keys: str
         kwargs = {**kwargs, "points": {int(t): v for t, v in kwargs["points"].items()}}
-    return getattr(_schedules, kind)(**kwargs)
+    factory = getattr(_schedules, kind)
+    accepted = [p for p in inspect.signature(factory).parameters if p != "self"]
+    unknown = sorted(set(kwargs) - set(accepted))
+    if unknown:  # a misspelt key is the spec's error, not a TypeError from a constructor
+        raise ValueError(
+            f"changes[{name!r}]: {kind} takes {', '.join(accepted)}, got unknown {unknown}"
+        )
+    return factory(**kwargs)
 
 
 def make_nonstationary(

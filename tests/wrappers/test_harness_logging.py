@@ -47,6 +47,11 @@ def test_the_registered_form_builds_from_json_specs():
     assert built.changes["mass_scale"] == markov([1.0, 2.0], 0.5)
     with pytest.raises(ValueError, match=r"changes\['gravity'\] must name one of"):
         make_nonstationary("InvertedPendulum-v5", {"gravity": {"wobble": {}}})
+    misspelt = {"gravity": {"cycle": {"values": [9.81, 3.72], "evry": 2}}}
+    with pytest.raises(
+        ValueError, match=r"cycle takes values, every, unit, got unknown \['evry'\]"
+    ):
+        make_nonstationary("InvertedPendulum-v5", misspelt)
     with pytest.raises(ValueError, match="needs env and changes"):
         gym.make("bam_rl/NonStationary-v0")
     with pytest.raises(ValueError, match="needs changes"):

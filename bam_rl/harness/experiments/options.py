@@ -96,6 +96,8 @@ def reproduction(
         reproduce.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             common + own, return_annotation=inspect.signature(run).return_annotation
         )
+        # typing.get_type_hints would read these annotations in the run's module
+        del reproduce.__wrapped__
         return reproduce
 
     return decorate
@@ -110,14 +112,24 @@ def claims_from(
 ) -> Callable[[ClaimRows], Callable[[str | Path | None], list[dict[str, str]]]]:
     """Makes an experiment's ``claims(folder)`` from its rows of ``folder/name`` (read with
     ``read_csv``): ``None`` or a missing file makes every claim of ``texts`` "not run"
-    (:func:`~bam_rl.harness.report.not_run` for ``experiment`` and ``section``)."""
+    (:func:`~bam_rl.harness.report.not_run` for ``experiment`` and ``section``).
+
+    Args:
+        name: The file of the experiment's output folder the rows are read from.
+        experiment: The experiment's name (the "not run" rows').
+        section: The paper's section, or ``"beyond the paper"``.
+        texts: The claims, in the order the rows give them.
+        **read_csv: Keyword arguments of :func:`pandas.read_csv`.
+    """
 
     def decorate(rows: ClaimRows) -> Callable[[str | Path | None], list[dict[str, str]]]:
-        @functools.wraps(rows)
+        # the rows' name and docstring; the signature and annotations are claims(folder)'s
+        @functools.wraps(rows, assigned=("__module__", "__name__", "__qualname__", "__doc__"))
         def claims(folder: str | Path | None) -> list[dict[str, str]]:
             frame = files.read_results(folder, name, **read_csv)
             return report.not_run(experiment, section, texts) if frame is None else rows(frame)
 
+        del claims.__wrapped__
         return claims
 
     return decorate
