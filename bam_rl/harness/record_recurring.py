@@ -37,6 +37,7 @@ __all__ = [
     "RECURRING_METHODS",
     "RECURRING_NAMES",
     "RECURRING_REVISITS",
+    "ReplayMismatch",
     "check_recurring",
     "expected_returns",
     "record_recurring",
@@ -61,6 +62,10 @@ NOT_RENDERED = {
 RECURRING_METHODS = ("bam_segments", "recursive")
 #: ``revisit`` of a recurring recording: the world whose return is shown.
 RECURRING_REVISITS = {1: "A", 2: "B"}
+
+
+class ReplayMismatch(ValueError):
+    """A replayed trial whose return is not the results folder's: not the same run."""
 
 
 def recurring_path(name: str) -> str:
@@ -127,7 +132,10 @@ def recurring_plan(
     first = runs[methods[0]]
     per_world = first.env_kwargs.get("trials_per_world", SUITE[name].trials_per_world)
     values = SUITE[name].values(per_world)
-    assert len(values) == first.n_episodes  # the experiment runs the whole schedule
+    if len(values) != first.n_episodes:  # the experiment runs the whole schedule
+        raise RuntimeError(
+            f"{name}'s runs have {first.n_episodes} trials, its schedule {len(values)}"
+        )
     return runs, values, revisited_trial(values, offset=episode_trial - 1, revisit=revisit)
 
 
@@ -255,7 +263,7 @@ def record_recurring(
         states, rewards = replay_trial(runs[method], trial, progress=progress)
         total = float(np.sum(rewards))
         if expected is not None and not np.isclose(total, expected[method], rtol=1e-9):
-            raise ValueError(
+            raise ReplayMismatch(
                 f"the replayed return of {method} on trial {trial} ({total!r}) differs from "
                 f"{str(results)!r}/trials.csv ({expected[method]!r}): not the same run"
             )

@@ -73,6 +73,8 @@ def _write(
     :mod:`bam_rl.harness.record`) with the options every recording takes and ``options``, and
     prints its result. A GIF that could not be written (a full disk, a lost mount) or a
     replayed return that is not the results folder's exits 1."""
+    from bam_rl.harness.record_recurring import ReplayMismatch
+
     output_file(parser, "--out", out)  # before minutes of work
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
@@ -86,7 +88,7 @@ def _write(
             progress=None if args.no_progress else print,
             **options,
         )
-    except (ValueError, OSError) as error:
+    except (ReplayMismatch, OSError) as error:  # not the folder's run; an unwritable GIF
         parser.exit(1, f"{parser.prog}: error: {error}\n")
     print(json.dumps(result, indent=2))
     return 0
@@ -155,8 +157,8 @@ def add(commands: Any) -> None:
         action=_Out,
         default=DEFAULT_PATH,
         metavar="PATH",
-        help=f"GIF path (default: {DEFAULT_PATH} in the current directory; the docs' figure "
-        "is made with --out docs/figures/swingup.gif)",
+        help=f"GIF path (default: {DEFAULT_PATH} in the current directory, with --recurring "
+        "recurring_NAME.gif; the docs' figure is made with --out docs/figures/swingup.gif)",
     )
     record.add_argument(
         "--seed",
@@ -185,7 +187,7 @@ def add(commands: Any) -> None:
         choices=(1, 2),
         default=None,
         help="trial of the revisited episode: 1 (first, after the announced change) or 2 "
-        "(the first after the paper's readout; default)",
+        "(the first after the paper's readout; default; with --recurring the default is 1)",
     )
     record.add_argument("--width", type=positive_int, default=320, help="panel width (320)")
     record.add_argument("--height", type=positive_int, default=240, help="panel height (240)")
