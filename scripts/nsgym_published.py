@@ -310,6 +310,17 @@ def main() -> None:
         parser.error(f"unknown cells {unknown}; known: {sorted(known)}")
     options = json.loads(args.options)
     os.makedirs(args.out, exist_ok=True)
+    # one folder, one configuration: resuming with another cap or options would mix runs
+    config = {"cap": args.cap, "options": options}
+    config_path = os.path.join(args.out, "config.json")
+    if os.path.exists(config_path):
+        with open(config_path) as handle:
+            saved = json.load(handle)
+        if saved != config:
+            parser.error(f"{args.out} holds runs of {saved}, not {config}: use another --out")
+    else:
+        with open(config_path, "w") as handle:
+            json.dump(config, handle)
     published = [
         dict(
             zip(
@@ -339,6 +350,11 @@ def main() -> None:
             for seed in args.seeds:
                 if done[(name, agent, seed)] >= n:
                     continue
+                if done[(name, agent, seed)]:  # a run with fewer episodes: not resumable
+                    parser.error(
+                        f"{args.out} has {done[(name, agent, seed)]} episodes of {name} "
+                        f"{agent} seed {seed}, not {n}: use another --out"
+                    )
                 start = time.perf_counter()
                 new = run_one(cell, agent, seed, n, cap, options)
                 rows.extend(new)
