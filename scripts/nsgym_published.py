@@ -269,6 +269,46 @@ def summarise(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[di
     return summary, curve
 
 
+def plot_curves(rows: list[dict[str, Any]], path: str) -> None:
+    """Every episode's return of the CartPole cells (one panel per mass, each agent and seed
+    a line), the cell's best published mean with its 95 % interval as a band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    masses = sorted({float(r["mass"]) for r in rows if r["problem"] == "cartpole"})
+    figure, axes = plt.subplots(1, len(masses), figsize=(4.2 * len(masses), 3.4), sharey=True)
+    for ax, mass in zip(np.atleast_1d(axes), masses, strict=True):
+        shown = [r for r in rows if r["problem"] == "cartpole" and float(r["mass"]) == mass]
+        lines: dict[tuple[str, str, str], list[tuple[int, float]]] = defaultdict(list)
+        for r in shown:
+            note = "notified" if int(r["notified"]) else "unnotified"
+            lines[(r["agent"], note, r["seed"])].append((int(r["episode"]), float(r["return"])))
+        for (agent, note, seed), points in sorted(lines.items()):
+            episodes, returns = zip(*sorted(points), strict=True)
+            ax.plot(episodes, returns, lw=1, label=f"{agent} ({note}, seed {seed})")
+        for notified, colour in ((False, "tab:grey"), (True, "tab:purple")):
+            best = best_published(Cell("cartpole", mass, notified))
+            if best:
+                low, high = best[4] - 1.96 * best[5], best[4] + 1.96 * best[5]
+                ax.axhspan(low, high, color=colour, alpha=0.2, lw=0)
+                ax.axhline(best[4], color=colour, lw=1, ls="--")
+        ax.set_title(f"m = {mass:g}")
+        ax.set_xlabel("episode")
+    np.atleast_1d(axes)[0].set_ylabel("return (steps held, cap 2500)")
+    np.atleast_1d(axes)[0].legend(fontsize=7, loc="lower right")
+    figure.text(
+        0.01,
+        0.005,
+        "Bands: the best published baseline's mean ± 1.96 SE (grey: without notification, "
+        "purple: with it; NS-Gym's submission/ns_gym_v0 notebooks).",
+        fontsize=8,
+    )
+    figure.tight_layout(rect=(0, 0.05, 1, 1))
+    figure.savefig(path, dpi=110)
+
+
 def write_csv(path: str, rows: list[dict[str, Any]], fields: list[str] | None = None) -> None:
     """``rows`` as a CSV: ``fields``, else every key in order of first appearance."""
     if fields is None:
@@ -299,6 +339,7 @@ def main() -> None:
     parser.add_argument(
         "--smoke", action="store_true", help="1 seed, 2 episodes, cap 100, two cells"
     )
+    parser.add_argument("--figure", default=None, help="also draw the per-episode returns here")
     args = parser.parse_args()
     if args.smoke:
         args.seeds, args.episodes, args.cap = args.seeds[:1], args.episodes or 2, 100
@@ -310,17 +351,20 @@ def main() -> None:
         parser.error(f"unknown cells {unknown}; known: {sorted(known)}")
     options = json.loads(args.options)
     os.makedirs(args.out, exist_ok=True)
-    # one folder, one configuration: resuming with another cap or options would mix runs
-    config = {"cap": args.cap, "options": options}
+    # one folder, one cap and one set of options per agent: resuming with others would mix runs
     config_path = os.path.join(args.out, "config.json")
+    config: dict[str, Any] = {"cap": args.cap, "options": {}}
     if os.path.exists(config_path):
         with open(config_path) as handle:
-            saved = json.load(handle)
-        if saved != config:
-            parser.error(f"{args.out} holds runs of {saved}, not {config}: use another --out")
-    else:
-        with open(config_path, "w") as handle:
-            json.dump(config, handle)
+            config = json.load(handle)
+    if config["cap"] != args.cap:
+        parser.error(f"{args.out} holds runs capped at {config['cap']}: use another --out")
+    for agent in args.agents:
+        saved = config["options"].setdefault(agent, options)
+        if saved != options:
+            parser.error(f"{args.out} holds {agent} runs with options {saved}: use another --out")
+    with open(config_path, "w") as handle:
+        json.dump(config, handle, indent=1)
     published = [
         dict(
             zip(
@@ -368,11 +412,13 @@ def main() -> None:
                     f"returns {[round(r['return']) for r in new]}",
                     flush=True,
                 )
-    rows = [r for r in rows if r["cell"] in args.cells]
+    # the summary and the figure cover every cell and agent the folder holds
     summary, curve = summarise(rows)
     if summary:
         write_csv(os.path.join(args.out, "summary.csv"), summary)
         write_csv(os.path.join(args.out, "curve.csv"), curve)
+    if args.figure and rows:
+        plot_curves(rows, args.figure)
     for row in summary:
         best = (
             f" | best published {row['published_best']} {row['published_mean']:.1f} ± "
