@@ -13,7 +13,7 @@ zero (warm start). Paper values: horizon 50, 32 samples, sampling variance 0.4, 
 over ``M`` comes from a memory rule fed one datum per trial; :class:`GroundTruthMPPI` plans
 with the simulator itself (:class:`~bam_rl.agents.simulator.SimulatorDynamics`).
 
-Over 700 lines (about 890) on purpose: :class:`MPPIAgent` alone is some 560, one trial life
+Over 700 lines (about 900) on purpose: :class:`MPPIAgent` alone is some 560, one trial life
 cycle (reset, plan, record, the readout at a trial's end or inside it, the segment splits,
 save/restore checks of every piece) that reads best in one place, and
 :class:`GroundTruthMPPI` beside it shares its memory names and rule table. The input checks
