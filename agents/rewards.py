@@ -12,20 +12,21 @@ Each entry says the observation dimension it reads (``obs_dim``) and the ``(cos,
 pairs of that observation (``angle_pairs``, projected onto the unit circle in a learned
 model's rollouts unless the agent is told otherwise).
 
-=============================  =======================================  =======  ===========
-name                           environment                              obs_dim  angle pairs
-=============================  =======================================  =======  ===========
-``cartpole-swingup``           ``bam_rl/GravityCartPole*-v0`` (ours)    5        (2, 3)
-``pendulum-swingup``           ``Pendulum-v1``                          3        (0, 1)
-``inverted-pendulum``          ``InvertedPendulum-v5``                  4        none
-``inverted-double-pendulum``   ``InvertedDoublePendulum-v5``            9        (3, 1), (4, 2)
-``reacher``                    ``Reacher-v5``                           10       (0, 2), (1, 3)
-``mountain-car``               ``MountainCarContinuous-v0``             2        none
-``mountain-car-shaped``        ``MountainCarContinuous-v0``             2        none
-``cartpole-balance``           ``CartPole-v1`` (discrete actions)       4        none
-``cartpole-balance-shaped``    ``CartPole-v1`` (discrete actions)       4        none
-``half-cheetah``               ``HalfCheetah-v5``                       17       none
-=============================  =======================================  =======  ===========
+=================================  =======================================  =======  ==============
+name                               environment                              obs_dim  angle pairs
+=================================  =======================================  =======  ==============
+``cartpole-swingup``               ``bam_rl/GravityCartPole*-v0`` (ours)    5        (2, 3)
+``pendulum-swingup``               ``Pendulum-v1``                          3        (0, 1)
+``inverted-pendulum``              ``InvertedPendulum-v5``                  4        none
+``inverted-double-pendulum``       ``InvertedDoublePendulum-v5``            9        (3, 1), (4, 2)
+``inverted-double-pendulum-lqr``   ``InvertedDoublePendulum-v5``            9        (3, 1), (4, 2)
+``reacher``                        ``Reacher-v5``                           10       (0, 2), (1, 3)
+``mountain-car``                   ``MountainCarContinuous-v0``             2        none
+``mountain-car-shaped``            ``MountainCarContinuous-v0``             2        none
+``cartpole-balance``               ``CartPole-v1`` (discrete actions)       4        none
+``cartpole-balance-shaped``        ``CartPole-v1`` (discrete actions)       4        none
+``half-cheetah``                   ``HalfCheetah-v5``                       17       none
+=================================  =======================================  =======  ==============
 """
 
 from __future__ import annotations
@@ -103,6 +104,44 @@ def _inverted_double_pendulum(states: np.ndarray, actions: np.ndarray) -> np.nda
     v1, v2 = states[..., 6], states[..., 7]
     alive = _alive(y_tip > 1.0)
     return 10.0 * alive - 0.01 * x_tip**2 - (y_tip - 2.0) ** 2 - 1e-3 * v1**2 - 5e-3 * v2**2
+
+
+#: The cost-to-go ``sᵀ P s`` of the discrete LQR problem of InvertedDoublePendulum-v5 about
+#: upright, in the simulator's coordinates ``s = (x, θ1, θ2, ẋ, θ̇1, θ̇2)`` (θ2 relative to θ1):
+#: Gymnasium's model linearised over one 0.05 s step (5 physics steps of 0.01 s, gravity
+#: 9.81) by central differences, state weights diag(1, 10, 10, 0.1, 0.1, 0.1), control weight
+#: 1 (``tests/agents/test_rewards.py`` solves it again from the model).
+IDP_TERMINAL_COST = np.array(
+    [
+        [29.60927, 79.93371, 70.02817, 20.1775, 26.78171, 13.7211],
+        [79.93371, 492.18357, 524.56691, 89.50945, 158.55226, 94.03571],
+        [70.02817, 524.56691, 704.94931, 87.84192, 183.09828, 117.48915],
+        [20.1775, 89.50945, 87.84192, 21.26935, 30.91199, 16.73472],
+        [26.78171, 158.55226, 183.09828, 30.91199, 55.07341, 32.88194],
+        [13.7211, 94.03571, 117.48915, 16.73472, 32.88194, 20.65558],
+    ]
+)
+
+
+def _inverted_double_pendulum_lqr(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    rewards = _inverted_double_pendulum(states, actions)
+    last = states[..., -1, :]
+    s = np.stack(
+        [
+            last[..., 0],
+            np.arctan2(last[..., 1], last[..., 3]),
+            np.arctan2(last[..., 2], last[..., 4]),
+            last[..., 5],
+            last[..., 6],
+            last[..., 7],
+        ],
+        axis=-1,
+    )
+    # a terminal value: a plan of a few steps cannot see that bringing the cart back to the
+    # centre first needs it to move further out (ground-truth MPPI then ran into the rail end
+    # after 25-60 steps at H = 5-30, K up to 1024; with this term it held 1000)
+    rewards[..., -1] -= np.einsum("...i,ij,...j->...", s, IDP_TERMINAL_COST, s)
+    return rewards
 
 
 def _reacher(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
@@ -370,6 +409,19 @@ register_reward(
         "constraint force): 10 while the tip has stayed above y = 1 (the environment ends "
         "there) - 0.01 x_tip² - (y_tip - 2)² - 1e-3 θ̇1² - 5e-3 θ̇2², the tip from the two 0.6 m "
         "poles of the model (θ2 relative to θ1); the environment's reward term by term"
+    ),
+)
+register_reward(
+    "inverted-double-pendulum-lqr",
+    _inverted_double_pendulum_lqr,
+    obs_dim=9,
+    angle_pairs=((3, 1), (4, 2)),
+    description=(
+        'InvertedDoublePendulum-v5: the reward of "inverted-double-pendulum" on every step, '
+        "minus at the plan's last step the LQR cost-to-go sᵀ P s about upright "
+        "(IDP_TERMINAL_COST, s = x, θ1, θ2, ẋ, θ̇1, θ̇2 from the observation): a terminal value "
+        "for short horizons, which cannot see the cart's drift into the rail end (beyond the "
+        "environment's reward; the recurring-worlds suite plans with the plain one)"
     ),
 )
 register_reward(

@@ -18,6 +18,7 @@ NAMES = (
     "pendulum-swingup",
     "inverted-pendulum",
     "inverted-double-pendulum",
+    "inverted-double-pendulum-lqr",
     "reacher",
     "mountain-car",
     "mountain-car-shaped",
@@ -78,6 +79,52 @@ def test_mujoco_rewards_match_the_environment(name, env_id):
     states, actions, rewards = _env_rewards(env_id, 15)
     planned = get_reward(name).fn(states, actions)[0]
     np.testing.assert_allclose(planned, rewards, rtol=1e-4, atol=1e-4)
+
+
+def test_double_pendulum_terminal_cost_is_the_models_lqr_solution():
+    """IDP_TERMINAL_COST solves the discrete Riccati equation of Gymnasium's model, linearised
+    here again about upright by central differences over one environment step."""
+    import mujoco
+    from scipy.linalg import solve_discrete_are
+
+    from bam_rl.agents.rewards import IDP_TERMINAL_COST
+
+    base = gym.make("InvertedDoublePendulum-v5").unwrapped
+    model, data = base.model, mujoco.MjData(base.model)
+
+    def step(state, control):
+        mujoco.mj_resetData(model, data)
+        data.qpos[:], data.qvel[:], data.ctrl[:] = state[:3], state[3:], control
+        mujoco.mj_step(model, data, nstep=base.frame_skip)
+        return np.concatenate([data.qpos, data.qvel])
+
+    eps, zero = 1e-5, np.zeros(6)
+    a = np.stack([(step(e * eps, 0.0) - step(-e * eps, 0.0)) / (2 * eps) for e in np.eye(6)], 1)
+    b = ((step(zero, eps) - step(zero, -eps)) / (2 * eps))[:, None]
+    expected = solve_discrete_are(a, b, np.diag([1, 10, 10, 0.1, 0.1, 0.1]), np.eye(1))
+    np.testing.assert_allclose(IDP_TERMINAL_COST, expected, rtol=1e-4, atol=1e-3)
+
+
+def test_double_pendulum_lqr_reward_adds_the_cost_to_go_at_the_last_step():
+    states, actions, _ = _env_rewards("InvertedDoublePendulum-v5", 6, seed=2)
+    plain = get_reward("inverted-double-pendulum").fn(states, actions)
+    lqr = get_reward("inverted-double-pendulum-lqr").fn(states, actions)
+    np.testing.assert_array_equal(lqr[..., :-1], plain[..., :-1])
+    from bam_rl.agents.rewards import IDP_TERMINAL_COST
+
+    last = states[0, -1]
+    s = np.array(
+        [
+            last[0],
+            np.arctan2(last[1], last[3]),
+            np.arctan2(last[2], last[4]),
+            last[5],
+            last[6],
+            last[7],
+        ]
+    )
+    np.testing.assert_allclose(lqr[0, -1], plain[0, -1] - s @ IDP_TERMINAL_COST @ s)
+    assert lqr[0, -1] < plain[0, -1]
 
 
 def test_alive_rewards_end_at_the_first_unhealthy_state():
