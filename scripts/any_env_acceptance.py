@@ -10,6 +10,12 @@ Tasks:
   3-5, 10 for 6-8, ... (``cycle([10, 3.72], every=3)``); reward ``"pendulum-swingup"``.
   Reported: the return per trial.
 
+``--nsgym`` builds the same worlds with NS-Gym's own wrappers instead (``MujocoWrapper`` /
+``NSClassicControlWrapper`` with ``persistent_params=True``, a ``CustomScheduler`` firing at
+each episode's first step and a ``StepWiseUpdate`` holding the episodes' values; MuJoCo's
+gravity as its z component), through :func:`bam_rl.interop.nsgym.from_nsgym` with NS-Gym's
+detailed notification; it needs ns-gym installed.
+
 Each run prints one JSON line per (task, method, seed) as it ends (``--out`` appends them to a
 file too), then a table of every trial's value per method (mean over seeds and per seed)::
 
@@ -46,10 +52,45 @@ TASKS: dict[str, tuple[str, str, list[float], int, str, int]] = {
 METHODS = ("mppi-bam-segments", "mppi-recursive", "mppi-bocd")
 
 
-def run(task: str, method: str, seed: int, n_trials: int, options: dict[str, Any]) -> dict:
+def make_env(task: str, n_trials: int, nsgym: bool = False) -> gym.Env:
+    """The task's world: the ``NonStationary`` wrapper (announced), or NS-Gym's wrappers."""
+    env_id, name, values, every, _, _ = TASKS[task]
+    if not nsgym:
+        return NonStationary(gym.make(env_id), {name: cycle(values, every=every)}, notify="value")
+    from ns_gym.schedulers import CustomScheduler
+    from ns_gym.update_functions import StepWiseUpdate
+    from ns_gym.wrappers import MujocoWrapper, NSClassicControlWrapper
+
+    from bam_rl.interop.nsgym import from_nsgym
+
+    per_episode = [values[(trial // every) % len(values)] for trial in range(n_trials)]
+    if name == "gravity":  # NS-Gym updates MuJoCo's gravity through its z component
+        per_episode = [-value for value in per_episode]
+    # NS-Gym's clock restarts at every reset: an update at t = 0 fires on each episode's first
+    # step, taking the next value; persistent_params keeps it past the reset
+    update = StepWiseUpdate(CustomScheduler(lambda t: t == 0), per_episode)
+    wrapper = MujocoWrapper if name == "gravity" else NSClassicControlWrapper
+    ns_env = wrapper(
+        gym.make(env_id),
+        {name: update},
+        change_notification=True,
+        delta_change_notification=True,
+        persistent_params=True,
+    )
+    return from_nsgym(ns_env)
+
+
+def run(
+    task: str,
+    method: str,
+    seed: int,
+    n_trials: int,
+    options: dict[str, Any],
+    nsgym: bool = False,
+) -> dict:
     """One agent's trials on the task: per trial steps, return and the world's value."""
-    env_id, name, values, every, reward, _ = TASKS[task]
-    env = NonStationary(gym.make(env_id), {name: cycle(values, every=every)}, notify="value")
+    _, name, _, _, reward, _ = TASKS[task]
+    env = make_env(task, n_trials, nsgym)
     learner = {} if method == "mppi-gt" else {"announced": True}  # GT learns nothing
     agent = make_agent(method, env, seed=seed, reward=reward, **learner, **options)
     steps, returns, worlds = [], [], []
@@ -70,6 +111,7 @@ def run(task: str, method: str, seed: int, n_trials: int, options: dict[str, Any
         "task": task,
         "method": method,
         "seed": seed,
+        "nsgym": nsgym,
         "options": options,
         "steps": steps,
         "returns": returns,
@@ -87,6 +129,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=None, help="default: the task's")
     parser.add_argument("--options", default="{}", help="agent keyword arguments (JSON)")
     parser.add_argument("--out", default=None, help="append the JSON lines to this file")
+    parser.add_argument("--nsgym", action="store_true", help="NS-Gym's wrappers, via from_nsgym")
     args = parser.parse_args()
     n_trials = args.trials or TASKS[args.task][5]
     options = json.loads(args.options)
@@ -94,7 +137,7 @@ def main() -> None:
     table: dict[str, list[list[float]]] = {}
     for method in args.methods:
         for seed in args.seeds:
-            row = run(args.task, method, seed, n_trials, options)
+            row = run(args.task, method, seed, n_trials, options, args.nsgym)
             line = json.dumps(row)
             print(line, flush=True)
             if args.out:
