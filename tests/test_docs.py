@@ -25,7 +25,8 @@ def test_the_docs_have_examples():
 @pytest.mark.parametrize(
     ("page", "index", "block"), BLOCKS, ids=[f"{p}[{i}]" for p, i, _ in BLOCKS]
 )
-def test_python_example_runs(page, index, block, capsys):
+def test_python_example_runs(page, index, block, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # examples may write files (a figure)
     if "stable_baselines3" in block:
         pytest.importorskip("stable_baselines3")
     if "ns_gym" in block:

@@ -15,7 +15,11 @@ from gymnasium.utils.env_checker import check_env
 ns_gym = pytest.importorskip("ns_gym")
 
 from ns_gym.base import Agent as NSAgent  # noqa: E402
-from ns_gym.schedulers import ContinuousScheduler, DiscreteScheduler  # noqa: E402
+from ns_gym.schedulers import (  # noqa: E402
+    ContinuousScheduler,
+    CustomScheduler,
+    DiscreteScheduler,
+)
 from ns_gym.update_functions import NoUpdate, StepWiseUpdate  # noqa: E402
 from ns_gym.wrappers import MujocoWrapper, NSClassicControlWrapper  # noqa: E402
 
@@ -94,6 +98,33 @@ def test_a_change_at_t0_of_every_episode_is_one_world_not_two_changes():
             flags.append(info["context_changed"])
             masses.append(info["context"]["masspole"])
     assert flags == [False] * 12 and masses == [1.5] * 9
+
+
+def test_a_world_held_for_episodes_is_announced_once_at_its_first_step():
+    """Between-episode worlds in NS-Gym (scripts/any_env_acceptance.py --nsgym): with
+    ``persistent_params`` and an update at each episode's t = 0, Pendulum-v1's g is 10 for two
+    episodes, then 3.72 for two; only the first step of episode 2 is flagged, and the values
+    survive the resets."""
+    per_episode = [10.0, 10.0, 3.72, 3.72]
+    ns_env = NSClassicControlWrapper(
+        gym.make("Pendulum-v1"),
+        {"g": StepWiseUpdate(CustomScheduler(lambda t: t == 0), list(per_episode))},
+        change_notification=True,
+        delta_change_notification=True,
+        persistent_params=True,
+    )
+    env = from_nsgym(ns_env)
+    flags, worlds = [], []
+    for episode in range(4):
+        _, info = env.reset(seed=0 if episode == 0 else None)
+        flags.append(info["context_changed"])
+        for _ in range(2):
+            *_, info = env.step(np.zeros(1, dtype=np.float32))
+            flags.append(info["context_changed"])
+        worlds.append(info["context"]["g"])
+    assert worlds == per_episode
+    # three flags an episode (the reset, two steps): only the first step of episode 2
+    assert [i for i, flag in enumerate(flags) if flag] == [7]
 
 
 def test_notification_follows_nsgym_levels_unless_chosen():
