@@ -63,7 +63,7 @@ def test_the_ground_truth_refuses_an_observation_that_is_not_the_live_one():
 
 def test_ground_truth_with_the_lqr_reward_balances_the_double_pendulum():
     # 100 steps, K = 64, H = 5 (scripts/gt_double_pendulum.py holds 1000 with changes); the
-    # plain reward's planner ran the cart into the rail end within 7-152 steps
+    # plain reward's planner dropped the poles within 7-152 steps (seed 7: 24)
     env = gym.make("InvertedDoublePendulum-v5")
     obs, info = env.reset(seed=7)
     agent = GroundTruthMPPI(
@@ -81,4 +81,4 @@ def test_ground_truth_with_the_lqr_reward_balances_the_double_pendulum():
         obs, reward, terminated, truncated, info = env.step(action)
         agent.observe(action, reward, obs, terminated, truncated, info)
         assert not terminated
-    assert abs(env.unwrapped.data.qpos[0]) < 0.9  # the cart is off the rail end
+    assert abs(env.unwrapped.data.qpos[0]) < 0.9  # the cart is away from the rail end (|x| = 1)

@@ -106,25 +106,24 @@ def test_double_pendulum_terminal_cost_is_the_models_lqr_solution():
 
 
 def test_double_pendulum_lqr_reward_adds_the_cost_to_go_at_the_last_step():
+    from bam_rl.agents.rewards import IDP_TERMINAL_COST
+
     states, actions, _ = _env_rewards("InvertedDoublePendulum-v5", 6, seed=2)
     plain = get_reward("inverted-double-pendulum").fn(states, actions)
     lqr = get_reward("inverted-double-pendulum-lqr").fn(states, actions)
     np.testing.assert_array_equal(lqr[..., :-1], plain[..., :-1])
-    from bam_rl.agents.rewards import IDP_TERMINAL_COST
-
-    last = states[0, -1]
-    s = np.array(
-        [
-            last[0],
-            np.arctan2(last[1], last[3]),
-            np.arctan2(last[2], last[4]),
-            last[5],
-            last[6],
-            last[7],
-        ]
+    # a hand-built last state: pole 1 at 0.1 rad, pole 2 straight on it, at rest, cart centred
+    upright = np.zeros((1, 2, 9))
+    upright[..., 3:5] = 1.0  # cos θ1, cos θ2
+    tilted = upright.copy()
+    tilted[0, -1, 1], tilted[0, -1, 3] = np.sin(0.1), np.cos(0.1)
+    zero = np.zeros((1, 2, 1))
+    fn = get_reward("inverted-double-pendulum-lqr").fn
+    base = get_reward("inverted-double-pendulum").fn
+    np.testing.assert_allclose(fn(upright, zero), base(upright, zero))
+    np.testing.assert_allclose(
+        fn(tilted, zero)[0, -1], base(tilted, zero)[0, -1] - IDP_TERMINAL_COST[1, 1] * 0.01
     )
-    np.testing.assert_allclose(lqr[0, -1], plain[0, -1] - s @ IDP_TERMINAL_COST @ s)
-    assert lqr[0, -1] < plain[0, -1]
 
 
 def test_alive_rewards_end_at_the_first_unhealthy_state():
