@@ -14,6 +14,8 @@ switching trials (5 and 8) with the trials after them (6 and 9)::
 from __future__ import annotations
 
 import argparse
+import json
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -26,11 +28,16 @@ SWITCH = 50
 TRIALS = [(9.81, None)] * 5 + [(9.81, 3.72), (3.72, None), (3.72, None), (3.72, 9.81), (9.81, None)]
 
 
-def run(seed: int, in_trial_changes: bool) -> list[float]:
-    """The returns of the 10 trials of one seed."""
+def run(seed: int, in_trial_changes: bool, options: dict[str, Any] | None = None) -> list[float]:
+    """The returns of the 10 trials of one seed (``options``: more agent keywords)."""
     env = gym.make("bam_rl/GravityCartPole-v0")
     agent = make_agent(
-        "mppi-bam-segments", env, seed=seed, announced=True, in_trial_changes=in_trial_changes
+        "mppi-bam-segments",
+        env,
+        seed=seed,
+        announced=True,
+        in_trial_changes=in_trial_changes,
+        **(options or {}),
     )
     returns = []
     for trial, (start, switch) in enumerate(TRIALS):
@@ -56,8 +63,12 @@ def run(seed: int, in_trial_changes: bool) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--options", default="{}", help="more agent keywords (JSON)")
     args = parser.parse_args()
-    table = {flag: np.array([run(seed, flag) for seed in args.seeds]) for flag in (True, False)}
+    options = json.loads(args.options)
+    table = {
+        flag: np.array([run(seed, flag, options) for seed in args.seeds]) for flag in (True, False)
+    }
     print(f"seeds {args.seeds}; mean return per trial (switch at step {SWITCH} of trials 5, 8)")
     for flag, returns in table.items():
         label = "acts in trial " if flag else "waits (ignore)"
