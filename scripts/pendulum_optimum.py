@@ -38,11 +38,15 @@ from typing import NamedTuple
 import gymnasium as gym
 import numpy as np
 
+from bam_rl.agents.classic_models import PendulumModel
+from bam_rl.agents.rewards import get_reward
 from bam_rl.schedules import cycle
 from bam_rl.wrappers import NonStationary
 
 VALUES, EVERY, STEPS = [10.0, 3.72], 3, 200
-MAX_SPEED, MAX_TORQUE, DT, MASS, LENGTH = 8.0, 2.0, 0.05, 1.0, 1.0
+#: Pendulum-v1's planning reward from the registry: its own reward, checked against it in
+#: ``tests/agents/test_planning_rewards.py``.
+SWINGUP = get_reward("pendulum-swingup").fn
 
 
 def normalise(theta: np.ndarray) -> np.ndarray:
@@ -51,21 +55,26 @@ def normalise(theta: np.ndarray) -> np.ndarray:
 
 
 def step(
-    theta: np.ndarray, speed: np.ndarray, torque: np.ndarray, g: float
+    model: PendulumModel, theta: np.ndarray, speed: np.ndarray, torque: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Pendulum-v1's step (``gymnasium/envs/classic_control/pendulum.py``), vectorised.
+    """Pendulum-v1's step through :class:`~bam_rl.agents.classic_models.PendulumModel`
+    (equal to the environment's ``step`` to 1e-10, ``tests/agents/test_classic_models.py``),
+    over arrays of any one shape.
 
     Returns:
         The next angle (not normalised, as the environment keeps it) and speed.
     """
-    speed = speed + (3 * g / (2 * LENGTH) * np.sin(theta) + 3.0 / (MASS * LENGTH**2) * torque) * DT
-    speed = np.clip(speed, -MAX_SPEED, MAX_SPEED)
-    return theta + speed * DT, speed
+    states = np.stack([theta.ravel(), speed.ravel()], axis=-1)
+    following = model.step(states, torque.reshape(-1, 1))
+    return following[:, 0].reshape(theta.shape), following[:, 1].reshape(theta.shape)
 
 
-def reward(theta: np.ndarray, speed: np.ndarray, torque: np.ndarray) -> np.ndarray:
-    """Pendulum-v1's reward of a step, paid on the state before it."""
-    return -(normalise(theta) ** 2 + 0.1 * speed**2 + 0.001 * torque**2)
+def reward(
+    model: PendulumModel, theta: np.ndarray, speed: np.ndarray, torque: np.ndarray
+) -> np.ndarray:
+    """Pendulum-v1's reward of a step, paid on the state before it (the registry's)."""
+    observations = model.observation_of_state(np.stack([theta, speed], axis=-1))
+    return SWINGUP(observations, torque[..., None])
 
 
 class Corners(NamedTuple):
@@ -91,12 +100,15 @@ class Programme:
 
     def __init__(self, g: float, n_angles: int, n_speeds: int, n_torques: int):
         self.g = g
+        self.model = PendulumModel(gym.make("Pendulum-v1", g=g))
+        max_speed = self.model.parameters["max_speed"]
+        max_torque = self.model.parameters["max_torque"]
         self.angles = np.linspace(-np.pi, np.pi, n_angles, endpoint=False)
-        self.speeds = np.linspace(-MAX_SPEED, MAX_SPEED, n_speeds)
-        self.torques = np.linspace(-MAX_TORQUE, MAX_TORQUE, n_torques)
+        self.speeds = np.linspace(-max_speed, max_speed, n_speeds)
+        self.torques = np.linspace(-max_torque, max_torque, n_torques)
         theta, speed, torque = np.meshgrid(self.angles, self.speeds, self.torques, indexing="ij")
-        self._reward = reward(theta, speed, torque)
-        next_theta, next_speed = step(theta, speed, torque, g)
+        self._reward = reward(self.model, theta, speed, torque)
+        next_theta, next_speed = step(self.model, theta, speed, torque)
         self._where = self._weights(next_theta, next_speed)
         value = np.zeros((n_angles, n_speeds))
         self.values = [value.astype(np.float32)]  # values[k]: the best return of k steps
@@ -112,7 +124,8 @@ class Programme:
         a = (normalise(theta) + np.pi) / (2 * np.pi) * n_a
         a0 = np.floor(a).astype(np.int64)
         wa = a - a0
-        s = (np.clip(speed, -MAX_SPEED, MAX_SPEED) + MAX_SPEED) / (2 * MAX_SPEED) * (n_s - 1)
+        top = self.speeds[-1]
+        s = (np.clip(speed, -top, top) + top) / (2 * top) * (n_s - 1)
         s0 = np.minimum(np.floor(s).astype(np.int64), n_s - 2)
         ws = s - s0
         return Corners(a0 % n_a, (a0 + 1) % n_a, s0, wa, ws)
@@ -137,9 +150,9 @@ class Programme:
         """The greedy torque with ``steps_left`` steps to go."""
         t = self.torques
         thetas, speeds = np.full_like(t, theta), np.full_like(t, speed)
-        where = self._weights(*step(thetas, speeds, t, self.g))
+        where = self._weights(*step(self.model, thetas, speeds, t))
         later = self._interpolate(self.values[steps_left - 1].astype(np.float64), where)
-        return float(t[np.argmax(reward(thetas, speeds, t) + later)])
+        return float(t[np.argmax(reward(self.model, thetas, speeds, t) + later)])
 
 
 def start_states(seed: int, n_trials: int) -> list[tuple[float, float, float]]:
