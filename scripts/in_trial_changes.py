@@ -6,9 +6,14 @@ runs 10 trials: 9.81 for trials 0-4; in trial 5 gravity switches to 3.72 before 
 ``SWITCH`` (announced in that step's ``info`` only: ``context_changed=True``); 3.72 for trials
 6-7; in trial 8 it switches back to 9.81 at ``SWITCH``; trial 9 at 9.81. Prints each variant's
 mean return (sum of the environment's rewards) of every trial over the seeds, and of the
-switching trials (5 and 8) with the trials after them (6 and 9)::
+switching trials (5 and 8) with the trials after them (6 and 9), and the paired difference
+(mean ± standard error over the seeds, and on how many seeds acting at once is better)::
 
     python scripts/in_trial_changes.py --seeds 0 1 2 3 4
+    python scripts/in_trial_changes.py --seeds 0 1 2 3 4 --options '{"method": "continuous"}'
+
+The second line runs both agents with continuous readout weights in [0, 1] (the paper's
+general readout; docs/any_env.md, "Changes inside a trial", has the measured numbers).
 """
 
 from __future__ import annotations
@@ -75,12 +80,17 @@ def main() -> None:
         print(f"{label}: " + " ".join(f"{r:7.1f}" for r in returns.mean(axis=0)))
     for flag, returns in table.items():
         picked = returns[:, [5, 6, 8, 9]].sum(axis=1)
+        spread = picked.std(ddof=1) / np.sqrt(picked.size) if picked.size > 1 else float("nan")
         print(
             f"in_trial_changes={flag}: trials 5+6+8+9 per seed {np.round(picked, 1).tolist()}, "
-            f"mean {picked.mean():.1f} ± {picked.std(ddof=1) / np.sqrt(picked.size):.1f} (s.e.)"
+            f"mean {picked.mean():.1f} ± {spread:.1f} (s.e.)"
         )
     diff = table[True][:, [5, 6, 8, 9]].sum(axis=1) - table[False][:, [5, 6, 8, 9]].sum(axis=1)
-    print(f"paired difference (acts - waits): {np.round(diff, 1).tolist()}, mean {diff.mean():.1f}")
+    error = diff.std(ddof=1) / np.sqrt(diff.size) if diff.size > 1 else float("nan")
+    print(
+        f"paired difference (acts - waits): {np.round(diff, 1).tolist()}, mean {diff.mean():.1f}"
+        f" ± {error:.1f} (s.e.); acting better on {int((diff > 0).sum())} of {diff.size} seeds"
+    )
 
 
 if __name__ == "__main__":

@@ -69,6 +69,38 @@ def test_segments_read_out_inside_the_trial_after_a_notice():
     assert agent.summary()["in_trial_readouts"] == 1.0
 
 
+@pytest.mark.parametrize("method", ["greedy", "continuous"])
+def test_the_in_trial_readout_plans_with_its_belief(method):
+    """The rest of the trial is planned with the in-trial readout's belief: the base prior
+    plus the weighted closed segments (weights in [0, 1]; binary for ``greedy``) plus the
+    transitions since the change."""
+    env = gym.make("bam_rl/GravityCartPole-v0", max_steps=STEPS)
+    agent = segments_agent(env, method=method)
+    seen: list[int] = []
+    original = agent._read_out_in_trial
+
+    def read_out():
+        # the closed segments a readout now would weigh (the open one closes in it), and the
+        # transitions since the change, before the readout updates the model
+        records = [*agent.rule.memory, agent.rule.open_segment]
+        s = agent.model.stats(np.asarray(agent._trial.states), np.asarray(agent._trial.actions))
+        seen.append(len(agent._trial.actions))
+        original()
+        weights = agent.in_trial_readouts[-1].weights
+        assert weights.shape == (len(records),) and np.all((weights >= 0) & (weights <= 1))
+        if method == "greedy":
+            assert set(weights.tolist()) <= {0.0, 1.0}
+        expected = agent.rule.model.prior + s
+        for weight, record in zip(weights, records, strict=True):
+            expected = expected + record * float(weight)
+        for key, value in expected.fields.items():
+            np.testing.assert_allclose(agent.model.belief.fields[key], value, rtol=1e-12)
+
+    agent._read_out_in_trial = read_out
+    run_switch(agent, env)
+    assert seen == [5]  # one readout, 5 transitions into the new world
+
+
 def test_ignoring_notices_waits_for_the_next_trial():
     env = gym.make("bam_rl/GravityCartPole-v0", max_steps=STEPS)
     agent = segments_agent(env, in_trial_changes=False)
