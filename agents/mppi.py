@@ -198,10 +198,11 @@ class MPPIAgent(BaseAgent):
             (the episodic setting); only ``"bam"`` uses it.
         hazard: BOCD hazard over trials (0.11) for ``"bocd"`` and ``"bam_bocd"``.
         lam: BAM's complexity penalty (0 in the paper's control experiments).
-        method: BAM's readout selector (``"greedy"``). ``"continuous"`` (weights in [0, 1])
-            pays when changes come inside trials and the worlds share part of their dynamics
-            (the cart-pole), and hurts a new world's first visit when they share none
-            (Pendulum-v1's gravity); measured in ``docs/any_env.md``.
+        method: BAM's readout selector (``"greedy"``). Measured with ``"continuous"``
+            (weights in [0, 1]; ``docs/any_env.md``): on the cart-pole with gravity changes
+            announced inside trials, acting on them at once then pays (with greedy weights it
+            does not); on Pendulum-v1 with gravity changing between episodes, it spoils the
+            first visit to a new gravity.
         n_features: Random Fourier features (200).
         bandwidth: Their bandwidth (6.0).
         noise_var: Model noise variance ``σ²`` (1e-6).

@@ -40,12 +40,15 @@ __all__ = [
     "SMOKE_LABEL",
     "check_frame_size",
     "check_methods",
+    "check_seed_index",
     "experiment_runs",
+    "label_frame",
     "record_swingup",
     "replay_plan",
     "replay_trial",
     "revisited_trial",
     "run_until",
+    "write_gif",
 ]
 
 #: Where :func:`record_swingup` and ``bam-rl record`` write by default: the working directory.
@@ -120,7 +123,9 @@ _TRIAL_STEPS = 200  # steps of a cart-pole trial (the environment's max_steps)
 MAX_SEED_INDEX = 999
 
 
-def _check_seed_index(seed_index: Any) -> int:
+def check_seed_index(seed_index: Any) -> int:
+    """``seed_index`` as an int in [0, :data:`MAX_SEED_INDEX`], else a ``ValueError`` naming
+    ``seed``."""
     from bam_rl.checks import check_int
 
     seed_index = check_int("seed", seed_index, minimum=0)
@@ -135,7 +140,7 @@ def experiment_runs(seed_index: int, quick: bool = False) -> dict[str, Any]:
     ``reproduce --quick``)."""
     from bam_rl.harness.experiments.cartpole import cartpole_grid
 
-    seed_index = _check_seed_index(seed_index)
+    seed_index = check_seed_index(seed_index)
     grid = cartpole_grid("episodic", seeds=seed_index + 1, quick=quick)
     return {spec.method: spec for spec in grid if spec.seed_index == seed_index}
 
@@ -345,7 +350,7 @@ def check_frame_size(
     return (width, height), every
 
 
-def _label(frame: np.ndarray, lines: Sequence[str], warning: str | None = None) -> np.ndarray:
+def label_frame(frame: np.ndarray, lines: Sequence[str], warning: str | None = None) -> np.ndarray:
     """``frame`` with ``lines`` of text on a white band above it; ``warning`` (e.g.
     :data:`SMOKE_LABEL`) first, in red."""
     from PIL import Image, ImageDraw, ImageFont
@@ -365,7 +370,7 @@ def _label(frame: np.ndarray, lines: Sequence[str], warning: str | None = None) 
     return np.asarray(image)
 
 
-def _write_gif(
+def write_gif(
     path: str | Path,
     panels: Sequence[Sequence[np.ndarray]],
     caption: Sequence[str],
@@ -374,8 +379,11 @@ def _write_gif(
 ) -> Path:
     """Writes the labelled ``panels`` (one list of frames per run, of equal lengths) side by
     side as a looping GIF at ``path`` (parents created), every frame under the ``caption``
-    lines and, when ``quick``, :data:`SMOKE_LABEL`."""
+    lines and, when ``quick``, :data:`SMOKE_LABEL`; written atomically (an existing file is
+    replaced whole or left as it was)."""
     import imageio.v2 as imageio
+
+    from bam_rl._io import atomic_path
 
     gap = np.full((panels[0][0].shape[0], 6, 3), 255, dtype=np.uint8)
     combined: list[Any] = []
@@ -384,11 +392,11 @@ def _write_gif(
         for frame in frames[1:]:
             row += [gap, frame]
         combined.append(
-            _label(np.concatenate(row, axis=1), caption, SMOKE_LABEL if quick else None)
+            label_frame(np.concatenate(row, axis=1), caption, SMOKE_LABEL if quick else None)
         )
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    imageio.mimsave(path, combined, duration=1000.0 / fps, loop=0)
+    with atomic_path(path) as temporary:  # a temporary name: the format is given
+        imageio.mimsave(temporary, combined, format="GIF", duration=1000.0 / fps, loop=0)
     return path
 
 
@@ -449,7 +457,7 @@ def record_swingup(
         frames = render_states(states[:-1:every], size)
         panels.append(
             [
-                _label(
+                label_frame(
                     frame,
                     [
                         label,
@@ -464,7 +472,7 @@ def record_swingup(
         f"seed {seed}, trial {trial + 1} of {len(gravities)}: {ordinal} trial of a revisited "
         f"episode, g = {gravity:.2f} m/s^2"
     )
-    path = _write_gif(path, panels, [caption], quick, fps or 50.0 / every)
+    path = write_gif(path, panels, [caption], quick, fps or 50.0 / every)
     return {
         "path": str(path),
         "seed": seed,

@@ -22,14 +22,14 @@ from typing import Any
 import numpy as np
 
 from bam_rl.harness.record import (
-    _check_seed_index,
-    _label,
-    _write_gif,
     check_frame_size,
     check_methods,
+    check_seed_index,
+    label_frame,
     render_states,
     replay_trial,
     revisited_trial,
+    write_gif,
 )
 
 __all__ = [
@@ -100,7 +100,7 @@ def recurring_runs(
     from bam_rl.harness.experiments.recurring import grid
 
     name = check_recurring(name)
-    seed_index = _check_seed_index(seed_index)
+    seed_index = check_seed_index(seed_index)
     specs = grid(seed_index + 1, quick, envs=[name], settings=("episodic",), methods=methods)
     return {spec.method: spec for spec in specs if spec.seed_index == seed_index}
 
@@ -277,7 +277,7 @@ def record_recurring(
             f"return {total:+.2f} in {len(rewards)} steps",
             f"world {world}: {suite.parameter} = {value:g}",
         ]
-        panels.append([_label(frame, lines) for frame in frames])
+        panels.append([label_frame(frame, lines) for frame in frames])
     length = max(len(frames) for frames in panels)
     panels = [_pad(frames, length) for frames in panels]
     ordinal = {1: "1st", 2: "2nd"}[episode_trial]
@@ -289,7 +289,7 @@ def record_recurring(
     env = gym.make(suite.env_id)
     dt = float(env.unwrapped.dt)  # type: ignore[attr-defined]
     env.close()
-    written = _write_gif(
+    written = write_gif(
         recurring_path(name) if path is None else path,
         panels,
         caption,

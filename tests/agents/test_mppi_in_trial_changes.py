@@ -71,20 +71,25 @@ def test_segments_read_out_inside_the_trial_after_a_notice():
 
 @pytest.mark.parametrize("method", ["greedy", "continuous"])
 def test_the_in_trial_readout_plans_with_its_belief(method):
-    """The rest of the trial is planned with the in-trial readout's belief: the base prior
-    plus the weighted closed segments (weights in [0, 1]; binary for ``greedy``) plus the
-    transitions since the change."""
+    """The rest of a trial after an in-trial readout is planned with that readout's belief.
+
+    Trial 0 at 9.81; trial 1 at 3.72, announced at its reset; in trial 2 gravity returns to
+    9.81 at step ``SWITCH``, announced in that step's ``info``. The readout 5 steps later
+    weighs two segments (trial 0; trial 1 with trial 2's first part): the belief planned with
+    until the trial ends is the base prior plus each segment times its weight (in [0, 1],
+    binary for ``greedy``) plus the transitions since the change.
+    """
     env = gym.make("bam_rl/GravityCartPole-v0", max_steps=STEPS)
     agent = segments_agent(env, method=method)
-    seen: list[int] = []
+    assert agent.rule.method == method
+    readouts: list[tuple[int, object]] = []  # (transitions seen, expected belief)
     original = agent._read_out_in_trial
 
     def read_out():
-        # the closed segments a readout now would weigh (the open one closes in it), and the
-        # transitions since the change, before the readout updates the model
+        # the segments a readout now weighs (the open one closes in it) and the transitions
+        # since the change, taken before the readout updates the model
         records = [*agent.rule.memory, agent.rule.open_segment]
         s = agent.model.stats(np.asarray(agent._trial.states), np.asarray(agent._trial.actions))
-        seen.append(len(agent._trial.actions))
         original()
         weights = agent.in_trial_readouts[-1].weights
         assert weights.shape == (len(records),) and np.all((weights >= 0) & (weights <= 1))
@@ -93,12 +98,30 @@ def test_the_in_trial_readout_plans_with_its_belief(method):
         expected = agent.rule.model.prior + s
         for weight, record in zip(weights, records, strict=True):
             expected = expected + record * float(weight)
-        for key, value in expected.fields.items():
-            np.testing.assert_allclose(agent.model.belief.fields[key], value, rtol=1e-12)
+        readouts.append((len(agent._trial.actions), expected))
 
     agent._read_out_in_trial = read_out
-    run_switch(agent, env)
-    assert seen == [5]  # one readout, 5 transitions into the new world
+    for trial, (gravity, changed_at_reset) in enumerate(
+        [(9.81, False), (3.72, True), (3.72, False)]
+    ):
+        env.unwrapped.set_gravity(gravity)
+        obs, info = env.reset(seed=trial)
+        agent.reset(obs, {**info, "context_changed": changed_at_reset})
+        for t in range(STEPS):
+            changed = trial == 2 and t == SWITCH
+            if changed:
+                env.unwrapped.set_gravity(9.81)
+            action = agent.act(obs)
+            obs, reward, terminated, truncated, info = env.step(action)
+            info = {**info, "context_changed": changed}
+            agent.observe(action, reward, obs, terminated, truncated, info)
+            if trial == 2 and readouts and len(readouts) == 2 and not (terminated or truncated):
+                # from the readout to the trial's end the model plans with its belief
+                for key, value in readouts[-1][1].fields.items():
+                    np.testing.assert_allclose(agent.model.belief.fields[key], value, rtol=1e-12)
+    # one readout in trial 1 (announced at reset), one in trial 2 over two segments
+    assert [seen for seen, _ in readouts] == [5, 5]
+    assert agent.in_trial_readouts[-1].weights.shape == (2,)
 
 
 def test_ignoring_notices_waits_for_the_next_trial():

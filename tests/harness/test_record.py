@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bam_rl.harness.record import revisited_trial
@@ -123,7 +125,6 @@ def test_record_writes_a_gif_of_three_methods_on_the_first_trial(tmp_path):
 def test_record_writes_to_the_working_directory_unless_told(tmp_path, monkeypatch):
     """Issue 38: the default never overwrites the committed docs figure."""
     import inspect
-    from pathlib import Path
 
     from bam_rl.harness.cli import build_parser
     from bam_rl.harness.record import DEFAULT_PATH, record_swingup
@@ -182,13 +183,39 @@ def test_a_quick_gif_carries_the_smoke_test_label_in_every_frame(quick, tmp_path
 def test_the_label_is_drawn_above_the_caption():
     import numpy as np
 
-    from bam_rl.harness.record import SMOKE_LABEL, _label
+    from bam_rl.harness.record import SMOKE_LABEL, label_frame
 
     frame = np.full((40, 400, 3), 90, np.uint8)
-    plain, marked = _label(frame, ["caption"]), _label(frame, ["caption"], SMOKE_LABEL)
+    plain, marked = label_frame(frame, ["caption"]), label_frame(frame, ["caption"], SMOKE_LABEL)
     assert marked.shape[0] == plain.shape[0] + 18  # one more line of text
     assert _red(marked[:20]) > 50 and _red(plain) == 0
     assert (marked[22:] == plain[4:]).all()  # the caption and the frame below are unchanged
+
+
+def test_a_gif_that_fails_to_write_leaves_the_old_file(tmp_path, monkeypatch):
+    """``write_gif`` writes atomically: a writer that fails part way leaves the file it would
+    have replaced as it was, and no temporary file behind; one that succeeds replaces it."""
+    import imageio.v2 as imageio
+    import numpy as np
+
+    from bam_rl.harness.record import write_gif
+
+    frames = [np.full((8, 10, 3), 40 * i, np.uint8) for i in range(3)]
+    path = tmp_path / "run.gif"
+    path.write_bytes(b"the old recording")
+
+    def broken(uri, images, **options):
+        Path(uri).write_bytes(b"GIF89a half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(imageio, "mimsave", broken)
+    with pytest.raises(OSError, match="disk full"):
+        write_gif(path, [frames], ["caption"], quick=False, fps=10.0)
+    assert path.read_bytes() == b"the old recording"
+    assert [p.name for p in tmp_path.iterdir()] == ["run.gif"]
+    monkeypatch.undo()
+    write_gif(path, [frames, frames], ["caption"], quick=False, fps=10.0)
+    assert len(imageio.mimread(path)) == 3
 
 
 # ------------------------------------------------------- record --recurring (issue 42)
