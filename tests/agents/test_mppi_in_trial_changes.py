@@ -115,7 +115,7 @@ def test_the_in_trial_readout_plans_with_its_belief(method):
             obs, reward, terminated, truncated, info = env.step(action)
             info = {**info, "context_changed": changed}
             agent.observe(action, reward, obs, terminated, truncated, info)
-            if trial == 2 and readouts and len(readouts) == 2 and not (terminated or truncated):
+            if trial == 2 and len(readouts) == 2 and not (terminated or truncated):
                 # from the readout to the trial's end the model plans with its belief
                 for key, value in readouts[-1][1].fields.items():
                     np.testing.assert_allclose(agent.model.belief.fields[key], value, rtol=1e-12)
