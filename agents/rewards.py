@@ -402,11 +402,13 @@ register_reward(
         "which the flat reward lacks: the rail ends at |x| = 1)"
     ),
 )
+#: InvertedDoublePendulum-v5's (cos, sin) pairs of θ1 and θ2, for both of its rewards.
+_IDP_ANGLE_PAIRS = ((3, 1), (4, 2))
 register_reward(
     "inverted-double-pendulum",
     _inverted_double_pendulum,
     obs_dim=9,
-    angle_pairs=((3, 1), (4, 2)),
+    angle_pairs=_IDP_ANGLE_PAIRS,
     description=(
         "InvertedDoublePendulum-v5 (obs x, sin θ1, sin θ2, cos θ1, cos θ2, ẋ, θ̇1, θ̇2, "
         "constraint force): 10 while the tip has stayed above y = 1 (the environment ends "
@@ -418,7 +420,7 @@ register_reward(
     "inverted-double-pendulum-lqr",
     _inverted_double_pendulum_lqr,
     obs_dim=9,
-    angle_pairs=((3, 1), (4, 2)),
+    angle_pairs=_IDP_ANGLE_PAIRS,
     description=(
         'InvertedDoublePendulum-v5: the reward of "inverted-double-pendulum" on every step, '
         "minus at the plan's last step the LQR cost-to-go sᵀ P s about upright "

@@ -21,24 +21,35 @@ STEPS = 20
 SWITCH = 8  # the step of trial 1 at which gravity goes 9.81 -> 3.72
 
 
-def run_switch(agent, env, switch=SWITCH, trials=2):
-    """Trial 0 at 9.81; in trial 1 the gravity is set to 3.72 before step ``switch``, and that
-    step's ``info`` announces it (``context_changed`` True on that step only)."""
+def run_trials(agent, env, schedule, switch=SWITCH, after_step=None):
+    """One trial per ``(gravity, announced_at_reset, new_gravity)`` of ``schedule``: the trial
+    starts at ``gravity`` (``context_changed`` at ``reset`` as ``announced_at_reset``); with a
+    ``new_gravity`` it is set before step ``switch``, and that step's ``info`` announces it
+    (``context_changed`` True on that step only). ``after_step(trial, done)`` runs after each
+    ``observe``. Returns ``(n_trials, in-trial readouts)`` after each step."""
     counts = []
-    for trial in range(trials):
-        env.unwrapped.set_gravity(9.81)
+    for trial, (gravity, announced, new_gravity) in enumerate(schedule):
+        env.unwrapped.set_gravity(gravity)
         obs, info = env.reset(seed=trial)
-        agent.reset(obs, {**info, "context_changed": False})
+        agent.reset(obs, {**info, "context_changed": announced})
         for t in range(STEPS):
-            changed = trial == 1 and t == switch
+            changed = new_gravity is not None and t == switch
             if changed:
-                env.unwrapped.set_gravity(3.72)
+                env.unwrapped.set_gravity(new_gravity)
             action = agent.act(obs)
             obs, reward, terminated, truncated, info = env.step(action)
             info = {**info, "context_changed": changed}
             agent.observe(action, reward, obs, terminated, truncated, info)
             counts.append((agent.n_trials, len(agent.in_trial_readouts)))
+            if after_step is not None:
+                after_step(trial, terminated or truncated)
     return counts
+
+
+def run_switch(agent, env, switch=SWITCH):
+    """Trial 0 at 9.81; in trial 1 the gravity is set to 3.72 before step ``switch``, and that
+    step's ``info`` announces it (``context_changed`` True on that step only)."""
+    return run_trials(agent, env, [(9.81, False, None), (9.81, False, 3.72)], switch)
 
 
 def segments_agent(env, **kwargs):
@@ -100,25 +111,15 @@ def test_the_in_trial_readout_plans_with_its_belief(method):
             expected = expected + record * float(weight)
         readouts.append((len(agent._trial.actions), expected))
 
+    def planned_with_the_readout(trial, done):
+        if trial == 2 and len(readouts) == 2 and not done:
+            # from the readout to the trial's end the model plans with its belief
+            for key, value in readouts[-1][1].fields.items():
+                np.testing.assert_allclose(agent.model.belief.fields[key], value, rtol=1e-12)
+
     agent._read_out_in_trial = read_out
-    for trial, (gravity, changed_at_reset) in enumerate(
-        [(9.81, False), (3.72, True), (3.72, False)]
-    ):
-        env.unwrapped.set_gravity(gravity)
-        obs, info = env.reset(seed=trial)
-        agent.reset(obs, {**info, "context_changed": changed_at_reset})
-        for t in range(STEPS):
-            changed = trial == 2 and t == SWITCH
-            if changed:
-                env.unwrapped.set_gravity(9.81)
-            action = agent.act(obs)
-            obs, reward, terminated, truncated, info = env.step(action)
-            info = {**info, "context_changed": changed}
-            agent.observe(action, reward, obs, terminated, truncated, info)
-            if trial == 2 and len(readouts) == 2 and not (terminated or truncated):
-                # from the readout to the trial's end the model plans with its belief
-                for key, value in readouts[-1][1].fields.items():
-                    np.testing.assert_allclose(agent.model.belief.fields[key], value, rtol=1e-12)
+    schedule = [(9.81, False, None), (3.72, True, None), (3.72, False, 9.81)]
+    run_trials(agent, env, schedule, after_step=planned_with_the_readout)
     # one readout in trial 1 (announced at reset), one in trial 2 over two segments
     assert [seen for seen, _ in readouts] == [5, 5]
     assert agent.in_trial_readouts[-1].weights.shape == (2,)
