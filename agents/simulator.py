@@ -16,12 +16,75 @@ from bam_rl.checks import check_int, check_memory, check_positive
 from .classic_models import CLASSIC_ENV_IDS
 from .dynamics import check_rollout_inputs
 
-__all__ = ["MujocoEnvDynamics", "SimulatorDynamics"]
+__all__ = [
+    "MujocoEnvDynamics",
+    "SimulatorDynamics",
+    "StepFunctionDynamics",
+    "portable_model_path",
+    "resolve_model_path",
+]
 
 #: Largest MJCF file a restored :class:`SimulatorDynamics` may name (the cart-pole's is ~2 kB).
 MAX_MODEL_BYTES = 2**20
+#: How a model shipped with the package is named in a state file: ``"bam_rl.envs:<path>"``, a
+#: package and a path inside it, resolved where the package is installed when the file loads.
+PACKAGED_ASSETS = "bam_rl.envs"
 _SIMULATORS: dict[tuple[str, int], tuple[Any, list[Any]]] = {}
 _THREAD_STACK_BYTES = 8 * 2**20  # the usual default stack of a thread (ulimit -s)
+
+
+def _packaged_dir() -> str:
+    """The installed ``bam_rl/envs`` folder (in a checkout, its symlink to ``envs/``): found
+    beside this package rather than by importing it, since agents do not import environments."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "envs")
+
+
+def portable_model_path(model_path: str) -> str:
+    """The name a state file stores for ``model_path``: ``"bam_rl.envs:assets/<file>"`` for a
+    model shipped with the package (so the file loads after the project moves or on another
+    machine), the path itself for a user's own MJCF file.
+    """
+    if model_path.startswith(f"{PACKAGED_ASSETS}:"):
+        return model_path
+    packaged = os.path.realpath(_packaged_dir())
+    real = os.path.realpath(model_path)
+    if os.path.isfile(real) and os.path.commonpath([real, packaged]) == packaged:
+        return f"{PACKAGED_ASSETS}:{os.path.relpath(real, packaged).replace(os.sep, '/')}"
+    return model_path
+
+
+def resolve_model_path(model_path: str) -> str:
+    """The file a stored model name means, for reading.
+
+    ``"bam_rl.envs:<path>"`` resolves inside the installed package. An absolute path written
+    by an older version, which no longer exists but ends in ``bam_rl/envs/<path>`` of a model
+    the package ships (``<old folder>/bam_rl/envs/assets/gravity_cartpole.xml``), resolves to that
+    packaged model. Anything else is returned as given.
+
+    Raises:
+        ValueError: If a ``"bam_rl.envs:"`` name leaves the package or names no shipped file.
+    """
+    packaged = _packaged_dir()
+    if model_path.startswith(f"{PACKAGED_ASSETS}:"):
+        relative = model_path[len(PACKAGED_ASSETS) + 1 :]
+        parts = relative.split("/")
+        if not relative or os.path.isabs(relative) or any(p in ("", ".", "..") for p in parts):
+            raise ValueError(
+                f"model_path {model_path!r} must name a file inside {PACKAGED_ASSETS}, like "
+                f"'{PACKAGED_ASSETS}:assets/gravity_cartpole.xml'"
+            )
+        path = os.path.join(packaged, *parts)
+        if not os.path.isfile(path):
+            raise ValueError(f"model_path {model_path!r} names no model shipped with bam_rl")
+        return path
+    marker = "/bam_rl/envs/"
+    if not os.path.exists(model_path) and marker in model_path.replace(os.sep, "/"):
+        relative = model_path.replace(os.sep, "/").rsplit(marker, 1)[1]
+        if relative and ".." not in relative.split("/"):
+            candidate = os.path.join(packaged, *relative.split("/"))
+            if os.path.isfile(candidate):
+                return candidate
+    return model_path
 
 
 def _simulator(model_path: str, n_threads: int) -> tuple[Any, list[Any]]:
@@ -36,7 +99,7 @@ def _simulator(model_path: str, n_threads: int) -> tuple[Any, list[Any]]:
 
     key = (model_path, n_threads)
     if key not in _SIMULATORS:
-        model = mujoco.MjModel.from_xml_path(model_path)
+        model = mujoco.MjModel.from_xml_path(resolve_model_path(model_path))
         # every thread gets an MjData (its arena and buffer) and a thread stack
         check_memory(
             f"n_threads = {n_threads}",
@@ -70,12 +133,15 @@ class SimulatorDynamics:
     ``qvel = (ẋ, θ̇)``. Each action is held for ``frame_skip`` physics steps (clamped to the
     actuator's range by MuJoCo, as in the environment), with gravity :attr:`gravity`.
 
-    Only the asset path, frame skip and gravity are stored: the MuJoCo model is built once
+    Only the asset's name, frame skip and gravity are stored: the MuJoCo model is built once
     per process and shared (gravity is written into it before every rollout), so the object
-    saves without pickle.
+    saves without pickle. A model shipped with the package is stored as
+    ``"bam_rl.envs:assets/<file>"`` (:func:`portable_model_path`), so a saved agent loads after
+    the project moves or on another machine; a user's own MJCF file is stored by its path.
 
     Args:
-        model_path: Path of the MJCF file (the environment's ``fullpath``).
+        model_path: Path of the MJCF file (the environment's ``fullpath``), or a packaged
+            model's ``"bam_rl.envs:<path>"`` name.
         frame_skip: Physics steps per action (the environment's ``frame_skip``).
         gravity: Gravity magnitude (m/s², > 0).
         n_threads: ``MjData`` instances, hence threads, used by ``mujoco.rollout``.
@@ -86,12 +152,12 @@ class SimulatorDynamics:
     ):
         if not isinstance(model_path, str):
             raise ValueError(f"model_path must be a str, got {model_path!r}")
-        self.model_path = model_path
+        self.model_path = portable_model_path(model_path)
         self.frame_skip = check_int("frame_skip", frame_skip)
         self.gravity = float(check_positive("gravity", gravity))
         self.n_threads = check_int("n_threads", n_threads)
         try:
-            model, _ = _simulator(model_path, self.n_threads)
+            model, _ = _simulator(self.model_path, self.n_threads)
         except ValueError as error:  # MuJoCo's own (a missing or malformed file)
             if "n_threads" in str(error):
                 raise
@@ -110,15 +176,23 @@ class SimulatorDynamics:
         MJCF file, ``frame_skip``, ``gravity`` and ``n_threads`` as the constructor takes
         them (``n_threads`` within the memory budget), so no state file reaches
         ``mujoco.rollout`` with sizes it did not check."""
-        path = self.model_path
-        if not isinstance(path, str) or not os.path.isfile(path):
-            raise ValueError(f"model_path must name an existing MJCF file, got {path!r}")
+        stored = self.model_path
+        if not isinstance(stored, str):
+            raise ValueError(f"model_path must be a str, got {stored!r}")
+        path = resolve_model_path(stored)
+        if not os.path.isfile(path):
+            raise ValueError(
+                f"model_path must name an existing MJCF file, got {stored!r}: the file is not "
+                "on this machine (a model of your own is stored by its path: put the file back "
+                "there to load this agent)"
+            )
         if os.path.getsize(path) > MAX_MODEL_BYTES:
             raise ValueError(
                 f"model_path must be an MJCF file of at most {MAX_MODEL_BYTES} bytes, got "
                 f"{os.path.getsize(path)} bytes"
             )
         fresh = SimulatorDynamics(path, self.frame_skip, self.gravity, self.n_threads)
+        self.model_path = fresh.model_path
         if (self.state_dim, self.action_dim) != (fresh.state_dim, fresh.action_dim):
             raise ValueError("state_dim and action_dim of the simulator must be 5 and 1")
         self.frame_skip, self.gravity = fresh.frame_skip, fresh.gravity
@@ -219,7 +293,9 @@ class MujocoEnvDynamics:
             raise ValueError(
                 f"env must be a Gymnasium MuJoCo environment (model, data, frame_skip, "
                 f"_get_obs) or one of the classic-control environments with a model "
-                f"({', '.join(CLASSIC_ENV_IDS)}), got {env!r}"
+                f"({', '.join(CLASSIC_ENV_IDS)}), got {env!r}; for any other environment give "
+                f"its equations, GroundTruthMPPI(env, dynamics=f) with f(observations (K, dx), "
+                f"actions (K, du)) -> next observations (K, dx)"
             )
         self.env = base
         self.follow_changes = bool(follow_changes)
@@ -295,3 +371,118 @@ class MujocoEnvDynamics:
 
     def __repr__(self) -> str:
         return f"MujocoEnvDynamics({type(self.env).__name__}, follow_changes={self.follow_changes})"
+
+
+class StepFunctionDynamics:
+    """A user's batched one-step function as a dynamics callable: the ground truth of
+    :class:`~bam_rl.agents.mppi.GroundTruthMPPI` on an environment it cannot copy
+    (``GroundTruthMPPI(env, dynamics=f)``).
+
+    ``step(observations (K, dx), actions (K, du)) -> next observations (K, dx)`` steps ``K``
+    observations at once (NumPy float64 arrays; a ``Discrete`` action space's actions arrive
+    one-hot, ``(K, n)``). A rollout of ``H`` steps from one observation calls it ``H`` times on
+    the ``K`` planned sequences. It may read the live environment (``env.unwrapped.mass``) to
+    plan in the world the ``NonStationary`` wrapper set.
+
+    Args:
+        step: The one-step function.
+        state_dim: ``dx``, the observation's entries.
+        action_dim: ``du``, the action's entries.
+        example_state: An observation ``(dx,)`` to check ``step`` on (default zeros).
+        example_action: An action ``(du,)`` to check ``step`` on (default zeros).
+
+    Raises:
+        ValueError: If ``step`` is not callable, or, called once here on ``K`` copies of the
+            examples, raises or returns anything but ``(K, dx)`` finite real numbers.
+    """
+
+    def __init__(
+        self,
+        step: Any,
+        state_dim: int,
+        action_dim: int,
+        example_state: Any = None,
+        example_action: Any = None,
+    ):
+        if not callable(step):
+            raise ValueError(
+                "dynamics must be a callable f(observations (K, dx), actions (K, du)) -> next "
+                f"observations (K, dx), got {step!r}"
+            )
+        self.step = step
+        self.state_dim = check_int("state_dim", state_dim)
+        self.action_dim = check_int("action_dim", action_dim)
+        state = np.zeros(self.state_dim) if example_state is None else example_state
+        action = np.zeros(self.action_dim) if example_action is None else example_action
+        state, actions = check_rollout_inputs(
+            state,
+            np.asarray(action, dtype=np.float64).reshape(1, 1, -1),
+            self.state_dim,
+            self.action_dim,
+        )
+        # K differs from dx and du, so a transposed or broadcast result is found
+        k = next(k for k in range(2, 5) if k not in (self.state_dim, self.action_dim))
+        states = np.repeat(state[None], k, axis=0)
+        try:
+            result = step(states, np.repeat(actions[0], k, axis=0))
+            value = np.asarray(result)
+        except Exception as error:  # a user's callable: any failure is a refused model
+            raise ValueError(
+                f"dynamics must accept observations of shape {states.shape} and actions of "
+                f"shape ({k}, {self.action_dim}); calling it raised {type(error).__name__}: "
+                f"{error}"
+            ) from error
+        real = np.issubdtype(value.dtype, np.floating) or np.issubdtype(value.dtype, np.integer)
+        if value.shape != (k, self.state_dim) or not real:
+            raise ValueError(
+                f"dynamics must return real next observations of shape (K, dx) = "
+                f"({k}, {self.state_dim}) for observations of shape {states.shape}, got "
+                f"{value.dtype} of shape {value.shape}"
+            )
+        if not np.all(np.isfinite(value)):
+            raise ValueError(
+                f"dynamics must return finite next observations, got "
+                f"{np.count_nonzero(~np.isfinite(value))} non-finite entries of {value.size} "
+                f"for observations of shape {states.shape}"
+            )
+
+    def rollout_bytes(self, n_samples: int, horizon: int) -> int:
+        """Bytes a rollout allocates: its observations and each step's inputs and result."""
+        return 8 * n_samples * (horizon * self.state_dim + 3 * self.state_dim + self.action_dim)
+
+    def __call__(
+        self, state: Any, actions: Any, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
+        """Rolls ``step`` out from the observation ``state`` under ``actions (K, H, du)``;
+        returns the observations ``(K, H, dx)`` after each action (``rng`` is unused)."""
+        state, actions = check_rollout_inputs(state, actions, self.state_dim, self.action_dim)
+        return self.rollout_unchecked(state, actions, rng)
+
+    def rollout_unchecked(
+        self, state: np.ndarray, actions: np.ndarray, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
+        """:meth:`__call__` without its input checks (the planner checks once per step).
+
+        Raises:
+            ValueError: If ``step`` returns another shape than ``(K, dx)``.
+        """
+        k, h, _ = actions.shape
+        current = np.repeat(state[None].astype(np.float64), k, axis=0)
+        out = np.empty((k, h, self.state_dim))
+        for t in range(h):
+            following = np.asarray(self.step(current, actions[:, t].copy()), dtype=np.float64)
+            if following.shape != (k, self.state_dim):
+                raise ValueError(
+                    f"dynamics must return next observations of shape ({k}, {self.state_dim}), "
+                    f"got {following.shape}"
+                )
+            out[:, t] = following
+            current = following.copy()
+        return out
+
+    def __repr__(self) -> str:
+        name = getattr(self.step, "__qualname__", type(self.step).__name__)
+        return (
+            f"StepFunctionDynamics({name}, state_dim={self.state_dim}, "
+            f"action_dim={self.action_dim})"
+        )

@@ -31,8 +31,8 @@ NS-Gym's MCTS gets from its planning environment; without it, GT is an oracle (m
 never counted as our best agent). Runs are resumable: a (cell, agent, seed) already complete
 in ``episodes.csv`` is skipped::
 
-    python scripts/nsgym_published.py --out /tmp/nsgym --seeds 0 1 2 3 4
-    python scripts/nsgym_published.py --smoke --out /tmp/nsgym_smoke
+    python scripts/nsgym_published.py --out nsgym/ --seeds 0 1 2 3 4
+    python scripts/nsgym_published.py --smoke --out nsgym_smoke/
     python scripts/nsgym_published.py --cells cartpole-1.5-notified --agents mppi-gt
 
 NS-Gym restores the initial value at every reset and applies the new one before the first

@@ -2,14 +2,14 @@
 
 SMPyBandits 0.9.7 needs NumPy < 2 and SciPy < 1.14, so it runs in a venv of its own::
 
-    python -m venv /tmp/smpy && /tmp/smpy/bin/pip install SMPyBandits==0.9.7 \
+    python -m venv .venv-smpy && .venv-smpy/bin/pip install SMPyBandits==0.9.7 \
         "numpy<2" "scipy<1.14" "numba<0.61" "pandas<2.3" tqdm
 
 Then, side by side in one session (the same streams; regret and agent microseconds a step)::
 
     python scripts/smpybandits_peer.py dump streams.npz --problem 1 --runs 20   # our venv
     python scripts/smpybandits_peer.py ours streams.npz                          # our venv
-    /tmp/smpy/bin/python scripts/smpybandits_peer.py theirs streams.npz          # theirs
+    .venv-smpy/bin/python scripts/smpybandits_peer.py theirs streams.npz          # theirs
 
 Run ``k`` of the file holds Problem ``--problem``'s means per step and the uniforms ``u`` of
 ``PiecewiseBandit-v0`` reset with seed ``k`` (reward = ``u[t] < mu_arm(t)``, exactly the

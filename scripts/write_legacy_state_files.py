@@ -1,8 +1,8 @@
 """Writes one small state file per registered agent, and what each does next, with the
 ``bam_rl`` found on ``PYTHONPATH`` — so the code of any checkout writes the set:
 
-    git archive 034ed49 | tar -x -C /tmp/old
-    PYTHONPATH=/tmp/old python scripts/write_legacy_state_files.py tests/data/legacy_034ed49
+    old=$(mktemp -d) && git archive 034ed49 | tar -x -C "$old"
+    PYTHONPATH="$old" python scripts/write_legacy_state_files.py tests/data/legacy_034ed49
 
 Each agent (``bam_rl.harness.make_agent``, small options: MPPI with a short horizon, few
 samples and features on 6-step cart-pole trials, the piecewise bandits with a horizon of 200)
@@ -12,6 +12,12 @@ agent its class, environment and every continued step as the agent saw it (obser
 action, reward, next observation, ends, info, and a reset's observation and info), so
 ``tests/agents/test_state_files_from_034ed49.py`` replays them into the loaded agent without
 the environment and compares its actions with the recorded ones.
+
+Older code stores a packaged MJCF model by its absolute path (``<folder>/bam_rl/envs/assets/
+gravity_cartpole.xml``), which would commit a path of the machine that wrote the set: each such
+path is rewritten to the packaged name ``bam_rl.envs:assets/…`` (:func:`make_portable`, the
+digest recomputed), and ``tests/agents/test_state_files_from_034ed49.py`` puts an absolute path
+back at test time to check that old files with one still load.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import argparse
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +133,21 @@ def run(name: str, out: Path) -> dict[str, Any]:
     }
 
 
+def make_portable(path: Path) -> None:
+    """Rewrites every absolute ``…/bam_rl/envs/<file>`` string of the state file ``path`` as
+    ``bam_rl.envs:<file>`` (the packaged name), recomputing the archive's digest."""
+    from bam_rl.serialization import write_archive
+
+    with np.load(path, allow_pickle=False) as archive:
+        entries = {key: archive[key] for key in archive.files}
+    text = bytes(entries["__json__"]).decode()
+    portable = re.sub(r'"(?:[^"\\]|\\.)*?/bam_rl/envs/([^"]+)"', r'"bam_rl.envs:\1"', text)
+    if portable == text:
+        return
+    arrays = {k: v for k, v in entries.items() if k not in ("__json__", "__digest__")}
+    write_archive(path, json.loads(portable), arrays)  # atomically, with a new digest
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="the folder to write (created if missing)")
@@ -134,10 +156,13 @@ def main() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args.out.mkdir(parents=True, exist_ok=True)
     agents = {name: run(name, args.out) for name in AGENTS}
-    document = {"label": args.label, "bam_rl": str(Path(bam_rl.__file__).parent), "agents": agents}
+    for record in agents.values():
+        make_portable(args.out / record["file"])
+    document = {"label": args.label, "agents": agents}  # no path of the writing machine
     (args.out / "expected.json").write_text(json.dumps(document, separators=(",", ":")) + "\n")
     total = sum(f.stat().st_size for f in args.out.iterdir())
-    print(f"{len(agents)} agents from {document['bam_rl']}: {total / 1e6:.2f} MB in {args.out}")
+    source = Path(bam_rl.__file__).parent
+    print(f"{len(agents)} agents from {source}: {total / 1e6:.2f} MB in {args.out}")
 
 
 if __name__ == "__main__":

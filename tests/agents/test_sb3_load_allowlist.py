@@ -96,7 +96,7 @@ def test_algorithms_and_policies_are_exact_classes(tmp_path, saved, key, value):
     [
         lambda d: d.__setitem__("extra", 1),
         lambda d: d.pop("variables"),
-        lambda d: d["hyperparameters"].__setitem__("tensorboard_log", "/tmp/tb"),
+        lambda d: d["hyperparameters"].__setitem__("tensorboard_log", "tb_logs"),
         lambda d: d["hyperparameters"].__setitem__("bogus", 1),
         lambda d: d["policy_kwargs"]["__dict__"].__setitem__("bogus", 1),
         lambda d: d["agent"].__setitem__("bogus", 1),

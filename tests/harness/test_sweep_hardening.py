@@ -37,9 +37,36 @@ def _children(pid: int) -> set[int]:
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        return not open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (ProcessLookupError, FileNotFoundError):
         return False
-    return not open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of ``pid`` (0 once it is gone)."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _is_worker(pid: int) -> bool:
+    try:
+        return b"resource_tracker" not in open(f"/proc/{pid}/cmdline", "rb").read()
+    except FileNotFoundError:
+        return False
+
+
+def _poll(condition, seconds: float) -> bool:
+    """Polls ``condition`` every 0.2 s until it holds or ``seconds`` pass (a loaded machine
+    starts and stops processes slowly: a bound, not a fixed sleep)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)")
@@ -48,20 +75,22 @@ def test_loky_workers_exit_when_the_sweep_is_killed():
         [sys.executable, "-c", SWEEP], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
     pid = int(sweep.stdout.readline())
-    deadline = time.monotonic() + 60
-    workers: set[int] = set()
-    while len(workers) < 2 and time.monotonic() < deadline:  # two workers and their trackers
-        time.sleep(0.5)
-        workers = _children(pid)
-    assert len(workers) >= 2
-    os.kill(pid, signal.SIGKILL)
-    sweep.wait()
-    deadline = time.monotonic() + 15
-    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    survivors = [w for w in workers if _alive(w)]
-    for worker in survivors:
-        os.kill(worker, signal.SIGKILL)
+    children: set[int] = set()
+
+    def running() -> bool:  # two workers past their imports, inside a run (>= 3 s of CPU)
+        children.update(_children(pid))
+        workers = [c for c in children if _is_worker(c)]
+        return sum(_cpu_seconds(w) >= 3.0 for w in workers) >= 2
+
+    try:
+        assert _poll(running, 180), f"the sweep's workers did not start: {children}"
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        sweep.wait()
+    _poll(lambda: not any(_alive(c) for c in children), 60)
+    survivors = [c for c in children if _alive(c)]
+    for child in survivors:
+        os.kill(child, signal.SIGKILL)
     assert not survivors
 
 

@@ -22,8 +22,10 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
@@ -260,7 +262,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
         "--width",
         "N",
         "--out",
-        "/tmp/address_space_limit.gif",
+        "address_space_limit.gif",  # in the drill's temporary working folder
     ),
 }
 
@@ -291,11 +293,17 @@ def _classify(result: subprocess.CompletedProcess[str] | None, cli: bool) -> str
     return "OTHER"
 
 
-def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str] | None:
+def _run(argv: list[str], timeout: float, cwd: str) -> subprocess.CompletedProcess[str] | None:
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MUJOCO_GL="egl")
     try:
         return subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, preexec_fn=_limit, env=env
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            preexec_fn=_limit,
+            env=env,
+            cwd=cwd,
         )
     except subprocess.TimeoutExpired:
         return None
@@ -331,12 +339,18 @@ def main(argv: list[str] | None = None) -> int:
         (label, False, partial(_snippet_argv, snippet)) for label, snippet in CASES.items()
     ]
     cases += [(label, True, partial(_command_argv, command)) for label, command in COMMANDS.items()]
+    if args.only:
+        cases = [case for case in cases if args.only in case[0]]
+        if not cases:  # a drill that checks nothing must not pass
+            parser.error(
+                f"--only {args.only!r} matches no case; the cases are: "
+                + ", ".join([*CASES, *COMMANDS])
+            )
+    workdir = tempfile.mkdtemp(prefix="bam-rl-address-space-")  # what the commands write
     for label, cli, argv_at in cases:
-        if args.only and args.only not in label:
-            continue
         outcomes = []
         for size in sizes:
-            result = _run(argv_at(size), args.timeout)
+            result = _run(argv_at(size), args.timeout, workdir)
             outcomes.append(_classify(result, cli=cli))
             if outcomes[-1] not in ("ok", "refused"):
                 bad += 1
@@ -356,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         for outcome in outcomes:
             counts[outcome] = counts.get(outcome, 0) + 1
     print("outcomes:", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    shutil.rmtree(workdir, ignore_errors=True)
     return 1 if bad else 0
 
 
