@@ -21,6 +21,7 @@ import numpy as np
 
 from bam_rl.bocd import DEFAULT_MAX_RUN_LENGTH, ChangepointDetector
 from bam_rl.families import NormalGamma
+from bam_rl.harness.cli.common import positive_int
 
 
 def relative_difference(a: tuple[Any, ...], b: tuple[Any, ...]) -> float:
@@ -33,8 +34,8 @@ def relative_difference(a: tuple[Any, ...], b: tuple[Any, ...]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    parser.add_argument("--steps", type=int, default=100_000)
-    parser.add_argument("--every", type=int, default=10_000)
+    parser.add_argument("--steps", type=positive_int, default=100_000)
+    parser.add_argument("--every", type=positive_int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     data = np.random.default_rng(args.seed).normal(3.0, 1.0, args.steps)

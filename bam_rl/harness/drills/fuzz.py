@@ -47,6 +47,7 @@ import numpy as np
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.agents.mppi import GroundTruthMPPI, MPPIAgent
+from bam_rl.harness.cli.common import positive_int
 from bam_rl.harness.runner import check_fit
 from bam_rl.serialization import FORMAT, import_class, read_archive, write_archive
 
@@ -348,7 +349,7 @@ def _class_label(agent: Any) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    parser.add_argument("--cases", type=int, default=200)
+    parser.add_argument("--cases", type=positive_int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--verbose", action="store_true", help="also list the valid mutations")
     parser.add_argument(

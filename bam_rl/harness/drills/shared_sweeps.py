@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bam_rl.harness.cli.common import positive_int
+
 GRID = [
     "run", "--env", "bam_rl/SwitchingBandit-v0", "--agent", "ucb,random,thompson",
     "--steps", "2000", "--seeds", "6", "--no-progress", "--backend", "serial", "--format", "csv",
@@ -55,7 +57,7 @@ def stats(stdout: str) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--repeats", type=positive_int, default=20)
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="shared-sweeps-"))
     serial = root / "serial"

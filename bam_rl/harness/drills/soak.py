@@ -58,6 +58,7 @@ import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.beliefs import BAM, BOCD, BeliefRule
 from bam_rl.families import BetaBinomial
 from bam_rl.harness import make_agent
+from bam_rl.harness.cli.common import positive_int
 
 BANDIT_AGENTS = ("ucb", "thompson", "thompson-forgetting", "thompson-bocd", "thompson-bam", "ucbam")
 #: agents whose per-step cost does not grow with the data seen (the others are judged on
@@ -201,10 +202,10 @@ def soak_bandit(text: str, steps: int, seed: int, check_every: int) -> Outcome:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    parser.add_argument("--stream-steps", type=int, default=1_000_000)
-    parser.add_argument("--bandit-steps", type=int, default=100_000)
-    parser.add_argument("--capacity", type=int, default=256)
-    parser.add_argument("--max-run-length", type=int, default=10_000)
+    parser.add_argument("--stream-steps", type=positive_int, default=1_000_000)
+    parser.add_argument("--bandit-steps", type=positive_int, default=100_000)
+    parser.add_argument("--capacity", type=positive_int, default=256)
+    parser.add_argument("--max-run-length", type=positive_int, default=10_000)
     parser.add_argument(
         "--agents",
         nargs="*",
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         help="agent names, each optionally with options: thompson-bam:capacity=256",
     )
     parser.add_argument("--skip", nargs="*", default=[], choices=["bam", "bocd", "bandits"])
-    parser.add_argument("--check-every", type=int, default=100)
+    parser.add_argument("--check-every", type=positive_int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--time-tolerance", type=float, default=1.5)
     parser.add_argument("--rss-tolerance-mb", type=float, default=50.0)
