@@ -82,7 +82,7 @@ from .planner import (
     mppi_options,
 )
 from .rewards import make_planning_reward
-from .simulator import MujocoEnvDynamics, SimulatorDynamics
+from .simulator import MujocoEnvDynamics, SimulatorDynamics, StepFunctionDynamics
 
 __all__ = [
     "MEMORY_RULES",
@@ -728,12 +728,30 @@ class GroundTruthMPPI(BaseAgent):
     are batched through ``mujoco.rollout``; the planner is the same :class:`MPPI` as
     :class:`MPPIAgent`'s.
 
+    Any other environment is planned with its own equations: a classic-control one's
+    (:mod:`bam_rl.agents.classic_models`), a copy of a MuJoCo one
+    (:class:`~bam_rl.agents.simulator.MujocoEnvDynamics`), or, for an environment it cannot
+    copy (a user's own), the equations the user gives as ``dynamics``
+    (:class:`~bam_rl.agents.simulator.StepFunctionDynamics`), planned from the current
+    observation.
+
     Args:
-        env: The cart-pole environment (``bam_rl/GravityCartPole*-v0``, possibly wrapped).
+        env: The environment (possibly wrapped): the cart-pole (``bam_rl/GravityCartPole*-v0``),
+            ``CartPole-v1``, ``Pendulum-v1``, ``MountainCarContinuous-v0``, any Gymnasium MuJoCo
+            environment, or with ``dynamics`` any environment with a 1-D ``Box`` observation and
+            a 1-D ``Box`` or ``Discrete(n)`` action.
         seed: Seed of :attr:`rng` (the planner's action noise).
         reward: The planning reward: a name in :data:`bam_rl.agents.rewards.REWARDS` reading
-            a 5-D observation, or a callable ``reward(states (K, H, 5), actions (K, H, 1)) ->
-            (K, H)``; ``None`` (default) is ``"cartpole-swingup"``, ``cos θ``.
+            the observation, or a callable ``reward(states (K, H, dx), actions (K, H, du)) ->
+            (K, H)`` (what a user's environment needs); ``None`` (default) is
+            ``"cartpole-swingup"``, ``cos θ``, on a 5-D observation and refused on another.
+        follow_changes: Read the live environment's world before every plan (True) or only
+            here (False); with ``dynamics`` it is the callable's to read the world.
+        dynamics: ``f(observations (K, dx), actions (K, du)) -> next observations (K, dx)``, the
+            environment's equations over ``K`` observations at once (``Discrete`` actions
+            arrive one-hot); called once here on a few copies of a dummy observation (``ValueError``
+            unless it returns finite ``(K, dx)``), and ``H`` times a plan. It replaces the
+            built-in model of any environment. ``None`` (default): the built-in one.
         **planner_options: ``horizon``, ``n_samples``, ``sampling_var``, ``temperature``.
     """
 
@@ -744,15 +762,16 @@ class GroundTruthMPPI(BaseAgent):
         *,
         reward: Any = None,
         follow_changes: bool = True,
+        dynamics: Any = None,
         **planner_options: Any,
     ):
         super().__init__(seed)
         base = getattr(env, "unwrapped", env)
         if not isinstance(follow_changes, (bool, np.bool_)):
             raise ValueError(f"follow_changes must be a bool, got {follow_changes!r}")
-        if not (hasattr(base, "set_gravity") and hasattr(base, "fullpath")):
+        if dynamics is not None or not (hasattr(base, "set_gravity") and hasattr(base, "fullpath")):
             # any other environment: its own equations or a copy of its MuJoCo model
-            self._init_live(env, reward, bool(follow_changes), planner_options)
+            self._init_live(env, reward, bool(follow_changes), planner_options, dynamics)
             return
         path = getattr(base, "fullpath", None)
         frame_skip = getattr(base, "frame_skip", None)
@@ -785,25 +804,41 @@ class GroundTruthMPPI(BaseAgent):
         self.planner.check_planning_memory(self.dynamics)
 
     def _init_live(
-        self, env: gym.Env, reward: Any, follow_changes: bool, planner_options: dict[str, Any]
+        self,
+        env: gym.Env,
+        reward: Any,
+        follow_changes: bool,
+        planner_options: dict[str, Any],
+        step: Any = None,
     ) -> None:
-        """The ground truth of an environment other than the cart-pole: a classic-control
-        one's vectorised equations (:mod:`bam_rl.agents.classic_models`) or a copy of a
-        MuJoCo environment (:class:`~bam_rl.agents.simulator.MujocoEnvDynamics`), read from
-        the live environment before every plan (``follow_changes=True``) or only here."""
-        dynamics: ClassicDynamics | MujocoEnvDynamics | None = classic_model_for(env)
-        if dynamics is None:
-            dynamics = MujocoEnvDynamics(env, follow_changes)  # refuses what it cannot copy
+        """The ground truth of an environment other than the cart-pole: the user's equations
+        ``step`` (:class:`~bam_rl.agents.simulator.StepFunctionDynamics`), else a
+        classic-control one's vectorised equations (:mod:`bam_rl.agents.classic_models`) or a
+        copy of a MuJoCo environment (:class:`~bam_rl.agents.simulator.MujocoEnvDynamics`),
+        read from the live environment before every plan (``follow_changes=True``) or only
+        here."""
+        self._state_dim = _observation_dim(env.observation_space, "env's observation_space")
+        action_dim, n_actions, box = _action_space(env.action_space)
+        dynamics: ClassicDynamics | MujocoEnvDynamics | StepFunctionDynamics | None
+        if step is not None:
+            observations = cast(gym.spaces.Box, env.observation_space)
+            example = np.clip(0.0, observations.low, observations.high).astype(np.float64)
+            action = np.clip(0.0, box.low, box.high).astype(np.float64)
+            if n_actions is not None:  # one-hot, as the planner's samples
+                action = np.eye(n_actions)[0]
+            dynamics = StepFunctionDynamics(step, self._state_dim, action_dim, example, action)
+        else:
+            dynamics = classic_model_for(env)
+            if dynamics is None:
+                dynamics = MujocoEnvDynamics(env, follow_changes)  # refuses what it cannot copy
         self._live_env = env
         self._follow_changes = follow_changes
         self.dynamics = dynamics  # type: ignore[assignment]
-        self._state_dim = _observation_dim(env.observation_space, "env's observation_space")
         if dynamics.state_dim != self._state_dim:
             raise ValueError(
                 f"env's observation has {self._state_dim} entries, its model gives "
                 f"{dynamics.state_dim}"
             )
-        action_dim, n_actions, box = _action_space(env.action_space)
         planning_reward, _ = make_planning_reward(
             _default_reward(reward, self._state_dim), env.observation_space, box
         )
@@ -844,8 +879,9 @@ class GroundTruthMPPI(BaseAgent):
         (``ValueError`` saying how to register it), before any file is written."""
         if self._live:
             raise ValueError(
-                "a GroundTruthMPPI of an environment other than the bam_rl cart-pole reads the "
-                "live environment and cannot be saved (build it again on the environment)"
+                "a GroundTruthMPPI of an environment other than the bam_rl cart-pole (or with "
+                "dynamics=f) reads the live environment or a callable and cannot be saved "
+                "(build it again on the environment)"
             )
         _check_saveable(self.planner)
         return super().save(path)
@@ -875,7 +911,7 @@ class GroundTruthMPPI(BaseAgent):
             dynamics: Any = self.dynamics
             if isinstance(dynamics, MujocoEnvDynamics):
                 dynamics.check_observation(state)
-            elif self._follow_changes:
+            elif isinstance(dynamics, ClassicDynamics) and self._follow_changes:
                 dynamics.read_parameters(self._live_env)
             action = self.planner.plan(state, self.rng, dynamics=dynamics)
             return action if isinstance(action, int) else action.astype(np.float32)

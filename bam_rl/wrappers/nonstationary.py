@@ -15,7 +15,16 @@ from gymnasium import spaces
 from bam_rl import schedules as _schedules
 from bam_rl.schedules import UNITS
 
-from .physics import World, world_of
+from .physics import (
+    ATTR,
+    CLASSIC_CONTROL,
+    CustomWorld,
+    DeclaredWorld,
+    World,
+    declared_parameters,
+    numeric_attributes,
+    world_of,
+)
 
 __all__ = ["NOTIFY", "NonStationary", "make_nonstationary", "schedule_from_spec"]
 
@@ -36,10 +45,34 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
     env = NonStationary(gym.make("InvertedPendulum-v5"), {"gravity": cycle([9.81, 3.72])})
     ```
 
-    ``changes`` maps a parameter of the environment (:func:`bam_rl.wrappers.parameters`:
-    MuJoCo's ``gravity``, ``mass:<body>``, ``friction:<geom>``, ``damping:<joint>`` and the
-    ``*_scale`` factors; classic control's own attributes) to a schedule
-    (:mod:`bam_rl.schedules`). An episode-level schedule takes its value ``t`` at the ``t``-th
+    Any environment, a user's own included (``docs/any_env.md``, "Your own environment"):
+
+    ```python
+    env = NonStationary(
+        PointMass(),
+        {"attr:mass": cycle([1.0, 5.0], every=2), "drag": cycle([0.0, 0.5])},
+        parameters={"drag": (get_drag, set_drag)},  # get(env) -> float, set(env, value)
+    )
+    ```
+
+    ``changes`` maps a parameter of the environment to a schedule (:mod:`bam_rl.schedules`).
+    The parameters:
+
+    * MuJoCo (:mod:`bam_rl.wrappers.physics`): ``gravity``, ``mass:<body>``,
+      ``friction:<geom>``, ``damping:<joint>`` and the factors ``mass_scale``,
+      ``friction_scale``, ``damping_scale``, ``gear_scale``;
+    * classic control: the attributes of :data:`~bam_rl.wrappers.CLASSIC_CONTROL` (``g``,
+      ``masspole``, …; what is derived from them follows);
+    * any environment, a user's own included: ``attr:<name>``, the attribute
+      ``env.unwrapped.<name>`` (a finite ``int`` or ``float``, written as a ``float``), and the
+      names declared in ``parameters``, whose ``(get, set)`` pair reads and writes them.
+
+    :func:`bam_rl.wrappers.parameters` lists the built-in ones (a user's environment, which has
+    none, lists its numeric attributes as ``attr:<name>``). ``attr:<name>`` and declared
+    parameters accept any finite number and behave as the built-in ones: read once here (a
+    missing attribute, or a value that is not a finite number, is a ``ValueError`` naming the
+    parameter), written at every ``reset`` and at the step boundaries of a step-level schedule,
+    reported in ``info``. An episode-level schedule takes its value ``t`` at the ``t``-th
     ``reset``; a step-level one takes value ``t`` just before the ``t``-th step (value 0 at
     the seeded reset), so its changes are flagged at the step where they act. Both counters
     survive ``reset`` (and the vector envs' autoreset); ``reset(seed=s)`` restarts them at 0
@@ -65,20 +98,29 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
         changes: Mapping[str, Any],
         notify: str = "value",
         observe_context: bool = False,
+        parameters: Mapping[str, Any] | None = None,
     ) -> None:
         """Wrap ``env``; nothing is changed on it until the first ``reset``.
 
         Args:
-            env: A MuJoCo or classic-control Gymnasium environment (possibly wrapped).
+            env: Any Gymnasium environment (possibly wrapped). MuJoCo and classic-control ones
+                have built-in parameters; every one has ``attr:<name>`` and declared ones.
             changes: Non-empty map from parameter name to schedule.
             notify: ``"value"``, ``"flag"`` or ``"none"``.
             observe_context: Append the values to the (flat ``Box``) observation.
+            parameters: Parameters declared for anything an attribute cannot reach: a map
+                name → ``(get, set)`` (or :class:`~bam_rl.wrappers.Parameter`), ``get(env)
+                -> float`` and ``set(env, value) -> None`` called on the unwrapped
+                environment. A name must not be a built-in one or start with ``attr:``.
 
         Raises:
-            ValueError: On an unknown parameter (the message lists the environment's), a
-                schedule whose values leave the parameter's accepted range, an object that is
-                not a schedule, an unknown ``notify`` or ``unit``, or ``observe_context`` with a
-                non-flat-``Box`` observation. The environment is left untouched.
+            ValueError: On an unknown parameter (the message lists the environment's and says
+                how to name an attribute), an ``attr:<name>`` the environment lacks or whose
+                value is not a finite number, a declared parameter that is not a pair of
+                callables or whose ``get`` gives no finite number, a schedule whose values leave
+                the parameter's accepted range, an object that is not a schedule, an unknown
+                ``notify`` or ``unit``, or ``observe_context`` with a non-flat-``Box``
+                observation. The environment is left untouched (a declared ``get`` is called).
         """
         if not isinstance(notify, str) or notify not in NOTIFY:
             raise ValueError(f"notify must be one of {NOTIFY}, got {notify!r}")
@@ -88,8 +130,11 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
             raise ValueError(
                 f"changes must be a non-empty dict {{parameter: schedule}}, got {changes!r}"
             )
-        world = world_of(env.unwrapped)
         names = list(changes)
+        world = world_of(env.unwrapped)
+        declared = declared_parameters(parameters, world.ranges)
+        if declared or any(isinstance(n, str) and n.startswith(ATTR) for n in names):
+            world = DeclaredWorld(world, [n for n in names if n not in world.ranges], declared)
         for name in names:
             _check(world, env, name, changes[name])
         base_space = env.observation_space
@@ -100,7 +145,11 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
                 f"observe_context=True needs a flat Box observation space, got {base_space}"
             )
         gymnasium.utils.RecordConstructorArgs.__init__(
-            self, changes=dict(changes), notify=notify, observe_context=bool(observe_context)
+            self,
+            changes=dict(changes),
+            notify=notify,
+            observe_context=bool(observe_context),
+            parameters=None if parameters is None else dict(parameters),
         )
         gymnasium.Wrapper.__init__(self, env)
         self.changes = dict(changes)
@@ -259,11 +308,7 @@ def _bounds(schedule: Any) -> tuple[float, float] | None:
 def _check(world: World, env: gymnasium.Env, name: Any, schedule: Any) -> None:
     ranges = world.ranges
     if name not in ranges:
-        env_name = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
-        raise ValueError(
-            f"changes: unknown parameter {name!r} for {env_name}; its parameters are "
-            f"{sorted(ranges)}"
-        )
+        raise ValueError(_unknown_message(world, env, name))
     if not callable(getattr(schedule, "value", None)):
         raise ValueError(
             f"changes[{name!r}] must be a schedule (an object with value(t, rng), e.g. "
@@ -283,6 +328,28 @@ def _check(world: World, env: gymnasium.Env, name: Any, schedule: Any) -> None:
             f"accepted range of {name}, {accepted} (a finite number"
             f"{' > ' if accepted.open_low else ' >= '}{accepted.low:g})"
         )
+
+
+def _unknown_message(world: World, env: gymnasium.Env, name: Any) -> str:
+    """Why ``name`` is no parameter of ``env``: what it has, and how to name others."""
+    env_name = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+    others = (
+        "any attribute of env.unwrapped is a parameter as 'attr:<name>', anything else a "
+        "(get, set) pair declared with parameters={name: (get, set)}"
+    )
+    if isinstance(getattr(world, "base", world), CustomWorld):
+        attributes = [ATTR + a for a in numeric_attributes(env.unwrapped)]
+        declared = sorted(n for n in world.ranges if not n.startswith(ATTR))
+        return (
+            f"changes: unknown parameter {name!r} for {env_name}, which has no built-in "
+            f"parameters (env must be a MuJoCo environment (with model and data) or one of the "
+            f"classic-control environments {sorted(CLASSIC_CONTROL)} for those); {others}. "
+            f"Available: {attributes + declared}"
+        )
+    return (
+        f"changes: unknown parameter {name!r} for {env_name}; its parameters are "
+        f"{sorted(n for n in world.ranges if not n.startswith(ATTR))}; {others}"
+    )
 
 
 def _checked(world: World, name: str, value: Any) -> float:

@@ -12,19 +12,50 @@ A *world* reads and writes the parameters of one unwrapped environment:
   bam-rl's cart-pole changes gravity through its own ``set_gravity``.
 * :class:`AttributeWorld` (Gymnasium's classic control): the environment's own attributes,
   :data:`CLASSIC_CONTROL`.
+* :class:`CustomWorld` (any other environment, a user's own included): no built-in
+  parameters.
+
+On every environment, :class:`DeclaredWorld` adds the parameters a user names or declares:
+
+* ``attr:<name>``: the attribute ``<name>`` of the unwrapped environment, read with
+  ``getattr`` and written with ``setattr`` (as a Python ``float``); its value must be a finite
+  real number (an ``int`` or a ``float``, not a ``bool``). :func:`numeric_attributes` lists the
+  candidates.
+* a :class:`Parameter` ``(get, set)`` pair for anything else: ``get(env) -> float`` reads it,
+  ``set(env, value)`` writes it (``env`` the unwrapped environment).
+
+Both accept any finite number (the environment decides what it accepts).
 """
 
 from __future__ import annotations
 
+import inspect
 import math
+import numbers
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import mujoco
 import numpy as np
 
-__all__ = ["CLASSIC_CONTROL", "AttributeWorld", "MujocoWorld", "Range", "World", "world_of"]
+__all__ = [
+    "ATTR",
+    "CLASSIC_CONTROL",
+    "AttributeWorld",
+    "CustomWorld",
+    "DeclaredWorld",
+    "MujocoWorld",
+    "Parameter",
+    "Range",
+    "World",
+    "declared_parameters",
+    "numeric_attributes",
+    "world_of",
+]
+
+#: Prefix of a parameter naming an attribute of the unwrapped environment: ``attr:<name>``.
+ATTR = "attr:"
 
 
 @dataclass(frozen=True)
@@ -51,6 +82,51 @@ class Range:
 
 POSITIVE = Range(0.0, math.inf, open_low=True)
 NONNEGATIVE = Range(0.0, math.inf)
+#: Any finite number: the range of ``attr:<name>`` and declared parameters.
+ANY = Range(-math.inf, math.inf)
+
+
+class Parameter(NamedTuple):
+    """A parameter the user declares, :class:`~bam_rl.wrappers.NonStationary`'s
+    ``parameters={name: Parameter(get, set)}`` (a plain ``(get, set)`` tuple works alike).
+
+    Attributes:
+        get: ``get(env) -> float``, the parameter's value in the unwrapped environment ``env``
+            (a finite real number).
+        set: ``set(env, value) -> None``, writes ``value`` (a ``float``) into ``env``.
+    """
+
+    get: Callable[[Any], Any]
+    set: Callable[[Any, float], Any]
+
+
+def _finite_number(value: Any) -> float | None:
+    """``value`` as a float when it is a finite real number (not a bool), else ``None``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def numeric_attributes(env: Any) -> list[str]:
+    """The public attributes of ``env`` (instance or class data, not properties or methods)
+    whose value is a finite ``int`` or ``float`` (not a ``bool``), sorted: the candidates for
+    ``attr:<name>``. Properties are not evaluated (an ``attr:`` parameter may still name one)."""
+    names = set(vars(env)) if hasattr(env, "__dict__") else set()
+    for klass in type(env).__mro__:
+        names.update(vars(klass))
+    found = []
+    for name in sorted(names):
+        if name.startswith("_"):
+            continue
+        try:
+            value = inspect.getattr_static(env, name)
+        except AttributeError:
+            continue
+        if _finite_number(value) is not None:
+            found.append(name)
+    return found
+
 
 #: Classic-control parameters: class name → {attribute: accepted range}. Only attributes the
 #: dynamics read (Acrobot's ``LINK_LENGTH_2`` is drawn but never enters the dynamics).
@@ -81,6 +157,8 @@ CLASSIC_CONTROL: dict[str, dict[str, Range]] = {
 class World:
     """Reads and writes the parameters of one unwrapped environment."""
 
+    #: the unwrapped environment
+    env: Any
     #: name → accepted range, for every parameter of this environment
     ranges: dict[str, Range]
 
@@ -116,6 +194,26 @@ class AttributeWorld(World):
         if self._cartpole:  # the derived constants its step reads
             env.total_mass = env.masspole + env.masscart
             env.polemass_length = env.masspole * env.length
+
+    def planning_copy(self) -> Any:
+        import copy
+
+        return copy.deepcopy(self.env)
+
+
+class CustomWorld(World):
+    """Any other environment (a user's own): no built-in parameters, only ``attr:<name>`` and
+    declared ones (:class:`DeclaredWorld`)."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.ranges = {}
+
+    def current(self, name: str) -> float:
+        raise KeyError(name)
+
+    def apply(self, values: Mapping[str, float], names: Iterable[str], reset: bool) -> None:
+        return None
 
     def planning_copy(self) -> Any:
         import copy
@@ -257,11 +355,9 @@ class MujocoWorld(World):
 
 
 def world_of(env: Any) -> World:
-    """The :class:`World` of an unwrapped environment.
-
-    Raises:
-        ValueError: If the environment is neither MuJoCo-based nor in :data:`CLASSIC_CONTROL`.
-    """
+    """The :class:`World` of an unwrapped environment: a :class:`MujocoWorld`, an
+    :class:`AttributeWorld` (:data:`CLASSIC_CONTROL`) or, for any other, a :class:`CustomWorld`
+    without built-in parameters."""
     if isinstance(getattr(env, "model", None), mujoco.MjModel) and isinstance(
         getattr(env, "data", None), mujoco.MjData
     ):
@@ -269,7 +365,135 @@ def world_of(env: Any) -> World:
     name = type(env).__name__
     if name in CLASSIC_CONTROL:
         return AttributeWorld(env, CLASSIC_CONTROL[name])
-    raise ValueError(
-        f"env must be a MuJoCo environment (with model and data) or one of the classic-control "
-        f"environments {sorted(CLASSIC_CONTROL)}, got {name}"
-    )
+    return CustomWorld(env)
+
+
+def declared_parameters(parameters: Any, builtin: Iterable[str]) -> dict[str, Parameter]:
+    """``parameters`` (``None`` or a map name → ``(get, set)``), each as a :class:`Parameter`.
+
+    Raises:
+        ValueError: Unless each name is a non-empty ``str``, neither a built-in parameter
+            (``builtin``) nor an ``attr:<name>``, and each value a pair of callables.
+    """
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, Mapping):
+        raise ValueError(
+            f"parameters must be a dict {{name: (get, set)}}, get(env) -> float and "
+            f"set(env, value) -> None, got {parameters!r}"
+        )
+    builtin = set(builtin)
+    declared: dict[str, Parameter] = {}
+    for name, pair in parameters.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"parameters: a name must be a non-empty str, got {name!r}")
+        if name in builtin or name.startswith(ATTR):
+            raise ValueError(
+                f"parameters: {name!r} is already a parameter of the environment "
+                f"({'an attribute' if name.startswith(ATTR) else 'a built-in one'}); give the "
+                f"declared one another name"
+            )
+        if not (
+            isinstance(pair, (tuple, list))
+            and len(pair) == 2
+            and callable(pair[0])
+            and callable(pair[1])
+        ):
+            raise ValueError(
+                f"parameters[{name!r}] must be a (get, set) pair of callables, get(env) -> float "
+                f"and set(env, value) -> None (bam_rl.wrappers.Parameter), got {pair!r}"
+            )
+        declared[name] = Parameter(pair[0], pair[1])
+    return declared
+
+
+class DeclaredWorld(World):
+    """A world with the ``attr:<name>`` parameters of ``names`` and the ``declared`` ones added
+    (the others are ``base``'s): each is read once here, so a missing attribute or a value that
+    is not a finite number is a ``ValueError`` naming the parameter.
+
+    Args:
+        base: The environment's own world (:func:`world_of`).
+        names: The parameters to change (those starting with ``attr:`` are added).
+        declared: User-declared parameters (:func:`declared_parameters`).
+    """
+
+    def __init__(
+        self, base: World, names: Iterable[Any], declared: Mapping[str, Parameter]
+    ) -> None:
+        self.base = base
+        self.env = env = base.env
+        own: dict[str, Parameter] = dict(declared)
+        self._attributes: set[str] = set()
+        for name in names:
+            if isinstance(name, str) and name.startswith(ATTR) and name not in own:
+                attribute = name[len(ATTR) :]
+                if not attribute or not hasattr(env, attribute):
+                    raise ValueError(
+                        f"changes: parameter {name!r}: {type(env).__name__} has no attribute "
+                        f"{attribute!r}; its numeric attributes are "
+                        f"{[ATTR + a for a in numeric_attributes(env)]}"
+                    )
+                own[name] = Parameter(_AttributeGetter(attribute), _AttributeSetter(attribute))
+                self._attributes.add(name)
+        self._own = own
+        self.ranges = {**base.ranges, **dict.fromkeys(own, ANY)}
+        for name in own:
+            self.current(name)
+
+    def current(self, name: str) -> float:
+        parameter = self._own.get(name)
+        if parameter is None:
+            return self.base.current(name)
+        attribute = name in self._attributes
+        try:
+            value = parameter.get(self.env)
+        except Exception as error:  # a user's callable (or property): a refused parameter
+            where = f"reading {name!r}" if attribute else f"parameters[{name!r}]: get(env)"
+            raise ValueError(f"{where} raised {type(error).__name__}: {error}") from error
+        number = _finite_number(value)
+        if number is None:
+            shown = f"{value!r} ({type(value).__name__}), not a finite number"
+            if attribute:
+                raise ValueError(
+                    f"changes: parameter {name!r}: {type(self.env).__name__}."
+                    f"{name[len(ATTR) :]} is {shown} (an int or a float, not a bool)"
+                )
+            raise ValueError(f"parameters[{name!r}]: get(env) returned {shown}")
+        return number
+
+    def apply(self, values: Mapping[str, float], names: Iterable[str], reset: bool) -> None:
+        own = self._own
+        targets = list(values if reset else names)
+        if any(name not in own for name in targets):
+            base_values = {name: v for name, v in values.items() if name not in own}
+            base_names = [name for name in targets if name not in own]
+            self.base.apply(base_values, base_names, reset)
+        env = self.env
+        for name in targets:
+            parameter = own.get(name)
+            if parameter is not None:
+                parameter.set(env, values[name])
+
+    def planning_copy(self) -> Any:
+        return self.base.planning_copy()
+
+
+class _AttributeGetter:
+    """``getattr(env, name)``, by name (a named object rather than a closure: it pickles)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, env: Any) -> Any:
+        return getattr(env, self.name)
+
+
+class _AttributeSetter:
+    """``setattr(env, name, value)``, by name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, env: Any, value: float) -> None:
+        setattr(env, self.name, value)
