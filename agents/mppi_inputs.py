@@ -165,8 +165,10 @@ def _default_reward(reward: Any, state_dim: int) -> Any:
         f"reward must be given for a {state_dim}-D observation (the default, "
         f"'cartpole-swingup', reads the cart-pole's 5-D one): a name of "
         f"bam_rl.agents.rewards.REWARDS or a callable reward(states (K, H, dx), "
-        f"actions (K, H, du)) -> (K, H); on the command line, --agent-kwargs "
-        f"'{{\"reward\": ...}}'"
+        f"actions (K, H, du)) -> (K, H). On the command line, a registered name: "
+        f'--agent-kwargs \'{{"reward": "NAME"}}\'; a reward of your own: register it '
+        f"with bam_rl.agents.rewards.register_reward in a module MODULE.py and pass "
+        f"`bam-rl run --import MODULE`"
     )
 
 

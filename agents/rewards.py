@@ -199,8 +199,9 @@ def _half_cheetah(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
     return states[..., 8] - 0.1 * np.square(actions).sum(axis=-1)
 
 
-#: The registry: name → :class:`PlanningReward`.
 REWARDS: dict[str, PlanningReward] = {}
+"""The registry: name → :class:`PlanningReward` (the names in the table above, and any
+:func:`register_reward` adds)."""
 
 
 def register_reward(
@@ -258,7 +259,11 @@ def register_reward(
 def get_reward(name: Any) -> PlanningReward:
     """The registry entry ``name``, or ``ValueError`` listing the registered names."""
     if not isinstance(name, str) or name not in REWARDS:
-        raise ValueError(f"reward must be one of {sorted(REWARDS)} or a callable, got {name!r}")
+        raise ValueError(
+            f"reward must be one of {sorted(REWARDS)} or a callable, got {name!r} (a reward "
+            "of your own: bam_rl.agents.rewards.register_reward(name, fn, obs_dim=...); for "
+            "`bam-rl run`, in a module named by --import MODULE)"
+        )
     return REWARDS[name]
 
 

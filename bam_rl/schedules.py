@@ -351,11 +351,19 @@ def _clipped_start(start: Any, low: Any, high: Any) -> tuple[float, float, float
     return lo, hi, check_real("start", start, lower=lo, upper=hi)
 
 
-#: The lower-case names build the same objects: each is its class (one constructor, the same
-#: arguments), kept so that specs and call sites read ``cycle([9.81, 3.72], every=100)``.
+# The lower-case names build the same objects: each is its class (one constructor, the same
+# arguments), kept so that specs and call sites read ``cycle([9.81, 3.72], every=100)``.
 piecewise = Piecewise
+"""The class :class:`Piecewise` under its lower-case name: ``piecewise({0: a, 50: b})``."""
 cycle = Cycle
+"""The class :class:`Cycle` under its lower-case name: ``cycle([a, b, c], every=k)``."""
 markov = Markov
+"""The class :class:`Markov` under its lower-case name: ``markov([a, b], p_switch)``."""
 random_walk = RandomWalk
+"""The class :class:`RandomWalk` under its lower-case name:
+``random_walk(start, std, low, high)``."""
 drift = Drift
+"""The class :class:`Drift` under its lower-case name: ``drift(start, rate, low, high)``."""
 sinusoid = Sinusoid
+"""The class :class:`Sinusoid` under its lower-case name:
+``sinusoid(mean, amplitude, period, phase)``."""

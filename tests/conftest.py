@@ -28,7 +28,7 @@ def mnist_folder_or_reason():
     provide the files."""
     from pathlib import Path
 
-    from bam_rl.datasets import MNIST_ENV, MNIST_FILES, find_mnist_file
+    from bam_rl.datasets import MNIST_ENV, MNIST_FILES, MNIST_MIRRORS, find_mnist_file
 
     given = os.environ.get(MNIST_ENV)
     folder = _shared_mnist_folder() if not given else Path(given)
@@ -37,11 +37,16 @@ def mnist_folder_or_reason():
             find_mnist_file(folder, role)
     except FileNotFoundError:
         names = ", ".join(f"{spec.name}.gz" for spec in MNIST_FILES.values())
-        where = f"${MNIST_ENV} = {folder}" if given else f"the shared data folder {folder}"
+        missing = (
+            f"the four MNIST files ({names}) are not in ${MNIST_ENV} = {folder}"
+            if given
+            else f"{MNIST_ENV} is not set and the shared data folder {folder} (a workspace's, "
+            f"beside the repository) does not hold the four MNIST files ({names})"
+        )
         return None, (
-            f"the MNIST files are not in {where}: set {MNIST_ENV} to a folder holding "
-            f"{names}{'' if given else ','} or put them in {_shared_mnist_folder()} "
-            f"(`bam-rl reproduce mnist --data DIR --download` fetches them where online)"
+            f"{missing}: download them from {MNIST_MIRRORS[0]} into a folder and set "
+            f"{MNIST_ENV} to it (or let `bam-rl reproduce mnist --data DIR --download` fetch "
+            "them)"
         )
     return folder, None
 

@@ -186,3 +186,32 @@ def test_sphinx_roles_become_links_or_code():
     assert "<code>a</code>" in text
     assert '"bam_rl.checks.check_int" optional><code>bam_rl.checks.check_int()</code>' in text
     assert "```\n:class:`Kept`\n```" in text  # fenced code is left alone
+
+
+def test_rest_simple_tables_become_markdown_tables():
+    """The griffe extension writes a docstring's reST simple table (``bam_rl.schedules``,
+    ``bam_rl.agents.rewards``) as a Markdown table; other text is left alone (issue 49)."""
+    _spec = importlib.util.spec_from_file_location("sphinx_roles", DOCS / "_ext/sphinx_roles.py")
+    roles = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(roles)
+    text = (
+        "Intro.\n\n"
+        "======  ==========\n"
+        "name    what\n"
+        "======  ==========\n"
+        "``a``   first | one\n"
+        "``b``   second,\n"
+        "        wrapped\n"
+        "======  ==========\n\n"
+        "After.\n\nA heading\n=========\n"
+    )
+    assert roles.simple_tables_to_markdown(text) == (
+        "Intro.\n\n"
+        "| name | what |\n"
+        "| --- | --- |\n"
+        "| ``a`` | first \\| one |\n"
+        "| ``b`` | second, wrapped |\n\n"
+        "After.\n\nA heading\n=========\n"
+    )
+    unclosed = "======  ====\nx       y\n======  ====\n"  # two borders only: not a table
+    assert roles.simple_tables_to_markdown(unclosed) == unclosed

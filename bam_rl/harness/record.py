@@ -230,9 +230,10 @@ def _watch_class() -> Any:
                 self.rewards.append(float(result[1]))
             self.keep()
             if (result[2] or result[3]) and self.progress is not None:
+                # the trial's 0-based index, as the result's "trial" and trials.csv have it
                 self.progress(
-                    f"{self.name}: trial {self.episode + 1}/{self.trial + 1} "
-                    f"({_world_text(self.env, result[4])}) "
+                    f"{self.name}: trial {self.episode} (0-based; {self.episode + 1} of "
+                    f"{self.trial + 1} replayed), {_world_text(self.env, result[4])}, "
                     f"{time.perf_counter() - self.started:.1f} s"
                 )
             return result

@@ -17,6 +17,7 @@ and Ray workers.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -610,10 +611,19 @@ def check_agent_name(name: Any) -> str:
 
 
 def check_env_id(env_id: Any) -> str:
-    """Returns ``env_id`` if Gymnasium knows it, else raises ``ValueError`` listing ours."""
+    """Returns ``env_id`` if Gymnasium knows it, else raises ``ValueError`` naming the closest
+    registered ids and listing every ``bam_rl/`` one (the recurring worlds and
+    ``NonStationary-v0`` included)."""
     if not isinstance(env_id, str) or env_id not in gym.registry:
+        ours = [key for key in gym.registry if key.startswith("bam_rl/")]
+        hint = ""
+        if isinstance(env_id, str):
+            by_lower = {key.lower(): key for key in gym.registry}
+            close = difflib.get_close_matches(env_id.lower(), list(by_lower), n=3, cutoff=0.6)
+            if close:
+                hint = f" (did you mean {' or '.join(by_lower[key] for key in close)}?)"
         raise ValueError(
-            f"unknown environment {env_id!r}; accepted environments: {', '.join(ENV_IDS)} "
+            f"unknown environment {env_id!r}{hint}; accepted environments: {', '.join(ours)} "
             "(or any other registered Gymnasium id)"
         )
     return env_id

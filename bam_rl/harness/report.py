@@ -283,6 +283,18 @@ def _results(folder: Path) -> list[Path]:
     ]
 
 
+def _run_files(directory: Path) -> list[Path]:
+    """The run files of a ``bam-rl run --out`` folder in ``directory`` (a ``.parquet`` or
+    ``.csv`` file beside its record ``<file>.json``); ``[]`` for any other folder."""
+    return sorted(
+        path
+        for path in directory.iterdir()
+        if path.suffix in (".parquet", ".csv")
+        and not path.name.startswith(".")
+        and path.with_name(path.name + ".json").is_file()
+    )
+
+
 def collect(
     directory: str | os.PathLike[str], report_problem: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
@@ -303,6 +315,16 @@ def collect(
     report = report_problem or (lambda line: warnings.warn(line, stacklevel=3))
     present = [name for name in REPRODUCTIONS if (directory / name).is_dir()]
     if not present:
+        runs = _run_files(directory)
+        if runs:
+            raise ValueError(
+                f"{str(directory)!r} is a `bam-rl run` folder ({len(runs)} run file(s)), not "
+                "the output of `bam-rl reproduce EXPERIMENT --out DIR`, which report reads. "
+                "For its summary table, run the same `bam-rl run` command again (it loads "
+                "the finished runs and computes nothing); to plot it, load the files with "
+                "pandas, e.g. pd.concat(map(pd.read_parquet, sorted(Path(DIR).glob("
+                "'*.parquet')))) (docs/sweeps.md, 'Load and plot your runs')"
+            )
         inside = sorted(p.name for p in directory.iterdir() if p.name in REPRODUCTIONS)
         hint = (
             " (it looks like one experiment's folder: give its parent)"

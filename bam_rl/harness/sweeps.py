@@ -43,9 +43,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import importlib
 import json
 import os
 import re
+import sys
 import threading
 import time
 import warnings
@@ -385,9 +387,33 @@ def execute_run(spec: RunSpec) -> pd.DataFrame:
     return frame
 
 
-def _run_indexed(index: int, spec: RunSpec, parent: int | None = None) -> tuple[int, pd.DataFrame]:
+def _import_modules(modules: Sequence[str], path: Sequence[str] = ()) -> None:
+    """Imports ``modules`` (dotted names, in order), with the entries of ``path`` that
+    ``sys.path`` lacks appended to it first.
+
+    Raises:
+        ValueError: For a name that is not a non-empty string.
+        ImportError: (or whatever the module raises) when one cannot be imported.
+    """
+    for entry in path:
+        if entry not in sys.path:
+            sys.path.append(entry)
+    for module in modules:
+        if not isinstance(module, str) or not module:
+            raise ValueError(f"module names must be non-empty strings, got {module!r}")
+        importlib.import_module(module)
+
+
+def _run_indexed(
+    index: int,
+    spec: RunSpec,
+    parent: int | None = None,
+    imports: Sequence[str] = (),
+    path: Sequence[str] = (),
+) -> tuple[int, pd.DataFrame]:
     if parent is not None:
         _exit_with_parent(parent)
+    _import_modules(imports, path)  # a worker knows only what bam_rl registers
     return index, execute_run(spec)
 
 
@@ -603,6 +629,7 @@ def run_many(
     out_dir: str | os.PathLike[str] | None = None,
     progress: bool = True,
     fmt: str = "parquet",
+    imports: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Executes a grid of runs and returns all their rows, sorted by method, config, seed, step.
 
@@ -632,6 +659,12 @@ def run_many(
         out_dir: Directory of the per-run files, or ``None`` to keep results in memory only.
         progress: Show a tqdm progress bar over runs.
         fmt: ``"parquet"`` (falls back to CSV with a warning if pyarrow is missing) or ``"csv"``.
+        imports: Modules (dotted names) to import in this process and, before their first
+            run, in every worker: ones that register planning rewards
+            (:func:`~bam_rl.agents.rewards.register_reward`) or environments the runs name.
+            loky and Ray workers are fresh processes that know only what ``bam_rl``
+            registers; they search this process's ``sys.path`` too (on a Ray cluster the
+            module must be importable on every node).
 
     Returns:
         The concatenated rollout frames (see :func:`~bam_rl.harness.rollout`, plus
@@ -643,6 +676,7 @@ def run_many(
         OSError: When a run file cannot be written (a full disk: the message names the file;
             the folder keeps only whole runs, and a rerun completes the rest), or when
             something else sits where a claim belongs (:class:`~bam_rl.harness.claims.ClaimError`).
+        ImportError: When a module of ``imports`` cannot be imported (or whatever it raises).
     """
     from tqdm.auto import tqdm
 
@@ -650,6 +684,10 @@ def run_many(
         raise ValueError(f"unknown backend {backend!r}; accepted backends: {', '.join(BACKENDS)}")
     n_jobs = check_jobs(n_jobs)
     fmt = _resolve_format(fmt)
+    if isinstance(imports, str):
+        imports = [imports]
+    imports = tuple(imports)
+    _import_modules(imports)
     specs = _check_grid(grid)
     directory = None if out_dir is None else Path(out_dir)
     if directory is not None:
@@ -714,7 +752,7 @@ def run_many(
         with tqdm(
             total=len(specs), initial=len(specs) - len(todo), desc="runs", disable=not progress
         ) as bar:
-            for index, frame in _execute(backend, n_jobs, claimed(todo)):
+            for index, frame in _execute(backend, n_jobs, claimed(todo), imports):
                 finished(index, frame)
                 bar.update(1)
             # runs other processes held: wait for their files, or take over a dead holder's
@@ -804,10 +842,12 @@ def shard(grid: Iterable[RunSpec], index: int, count: int) -> list[RunSpec]:
 
 
 def _execute(
-    backend: str, n_jobs: int, jobs: Iterable[tuple[int, RunSpec]]
+    backend: str, n_jobs: int, jobs: Iterable[tuple[int, RunSpec]], imports: Sequence[str] = ()
 ) -> Iterable[tuple[int, pd.DataFrame]]:
     """Yields ``(index, frame)`` as runs finish; ``jobs`` is consumed as workers free up
-    (serial and loky), so runs are claimed only when they are about to start."""
+    (serial and loky), so runs are claimed only when they are about to start. Workers import
+    ``imports`` first (this process did, in :func:`run_many`)."""
+    path = tuple(sys.path) if imports else ()
     if backend == "serial":
         for index, spec in jobs:
             yield index, execute_run(spec)
@@ -820,13 +860,18 @@ def _execute(
         order = "generator_unordered" if version >= (1, 4) else "generator"
         parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as=order)
         parent = os.getpid()
-        yield from parallel(delayed(_run_indexed)(index, spec, parent) for index, spec in jobs)
+        yield from parallel(
+            delayed(_run_indexed)(index, spec, parent, imports, path) for index, spec in jobs
+        )
     else:
-        yield from _execute_ray(n_jobs, jobs)
+        yield from _execute_ray(n_jobs, jobs, imports, path)
 
 
 def _execute_ray(
-    n_jobs: int, jobs: Iterable[tuple[int, RunSpec]]
+    n_jobs: int,
+    jobs: Iterable[tuple[int, RunSpec]],
+    imports: Sequence[str] = (),
+    path: Sequence[str] = (),
 ) -> Iterable[tuple[int, pd.DataFrame]]:
     try:
         import ray
@@ -845,7 +890,7 @@ def _execute_ray(
                 log_to_driver=False,
             )
     remote = ray.remote(_run_indexed)
-    pending = [remote.remote(index, spec) for index, spec in jobs]
+    pending = [remote.remote(index, spec, None, imports, path) for index, spec in jobs]
     while pending:
         done, pending = ray.wait(pending, num_returns=1)
         for ref in done:

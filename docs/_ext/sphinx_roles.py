@@ -15,6 +15,10 @@ the package. A ``~`` prefix shows only the last component; ``!`` never links; ``
 sets the text; ``:func:``/``:meth:`` show trailing ``()`` as Sphinx does. The Python sources are
 not edited. Wired up in ``mkdocs.yml`` (``plugins: mkdocstrings: handlers: python: options:
 extensions``); checked by ``scripts/check_docs_site.py`` and ``tests/test_docs.py``.
+
+It also turns reST *simple tables* (columns under ``====  ====`` borders, as in the docstrings of
+``bam_rl.schedules`` and ``bam_rl.agents.rewards``) into Markdown tables
+(:func:`simple_tables_to_markdown`), which Markdown would otherwise print as one paragraph.
 """
 
 from __future__ import annotations
@@ -33,6 +37,62 @@ ROLE = re.compile(
 """A Sphinx role, e.g. ``:class:`~bam_rl.agents.BaseAgent```, optionally ``:py:``-prefixed."""
 
 CALLABLE_ROLES = {"func", "meth"}
+
+BORDER = re.compile(r"^[ \t]*=+(?: {2,}=+)+[ \t]*$")
+"""A border line of a reST simple table: two or more runs of ``=`` two spaces apart."""
+
+
+def _cells(line: str, starts: list[int]) -> list[str]:
+    """The cells of a table line: its text under each column (the last one to the end)."""
+    bounds = [*starts[1:], max(len(line), starts[-1])]
+    return [line[a:b].strip() for a, b in zip(starts, bounds, strict=True)]
+
+
+def _rows(block: list[str], starts: list[int]) -> list[list[str]]:
+    """The rows of a block of table lines; a line whose first cell is empty continues the row
+    above."""
+    merged: list[list[str]] = []
+    for line in block:
+        row = _cells(line, starts)
+        if merged and not row[0]:
+            merged[-1] = [f"{a} {b}".strip() for a, b in zip(merged[-1], row, strict=True)]
+        else:
+            merged.append(row)
+    return merged
+
+
+def _markdown_row(row: list[str]) -> str:
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
+
+
+def simple_tables_to_markdown(text: str) -> str:
+    """``text`` with each reST simple table (a border, header rows, the same border, body rows,
+    the same border; no blank line inside) written as a Markdown table. A body row whose first
+    column is empty continues the row above. Anything else is left as it is."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        border = lines[i]
+        ends = [j for j in range(i + 1, len(lines)) if lines[j] == border][:2]
+        if not BORDER.match(border) or len(ends) < 2:
+            out.append(border)
+            i += 1
+            continue
+        middle, last = ends
+        if middle == i + 1 or any(not line.strip() for line in lines[i + 1 : last]):
+            out.append(border)
+            i += 1
+            continue
+        starts = [m.start() for m in re.finditer(r"=+", border)]
+        header_rows = _rows(lines[i + 1 : middle], starts)
+        header = [" ".join(column).strip() for column in zip(*header_rows, strict=True)]
+        indent = border[: len(border) - len(border.lstrip())]
+        table = [_markdown_row(header), "|" + " --- |" * len(starts)]
+        table += [_markdown_row(row) for row in _rows(lines[middle + 1 : last], starts)]
+        out.extend(indent + line for line in table)
+        i = last + 1
+    return "\n".join(out)
 
 
 def _objects(obj: griffe.Object) -> list[griffe.Object]:
@@ -61,6 +121,8 @@ class SphinxRoles(griffe.Extension):
         for obj in objects:
             if obj.docstring is not None and ROLE.search(obj.docstring.value):
                 obj.docstring.value = self.rewrite(obj.docstring.value, obj, loader, by_name)
+            if obj.docstring is not None and "==" in obj.docstring.value:
+                obj.docstring.value = simple_tables_to_markdown(obj.docstring.value)
 
     # --- rewriting ------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """The MNIST reader: IDX parsing, gzip or not, md5 of the decompressed bytes, clear errors.
 
 Files built here live in ``tmp_path``; the real MNIST files are read in place from
-``../shared/data/mnist`` (relative to the repository root) and never copied into the repo.
+``$BAM_RL_MNIST``, else ``../shared/data/mnist`` (relative to the repository root), and never
+copied into the repo; the tests that need them skip without, saying how to get them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pytest
 from bam_rl.datasets import (
     MNIST_ENV,
     MNIST_FILES,
+    MNIST_MIRRORS,
     download_mnist,
     find_mnist_file,
     load_mnist,
@@ -31,10 +33,20 @@ from bam_rl.datasets import (
     read_idx,
 )
 
-MNIST_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mnist"
+#: The real MNIST files: ``$BAM_RL_MNIST`` when set, else a workspace's shared data folder
+#: beside the repository (``../shared/data/mnist``; a clone of its own has none).
+MNIST_DIR = Path(
+    os.environ.get(MNIST_ENV)
+    or Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mnist"
+)
+_GZ_NAMES = ", ".join(f"{spec.name}.gz" for spec in MNIST_FILES.values())
 needs_mnist = pytest.mark.skipif(
     not all((MNIST_DIR / f"{spec.name}.gz").is_file() for spec in MNIST_FILES.values()),
-    reason=f"the MNIST files are not in {MNIST_DIR} (see its README)",
+    reason=(
+        f"the four MNIST files ({_GZ_NAMES}) are not in {MNIST_DIR}: download them from "
+        f"{MNIST_MIRRORS[0]} into a folder and set {MNIST_ENV} to it (or let `bam-rl "
+        f"reproduce mnist --data DIR --download` fetch them)"
+    ),
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from bam_rl.datasets import MNIST_ENV, MNIST_FILES
+from bam_rl.datasets import MNIST_ENV, MNIST_FILES, MNIST_MIRRORS
 
 CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
 
@@ -25,6 +25,7 @@ def test_bam_rl_mnist_names_the_folder(tmp_path, monkeypatch):
     assert folder is None
     assert f"${MNIST_ENV} = {tmp_path}" in reason and f"set {MNIST_ENV}" in reason
     assert "train-images-idx3-ubyte.gz" in reason and "--download" in reason
+    assert f"download them from {MNIST_MIRRORS[0]}" in reason  # where a user gets them
     for spec in MNIST_FILES.values():  # the four files there: the tests read that folder
         (tmp_path / f"{spec.name}.gz").write_bytes(b"")
     assert conftest.mnist_folder_or_reason() == (tmp_path, None)
@@ -41,3 +42,8 @@ def test_without_the_variable_the_shared_data_folder_is_used(monkeypatch):
         assert f"the shared data folder {shared}" in reason and MNIST_ENV in reason
     else:
         assert folder == shared
+    # a clone without the shared folder: the message says where to download the files
+    monkeypatch.setattr(conftest, "_shared_mnist_folder", lambda: Path("/nonexistent/mnist"))
+    folder, reason = conftest.mnist_folder_or_reason()
+    assert folder is None and f"{MNIST_ENV} is not set" in reason
+    assert f"download them from {MNIST_MIRRORS[0]}" in reason and f"set {MNIST_ENV}" in reason

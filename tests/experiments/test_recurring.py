@@ -247,3 +247,71 @@ def test_overview_draws_dots_names_the_highlighted_and_has_no_legend_in_the_axes
         assert all(line.get_linestyle() == "None" for line in axis.lines if line.get_gid())
     texts = {t.get_text() for t in figure.axes[1].texts}
     assert {R.LABELS["bam_segments"], R.LABELS["recursive"]} <= texts
+
+
+def test_overview_dots_on_the_reference_lines_are_drawn_whole_inside_the_axis():
+    """Issue 49: CartPole's dots at exactly 0.70 sat at the axis' edge; dots on the reference
+    lines and at the extremes are drawn whole, clear of the edges."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bam_rl.harness.experiments import recurring as R
+
+    methods = ["bam_segments", "bam", "recursive"]
+    for values in ({"Pendulum": 1.0, "CartPole": 0.7}, {"Pendulum": 1.6, "CartPole": -2.0}):
+        visits = pd.DataFrame(
+            [
+                {"env": env, "setting": setting, "method": method, "revisit": True, "first": v}
+                for env, v in values.items()
+                for setting in ("episodic", "continual")
+                for method in methods
+            ]
+        )
+        figure = R.plot_overview(visits)
+        for axis in figure.axes[:2]:
+            bottom, top = axis.get_window_extent().y0, axis.get_window_extent().y1
+            for line in axis.lines:
+                if not line.get_gid():
+                    continue  # the reference lines
+                radius = line.get_markersize() / 2 * figure.dpi / 72  # points -> pixels
+                heights = axis.transData.transform(np.asarray(line.get_xydata()))[:, 1]
+                # whole, with a visible gap: 5 % of the axis height between dot and edge
+                gap = 0.05 * (top - bottom)
+                assert (heights - radius - gap >= bottom).all()
+                assert (heights + radius + gap <= top).all()
+        plt.close(figure)
+
+
+def test_per_environment_figures_tick_whole_trials():
+    """Issue 49: the trial axis had ticks at half trials (0.5, 1.5, …)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bam_rl.harness.experiments import recurring as R
+
+    trials = pd.DataFrame(
+        [
+            {
+                "env": "CartPole",
+                "setting": setting,
+                "method": method,
+                "seed_index": 0,
+                "trial": trial,
+                "score": 100.0 if method == "gt" else 50.0 + 10 * trial,
+                "world_value": [0.1, 1.0, 0.1, 0.5, 1.0][trial],
+            }
+            for setting in ("episodic", "continual")
+            for method in ("bam_segments", "recursive", "gt")
+            for trial in range(5)
+        ]
+    )
+    figure = R.plot_environment(trials, "CartPole")
+    figure.canvas.draw()
+    for axis in figure.axes:
+        ticks = [t for t in axis.get_xticks() if axis.get_xlim()[0] <= t <= axis.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    plt.close(figure)

@@ -144,3 +144,19 @@ def test_the_cli_runs_blas_single_threaded_unless_told(monkeypatch):
     finally:
         for controller_, threads in zip(blas.lib_controllers, original, strict=True):
             controller_.set_num_threads(threads)
+
+
+def test_a_misspelt_environment_names_the_closest_and_every_bam_rl_id(capsys):
+    """Issue 49: the message listed the 7 core ids only, not the recurring worlds or
+    ``NonStationary-v0``."""
+    import gymnasium as gym
+
+    err = usage_error(run_argv("bam_rl/RecurringCartPol-v0", "random", 5), capsys)
+    assert "(did you mean bam_rl/RecurringCartPole-v0" in err
+    ours = [env_id for env_id in gym.registry if env_id.startswith("bam_rl/")]
+    assert len(ours) >= 22 and "bam_rl/NonStationary-v0" in ours
+    assert all(env_id in err for env_id in ours)
+    # case is forgiven in the suggestion
+    assert "did you mean bam_rl/RecurringPendulum-v0" in usage_error(
+        run_argv("bam_rl/recurringpendulum-v0", "random", 5), capsys
+    )

@@ -328,3 +328,27 @@ def test_record_recurring_refuses_what_it_cannot_record(arguments, message, caps
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "x.gif").exists()
+
+
+def test_the_progress_lines_name_the_trial_as_the_printed_result_does(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 49: the result said ``"trial": 4`` and the screen "trial 5/5". Both name the
+    0-based index now (the ``trial`` column of trials.csv); the screen adds the count."""
+    import json
+
+    from bam_rl.harness.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    arguments = ["record", "--recurring", "InvertedPendulum", "--quick", "--every", "10"]
+    assert main([*arguments, "--width", "64", "--height", "48"]) == 0
+    out = capsys.readouterr().out
+    lines, _, text = out.partition("\n{")
+    result = json.loads("{" + text)
+    progress = lines.splitlines()
+    assert result["trial"] == 2 and len(progress) == 2 * (result["trial"] + 1)  # two methods
+    for method in ("mppi-bam-segments", "mppi-recursive"):
+        mine = [line for line in progress if line.startswith(f"{method}: ")]
+        for index, line in enumerate(mine):
+            assert f": trial {index} (0-based; {index + 1} of 3 replayed)" in line
+        assert f"trial {result['trial']} (0-based" in mine[-1]

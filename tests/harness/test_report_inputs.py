@@ -117,3 +117,19 @@ def test_a_file_or_a_folder_without_experiments_is_a_usage_error(results, tmp_pa
         assert message in err and "Traceback" not in err
     with pytest.raises(ValueError, match="holds no experiment folder"):
         build_report(tmp_path / "empty")
+
+
+def test_a_bam_rl_run_folder_is_named_as_such_with_what_to_do(tmp_path, capsys):
+    """Issue 49: ``report`` on a ``bam-rl run --out`` folder said it "holds no experiment
+    folder"; it now says what the folder is and how to summarise or plot it."""
+    runs = tmp_path / "runs"
+    argv = ["run", "--env", "bam_rl/SwitchingBandit-v0", "--agent", "ucb", "--steps", "20"]
+    assert main([*argv, "--backend", "serial", "--no-progress", "--out", str(runs)]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(runs)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "is a `bam-rl run` folder (1 run file(s))" in err
+    assert "bam-rl reproduce" in err and "pd.read_parquet" in err and "docs/sweeps.md" in err
+    assert "Traceback" not in err

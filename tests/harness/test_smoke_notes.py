@@ -42,3 +42,27 @@ def test_paper_scale_summaries_are_unchanged_and_counts_agree():
     with smoke_test():
         assert list(mark_smoke_test(frame).columns) == ["method", "mse", "note"]
     assert count_text(1, "seed") == "1 seed" and count_text(2, "seed") == "2 seeds"
+
+
+def test_a_reproduction_ends_with_its_claims_counted(tmp_path, capsys):
+    """Issue 49: after its (long) table, ``reproduce`` prints one line counting the verdicts
+    of the experiment's claims, the ones ``bam-rl report`` tabulates."""
+    from bam_rl.harness.cli.reproduce import _claims_line
+    from bam_rl.harness.experiments import get_claims
+
+    argv = ["reproduce", "tracking", "--quick", "--seeds", "1", "--out", str(tmp_path)]
+    assert main([*argv, "--no-progress"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    rows = get_claims("tracking")(tmp_path / "tracking")
+    assert last.startswith(f"tracking: the paper's claims: {_claims_line(rows)} ")
+    assert "smoke test" in last and f"bam-rl report {tmp_path}" in last
+    holds = sum(row["holds"] == "yes" for row in rows)
+    assert f"{holds} of {len(rows)} hold" in last
+
+
+def test_the_claims_line_counts_every_verdict():
+    from bam_rl.harness.cli.reproduce import _claims_line
+
+    rows = [{"holds": v} for v in ("yes", "yes", "partly", "no", "not run", "not run")]
+    assert _claims_line(rows) == "2 of 6 hold, 1 partly, 1 does not, 2 not run"
+    assert _claims_line([]) == "0 of 0 hold, 0 partly, 0 do not, 0 not run"

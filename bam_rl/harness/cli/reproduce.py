@@ -47,6 +47,30 @@ def _mnist_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _claims_line(rows: list[dict[str, str]]) -> str:
+    """The verdicts of claim rows counted, e.g. ``"2 of 4 hold, 1 partly, 1 does not, 0 not
+    run"`` (the report's ``holds`` column: yes, partly, no, not run)."""
+    counts = {verdict: 0 for verdict in ("yes", "partly", "no", "not run")}
+    for row in rows:
+        verdict = row.get("holds", "not run")
+        counts[verdict if verdict in counts else "not run"] += 1
+    fails = "does not" if counts["no"] == 1 else "do not"
+    return (
+        f"{counts['yes']} of {len(rows)} hold, {counts['partly']} partly, {counts['no']} "
+        f"{fails}, {counts['not run']} not run"
+    )
+
+
+def _claims(name: str, folder: Path) -> list[dict[str, str]] | str:
+    """Experiment ``name``'s claim rows measured in ``folder``, or why they cannot be read."""
+    from bam_rl.harness.experiments import get_claims
+
+    try:
+        return get_claims(name)(folder)
+    except Exception as error:  # the report reads the same files and says the same
+        return f"{type(error).__name__}: {error}".splitlines()[0][:300]
+
+
 def _reproductions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[str]:
     """The experiments ``args`` asks for: one name, or with ``all`` every one not in
     ``--skip`` (validated here: an unknown name, or ``--skip`` without ``all``, is a usage
@@ -121,6 +145,7 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if folder.is_dir() and any(e.name != NOT_RUN_FILE for e in folder.iterdir()):
             continue  # earlier results stay; the report shows them with their own command
         write_not_run(folder, reason, _reproduce_command("all", args))
+    measured: list[dict[str, str]] = []  # the claims of every experiment run now
     for name in names:
         start = time.perf_counter()
         out = Path(args.out) / name
@@ -153,14 +178,35 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 print(f"({summary['note'].iloc[0]})")
                 summary = summary.drop(columns="note")
             print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+        rows = _claims(name, out)
+        if isinstance(rows, str):
+            print(f"{name}: the paper's claims: unreadable ({rows})")
+        else:
+            measured.extend(rows)
+            print(f"{name}: the paper's claims: {_claims_line(rows)}{_scale_note(args)}")
     if args.experiment == "all":
         for name, reason in not_run.items():
             print(f"== {name}: not run: {reason}")
+        print(
+            f"\nthe paper's claims, every experiment run now: {_claims_line(measured)}"
+            f"{_scale_note(args)}"
+        )
         html_path, md_path = build_report(
             args.out, lambda line: print(f"bam-rl report: {line}", file=sys.stderr)
         )
         print(f"\nreport: {html_path.resolve()} (and {md_path.name})")
     return 0
+
+
+def _scale_note(args: argparse.Namespace) -> str:
+    """What the claims line says of its numbers: where the table is, and a smoke test's
+    caveat."""
+    import shlex
+
+    where = f" (the table: bam-rl report {shlex.quote(str(args.out))})"
+    if args.quick:
+        return where[:-1] + "; --quick: a smoke test's numbers, not the experiment's)"
+    return where
 
 
 def add(commands: Any) -> None:

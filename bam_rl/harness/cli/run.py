@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +77,43 @@ def _per_agent_kwargs(
     return kwargs
 
 
+def _import_user_modules(parser: argparse.ArgumentParser, modules: list[str]) -> None:
+    """Imports ``--import``'s modules (dotted names) in order, finding them in the current
+    directory too, as ``python -m`` does: a usage error (exit 2) for one that is not found,
+    exit 1 naming the error and where it was raised for one that fails as it runs."""
+    import importlib
+
+    if modules and os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())  # run_many hands this process's sys.path to its workers
+    for module in modules:
+        if not all(part.isidentifier() for part in module.split(".")):
+            parser.error(
+                f"--import {module}: not a module name (give a dotted name, e.g. my_rewards "
+                "for ./my_rewards.py or my_package.rewards)"
+            )
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            if error.name is not None and (module + ".").startswith(error.name + "."):
+                parser.error(
+                    f"--import {module}: no module named {error.name!r} in the current "
+                    "directory or the installed packages (give a dotted module name, e.g. "
+                    "my_rewards for ./my_rewards.py)"
+                )
+            _user_module_failed(parser, module, error)
+        except Exception as error:  # the user's module failed while it ran
+            _user_module_failed(parser, module, error)
+
+
+def _user_module_failed(parser: argparse.ArgumentParser, module: str, error: BaseException) -> None:
+    """Exit 1: importing ``module`` raised ``error`` (named with the line that raised it)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    parser.exit(
+        1, f"{parser.prog}: error: --import {module}: {type(error).__name__}{where}: {error}\n"
+    )
+
+
 def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import gymnasium as gym
 
@@ -86,6 +126,9 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error("give at least one agent with --agent")
     if not env_ids:
         parser.error("give at least one environment with --env")
+    imports = split_names(args.imports)
+    # before the names are checked: a module may register environments as well as rewards
+    _import_user_modules(parser, imports)
     try:
         for name in agents:
             check_agent_name(name)
@@ -132,6 +175,7 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             out_dir=args.out,
             progress=not args.no_progress,
             fmt=args.format,
+            imports=imports,
         )
     except gym.error.DependencyNotInstalled as error:  # e.g. Box2D, or pygame for "human"
         parser.exit(1, f"{parser.prog}: error: {error}\n")
@@ -218,7 +262,18 @@ def add(commands: Any) -> None:
         metavar="JSON",
         help='agent keyword arguments keyed by agent, e.g. \'{"glr-klucb": {"horizon": '
         '5000}, "thompson-bam": {"lam": 0.1}}\', or flat for one agent: \'{"lam": 0.1}\' '
-        "(horizon, n_breakpoints and breakpoints default to the run's and environment's)",
+        "(horizon, n_breakpoints and breakpoints default to the run's and environment's; "
+        'a planning reward by its registered name, \'{"reward": "NAME"}\')',
+    )
+    run.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        metavar="MODULE",
+        help="import MODULE (a dotted name, found in the current directory too) in this "
+        "process and every worker before any agent is built, e.g. one that registers a "
+        "planning reward of your own with bam_rl.agents.rewards.register_reward or a "
+        "Gymnasium environment (repeat or comma-separate for several)",
     )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 

@@ -247,7 +247,10 @@ def summarize(visits: pd.DataFrame) -> pd.DataFrame:
 
 def plot_environment(trials: pd.DataFrame, name: str, path: str | Path | None = None) -> Any:
     """Relative score per trial (median over seeds, 25–75 % bands for the highlighted
-    methods) in each setting, with the world's value per trial below."""
+    methods) in each setting, with the world's value per trial below (trials are whole
+    numbers: integer ticks)."""
+    from matplotlib.ticker import MaxNLocator
+
     spec = SUITE[name]
     mine = trials[trials["env"] == name]
     settings = [s for s in SETTINGS if s in set(mine["setting"])]
@@ -285,6 +288,8 @@ def plot_environment(trials: pd.DataFrame, name: str, path: str | Path | None = 
         world = rows.groupby("trial")["world_value"].first()
         bottom.step(world.index, world.to_numpy(), where="mid", color="black")
         bottom.set(xlabel="trial", ylabel=spec.parameter)
+        for axis in (top, bottom):  # shared x: one locator, set on both to be explicit
+            axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         top.set_ylim(min(-0.05, top.get_ylim()[0]), max(1.25, top.get_ylim()[1]))
         if column == len(settings) - 1:
             plotting.label_line_ends(top, {LABELS[k]: lines[k] for k in HIGHLIGHTED if k in lines})
@@ -300,6 +305,19 @@ def plot_environment(trials: pd.DataFrame, name: str, path: str | Path | None = 
         below=below,
     )
     return plotting.save_figure(figure, path)
+
+
+def _overview_limits(values: list[Any], pad: float = 0.08) -> tuple[float, float]:
+    """The overview's y limits: the finite ``values``, 0.7 × GT and GT itself, padded by
+    ``pad`` of their range on both sides (at least 0.05), so a dot on either reference line or
+    at an extreme is drawn whole inside the axis."""
+    arrays = [np.ravel(np.asarray(v, dtype=np.float64)) for v in values]
+    every = np.concatenate(arrays) if arrays else np.empty(0)
+    finite = every[np.isfinite(every)]
+    low = min(FIRST_TRIAL_RATIO, float(finite.min())) if finite.size else FIRST_TRIAL_RATIO
+    high = max(1.0, float(finite.max())) if finite.size else 1.0
+    margin = max(pad * (high - low), 0.05)
+    return low - margin, high + margin
 
 
 def plot_overview(visits: pd.DataFrame, path: str | Path | None = None) -> Any:
@@ -335,6 +353,7 @@ def plot_overview(visits: pd.DataFrame, path: str | Path | None = None) -> Any:
         axis.axhline(1.0, color="black", lw=0.8, ls=":")
         axis.set_xticks(np.arange(len(envs)), envs, rotation=30, ha="right")
         axis.set_xlim(-0.5, len(envs) - 0.5)
+        axis.set_ylim(*_overview_limits([curve[1] for curve in curves.values()]))
         axis.set(title=setting, ylabel="first revisit trial / GT MPC")
         if column == len(settings) - 1:  # the highlighted methods named at their last dot
             plotting.label_line_ends(axis, {LABELS[k]: lines[k] for k in HIGHLIGHTED if k in lines})
