@@ -140,6 +140,22 @@ class AngleCosineReward:
 RESTORABLE_REWARDS: list[type] = [AngleCosineReward, StateReward]
 
 
+def _no_weight_if_not_finite(returns: np.ndarray, states: Any, reward: Any) -> np.ndarray:
+    """``returns`` with its non-finite entries at ``-inf``: a diverging model can predict
+    non-finite states, and such samples get no weight. ``ValueError`` naming ``reward`` when
+    no return is finite although every predicted state is: the reward itself gives NaN or
+    ``inf``, and the planner would act at random (all weights equal)."""
+    finite = np.isfinite(returns)
+    if not finite.any() and np.all(np.isfinite(states)):
+        raise ValueError(
+            f"the planning reward {reward!r} gave no finite return for any of the "
+            f"{returns.size} sampled action sequences, although every predicted state is "
+            "finite: a planning reward must return finite numbers (with NaN or inf the "
+            "planner weighs every sequence alike and acts at random)"
+        )
+    return np.where(finite, returns, -np.inf)
+
+
 class MPPI:
     """Model predictive path integral control, vectorised over samples (LyceumAI conventions).
 
@@ -311,7 +327,8 @@ class MPPI:
             dynamics: Overrides :attr:`dynamics` for this call.
 
         Raises:
-            ValueError: For a non-finite or non-vector state, or no dynamics.
+            ValueError: For a non-finite or non-vector state, no dynamics, or a reward that
+                gives no finite return while every predicted state is finite.
         """
         rng = self.rng if rng is None else rng
         dynamics = self.dynamics if dynamics is None else dynamics
@@ -337,8 +354,7 @@ class MPPI:
             states = dynamics(state, samples, rng)  # checks its inputs (and raises)
         returns = np.asarray(self.reward(states, samples), dtype=np.float64).sum(axis=1)
         if returns.shape != (self.n_samples,) or not np.all(np.isfinite(returns)):
-            # a diverging model can predict non-finite states: such samples get no weight
-            returns = np.where(np.isfinite(returns), returns, -np.inf)
+            returns = _no_weight_if_not_finite(returns, states, self.reward)
         best = returns.max()
         if not np.isfinite(best):
             weights = np.full(self.n_samples, 1.0 / self.n_samples)
@@ -490,7 +506,8 @@ class CategoricalMPPI:
             dynamics: ``dynamics(state, one-hot actions (K, H, n), rng) -> (K, H, dx)``.
 
         Raises:
-            ValueError: For a non-finite or non-vector state, or no dynamics.
+            ValueError: For a non-finite or non-vector state, no dynamics, or a reward that
+                gives no finite return while every predicted state is finite.
         """
         rng = self.rng if rng is None else rng
         if dynamics is None:
@@ -514,7 +531,8 @@ class CategoricalMPPI:
         else:
             states = dynamics(state, samples, rng)
         returns = np.asarray(self.reward(states, samples), dtype=np.float64).sum(axis=1)
-        returns = np.where(np.isfinite(returns), returns, -np.inf)
+        if not np.all(np.isfinite(returns)):
+            returns = _no_weight_if_not_finite(returns, states, self.reward)
         best = returns.max()
         if not np.isfinite(best):
             weights = np.full(k, 1.0 / k)

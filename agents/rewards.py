@@ -31,12 +31,14 @@ name                               environment                              obs_
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .dynamics import _angle_pairs
 from .planner import RESTORABLE_REWARDS, AngleCosineReward, StateReward
 
 __all__ = [
@@ -243,11 +245,14 @@ def register_reward(
         not isinstance(obs_dim, (int, np.integer)) or isinstance(obs_dim, bool) or obs_dim < 1
     ):
         raise ValueError(f"obs_dim must be a positive int or None, got {obs_dim!r}")
+    # the check of the agents' own angle_pairs (RFFDynamicsModel): distinct ints >= 0, never
+    # rounded (int(0.9) would silently pair entries 0 and 1)
     try:
-        pairs = tuple((int(i), int(j)) for i, j in angle_pairs)
-    except (TypeError, ValueError):
+        pairs = _angle_pairs(angle_pairs, sys.maxsize)
+    except ValueError:
         raise ValueError(
-            f"angle_pairs must be a sequence of (cos index, sin index) pairs, got {angle_pairs!r}"
+            "angle_pairs must be a sequence of (cos index, sin index) pairs of distinct ints "
+            f">= 0{'' if obs_dim is None else f' below obs_dim = {obs_dim}'}, got {angle_pairs!r}"
         ) from None
     if obs_dim is not None and any(not 0 <= i < obs_dim for pair in pairs for i in pair):
         raise ValueError(f"angle_pairs must index an observation of {obs_dim}, got {pairs}")

@@ -39,6 +39,7 @@ Writing your own::
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -56,6 +57,7 @@ __all__ = [
     "RandomWalk",
     "Schedule",
     "Sinusoid",
+    "check_schedule",
     "cycle",
     "drift",
     "markov",
@@ -66,6 +68,13 @@ __all__ = [
 
 #: The time units a schedule may count in.
 UNITS = ("episode", "step")
+
+#: The largest time ``t`` a schedule is evaluated at that :class:`Sinusoid` guards: the
+#: integers a float holds exactly (2**53).
+MAX_TIME = 2**53
+#: The smallest ``period`` of a :class:`Sinusoid`: with a shorter one its phase
+#: ``2π t / period`` overflows to ``inf`` before ``t`` reaches :data:`MAX_TIME`.
+MIN_PERIOD = 1e-290
 
 
 def _unit(unit: Any) -> str:
@@ -83,8 +92,11 @@ def _values(name: str, values: Any) -> tuple[float, ...]:
     return out
 
 
-class Schedule:
+class Schedule(abc.ABC):
     """Base class of schedules: a pure ``value(t, rng)`` and a time ``unit``.
+
+    It is abstract: a subclass defines :meth:`value` (``Schedule()`` itself, or a subclass
+    without ``value``, raises ``TypeError``).
 
     Attributes:
         unit: ``"episode"`` (``t`` counts resets) or ``"step"`` (``t`` counts steps).
@@ -94,6 +106,15 @@ class Schedule:
     """
 
     uses_previous = False
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Schedule:
+        if cls is Schedule:
+            raise TypeError(
+                "Schedule is the abstract base class of schedules: build one of "
+                "piecewise, cycle, markov, random_walk, drift or sinusoid, or subclass "
+                "Schedule and define value(t, rng)"
+            )
+        return super().__new__(cls)
 
     def __init__(self, unit: str = "episode") -> None:
         """Args:
@@ -110,9 +131,9 @@ class Schedule:
         when unknown (then the wrapper checks each value as it comes)."""
         return None
 
+    @abc.abstractmethod
     def value(self, t: int, rng: np.random.Generator) -> float:
         """The value at time ``t`` (``t`` = 0, 1, … in ``unit``), drawing from ``rng``."""
-        raise NotImplementedError
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
@@ -131,21 +152,29 @@ class Piecewise(Schedule):
     def __init__(self, points: Mapping[int, float], unit: str = "episode") -> None:
         """Args:
         points: Map from a start time (an int >= 0; 0 must be one of them) to the value
-            from then on.
+            from then on. A time may also be a string of an integer (a JSON object's key,
+            ``{"0": 9.81, "100": 3.72}``).
         unit: ``"episode"`` or ``"step"``.
 
         Raises:
-            ValueError: If ``points`` is not such a map or ``unit`` is unknown.
+            ValueError: If ``points`` is not such a map (a time that is no integer, two keys
+                of the same time such as ``"0"`` and ``"00"``) or ``unit`` is unknown.
         """
         super().__init__(unit)
         if not isinstance(points, Mapping) or not points:
             raise ValueError(
                 f"points must be a non-empty dict {{time: value}} with time 0, got {points!r}"
             )
-        items = sorted(
-            (check_int("points (a time)", t, minimum=0), check_real(f"points[{t!r}]", v))
-            for t, v in points.items()
-        )
+        keys: dict[int, Any] = {}
+        for key in points:
+            time = _time_key(key)
+            if time in keys:
+                raise ValueError(
+                    f"piecewise time keys {keys[time]!r} and {key!r} are the same time {time}: "
+                    "give each time once"
+                )
+            keys[time] = key
+        items = sorted((t, check_real(f"points[{key!r}]", points[key])) for t, key in keys.items())
         if items[0][0] != 0:
             raise ValueError(
                 f"points must give the value at time 0 (its smallest time is {items[0][0]})"
@@ -321,18 +350,24 @@ class Sinusoid(Schedule):
         """Args:
         mean: Centre value.
         amplitude: Half the peak-to-peak swing, >= 0.
-        period: Units per cycle, > 0.
+        period: Units per cycle, >= :data:`MIN_PERIOD` (1e-290).
         phase: Phase at ``t = 0`` in radians.
         unit: ``"episode"`` or ``"step"``.
 
         Raises:
-            ValueError: If an argument is outside its accepted range.
+            ValueError: If an argument is outside its accepted range (``period`` below
+                :data:`MIN_PERIOD`, where the phase ``2π t / period`` would overflow).
         """
         super().__init__(unit)
         self.mean = check_real("mean", mean)
         self.amplitude = check_real("amplitude", amplitude, lower=0.0)
-        self.period = check_real("period", period, lower=0.0, open_lower=True)
+        self.period = check_real("period", period, lower=MIN_PERIOD)
         self.phase = check_real("phase", phase)
+        if not math.isfinite(2.0 * math.pi * MAX_TIME / self.period + abs(self.phase)):
+            raise ValueError(
+                f"phase must be a finite number small enough that the phase 2π t / period + "
+                f"phase stays finite up to t = 2**53 with period = {self.period:g}, got {phase!r}"
+            )
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -340,6 +375,57 @@ class Sinusoid(Schedule):
 
     def value(self, t: int, rng: np.random.Generator) -> float:
         return self.mean + self.amplitude * math.sin(2.0 * math.pi * t / self.period + self.phase)
+
+
+def _time_key(key: Any) -> int:
+    """A :class:`Piecewise` time: an int >= 0, or a string of one (a JSON object's key)."""
+    if isinstance(key, str):
+        digits = key[1:] if key.startswith("-") else key
+        if not (digits.isascii() and digits.isdigit()):
+            raise ValueError(f"piecewise time keys must be integers, got {key!r}")
+        if key.startswith("-"):
+            raise ValueError(f"piecewise time keys must be integers >= 0, got {key!r}")
+        return int(key)
+    if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer)):
+        raise ValueError(f"piecewise time keys must be integers, got {key!r}")
+    return check_int("points (a time)", key, minimum=0)
+
+
+def check_schedule(name: Any, value: Any) -> Any:
+    """``value`` if it is a schedule: an *instance* (of :class:`Schedule`, or any object with
+    ``value(t, rng)``) whose ``unit`` is one of :data:`UNITS` and whose ``bounds``, if any, is
+    a pair ``(low, high)`` of numbers; ``name`` (the parameter) labels the error.
+
+    :class:`bam_rl.wrappers.NonStationary` calls it on each schedule of ``changes``.
+
+    Raises:
+        ValueError: Naming ``name`` when ``value`` is a class or a function (``cycle`` for
+            ``cycle([...], every=...)``), has no callable ``value``, or an unknown ``unit``
+            or malformed ``bounds``.
+    """
+    if isinstance(value, type) or not callable(getattr(value, "value", None)):
+        hint = " (the class itself: call it with its arguments)" if isinstance(value, type) else ""
+        raise ValueError(
+            f"the schedule for {name!r} must be a Schedule instance such as "
+            f"cycle([...], every=...) (an object with value(t, rng)), got {value!r}{hint}"
+        )
+    unit = getattr(value, "unit", "episode")
+    if not isinstance(unit, str) or unit not in UNITS:
+        raise ValueError(
+            f"the schedule for {name!r} must count in a unit of {UNITS}, got unit={unit!r}"
+        )
+    bounds = getattr(value, "bounds", None)
+    if bounds is not None:
+        try:
+            low, high = (float(b) for b in bounds)
+        except (TypeError, ValueError):
+            low, high = math.nan, math.nan
+        if not low <= high:
+            raise ValueError(
+                f"the schedule for {name!r} must give bounds as None or a pair (low, high) of "
+                f"numbers with low <= high, got {bounds!r}"
+            )
+    return value
 
 
 def _clipped_start(start: Any, low: Any, high: Any) -> tuple[float, float, float]:

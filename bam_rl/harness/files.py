@@ -51,10 +51,26 @@ def read_results(
 ) -> pd.DataFrame | None:
     """``folder/name`` read as CSV (``read_csv`` passed to :func:`pandas.read_csv`), or
     ``None`` when ``folder`` is ``None`` or the file is missing: what an experiment's
-    ``claims`` and ``scale`` read."""
+    ``claims`` and ``scale`` read.
+
+    Raises:
+        ValueError: When the file is damaged: cut in the middle of a row (every file of
+            :func:`write_frame` ends with a line end; pandas would read the cut row's
+            remaining fields as missing values), or unreadable as CSV.
+    """
     if folder is None:
         return None
     path = Path(folder) / name
     if not path.is_file():
         return None
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size:
+            handle.seek(size - 1)
+            if handle.read(1) != b"\n":
+                raise ValueError(
+                    f"{path} is damaged: it ends in the middle of a row (no line end after its "
+                    "last row, as when a copy or a write is cut short); rerun the experiment "
+                    "that wrote it"
+                )
     return pd.read_csv(path, **read_csv)

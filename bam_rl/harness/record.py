@@ -24,6 +24,7 @@ experiments run), its labels and its GIF writing.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -38,6 +39,7 @@ __all__ = [
     "MAX_SEED_INDEX",
     "RECORDED",
     "SMOKE_LABEL",
+    "check_fps",
     "check_frame_size",
     "check_methods",
     "check_seed_index",
@@ -324,9 +326,10 @@ def check_frame_size(
     size: Any, every: Any, steps: int = _TRIAL_STEPS
 ) -> tuple[tuple[int, int], int]:
     """Checks a recording's frame ``size`` (width, height) and ``every`` before anything
-    runs: sides in ``[1, MAX_FRAME_SIDE]`` (the cart-pole's renderer) and the frames of a
-    trial of ``steps`` steps (default the cart-pole's 200) of every panel within the memory
-    budget (:func:`bam_rl.checks.check_memory`).
+    runs: sides in ``[1, MAX_FRAME_SIDE]`` (the cart-pole's renderer), ``every`` in ``[1,
+    steps]`` (a larger one keeps the first frame only, and would make a frame too long for a
+    GIF) and the frames of a trial of ``steps`` steps (default the cart-pole's 200) of every
+    panel within the memory budget (:func:`bam_rl.checks.check_memory`).
 
     Returns:
         ``((width, height), every)`` as ints.
@@ -342,6 +345,11 @@ def check_frame_size(
         if side > MAX_FRAME_SIDE:
             raise ValueError(f"{name} must be an int in [1, {MAX_FRAME_SIDE}], got {side}")
     every = check_int("every", every)
+    if every > steps:
+        raise ValueError(
+            f"every must be an int in [1, {steps}] (a trial has {steps} steps; a larger every "
+            f"keeps its first frame only), got {every}"
+        )
     frames = steps // every + 1
     # each panel's frames with their text band, then the combined frames (RGB bytes)
     check_memory(
@@ -381,7 +389,8 @@ def write_gif(
     """Writes the labelled ``panels`` (one list of frames per run, of equal lengths) side by
     side as a looping GIF at ``path`` (parents created), every frame under the ``caption``
     lines and, when ``quick``, :data:`SMOKE_LABEL`; written atomically (an existing file is
-    replaced whole or left as it was)."""
+    replaced whole or left as it was). ``ValueError`` naming ``fps`` (and nothing written) when
+    a frame would last longer than a GIF holds (:data:`MAX_GIF_FRAME_MS`)."""
     import imageio.v2 as imageio
 
     from bam_rl._io import atomic_path
@@ -395,10 +404,44 @@ def write_gif(
         combined.append(
             label_frame(np.concatenate(row, axis=1), caption, SMOKE_LABEL if quick else None)
         )
+    duration = _frame_duration(fps, combined)
     path = Path(path)
     with atomic_path(path) as temporary:  # a temporary name: the format is given
-        imageio.mimsave(temporary, combined, format="GIF", duration=1000.0 / fps, loop=0)
+        imageio.mimsave(temporary, combined, format="GIF", duration=duration, loop=0)
     return path
+
+
+#: The longest a GIF frame lasts, in milliseconds: its delay is a 16-bit count of 1/100 s.
+MAX_GIF_FRAME_MS = 655_350
+
+
+def check_fps(fps: Any) -> float:
+    """``fps`` as a float, checked before anything renders: a finite number > 0 whose frames
+    a GIF can hold (each within :data:`MAX_GIF_FRAME_MS`); ``ValueError`` naming ``fps``."""
+    return 1000.0 / _frame_duration(fps, ())
+
+
+def _frame_duration(fps: Any, frames: Sequence[np.ndarray]) -> float:
+    """A GIF frame's duration in milliseconds at ``fps``, or ``ValueError`` naming ``fps``
+    when the GIF cannot hold it: the writer merges a run of identical frames into one whose
+    delay (a 16-bit count of centiseconds) must stay within :data:`MAX_GIF_FRAME_MS`."""
+    from bam_rl.checks import check_real
+
+    fps = check_real("fps", fps, lower=0.0, open_lower=True)
+    duration = 1000.0 / fps
+    limit = MAX_GIF_FRAME_MS + 10  # the writer keeps whole centiseconds
+    longest = run = 1
+    if duration * len(frames) >= limit:  # else no run of frames, however long, reaches it
+        for previous, frame in itertools.pairwise(frames):
+            run = run + 1 if np.array_equal(previous, frame) else 1
+            longest = max(longest, run)
+    if not duration * longest < limit:
+        merged = f", and here {longest} identical frames in a row merge into one" * (longest > 1)
+        raise ValueError(
+            f"fps must be >= {1000.0 * longest / MAX_GIF_FRAME_MS:.4g} (a GIF frame lasts at "
+            f"most {MAX_GIF_FRAME_MS / 1000:g} s{merged}), got {fps:g}"
+        )
+    return duration
 
 
 def record_swingup(
@@ -442,6 +485,8 @@ def record_swingup(
         trial, the GIF's size in bytes and the wall time.
     """
     size, every = check_frame_size(size, every)
+    if fps is not None:  # before minutes of rendering
+        check_fps(fps)
     os.environ.setdefault("MUJOCO_GL", "egl")
     shown = check_methods(methods)
     started = time.perf_counter()

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from bam_rl.harness.record import (
+    check_fps,
     check_frame_size,
     check_methods,
     check_seed_index,
@@ -37,6 +38,7 @@ __all__ = [
     "RECURRING_METHODS",
     "RECURRING_NAMES",
     "RECURRING_REVISITS",
+    "TRIALS_COLUMNS",
     "ReplayMismatch",
     "check_recurring",
     "expected_returns",
@@ -156,9 +158,10 @@ def expected_returns(
     """The returns of trial ``trial`` (0-based) of seed index ``seed`` of ``methods`` on
     ``name`` (episodic) in ``folder/trials.csv`` of ``bam-rl reproduce recurring-worlds``
     (``folder``: the experiment's folder or the ``--out`` of ``reproduce``, which holds it as
-    ``recurring-worlds/``), by method. ``ValueError`` when the file or a row is missing, or
-    when the row's world value is not ``value`` (a folder of another size of the
-    experiment)."""
+    ``recurring-worlds/``), by method. ``ValueError`` when the file, one of its columns
+    (:data:`TRIALS_COLUMNS`: a ``trials.csv`` of another experiment) or a row is missing, when
+    a row is there more than once, or when the row's world value is not ``value`` (a folder of
+    another size of the experiment)."""
     from bam_rl.harness.experiments.recurring import EXPERIMENT
     from bam_rl.harness.files import read_results
 
@@ -170,6 +173,13 @@ def expected_returns(
             f"no trials.csv in {str(folder)!r} nor in its {EXPERIMENT}/ "
             "(of 'reproduce recurring-worlds')"
         )
+    missing = [column for column in TRIALS_COLUMNS if column not in trials.columns]
+    if missing:
+        raise ValueError(
+            f"{str(folder)!r}/trials.csv is not one of 'reproduce {EXPERIMENT}': it lacks the "
+            f"columns {', '.join(missing)} (expected {', '.join(TRIALS_COLUMNS)}; it has "
+            f"{', '.join(map(str, trials.columns))}){_written_by(Path(folder), EXPERIMENT)}"
+        )
     rows = trials[
         (trials["env"] == name)
         & (trials["setting"] == "episodic")
@@ -179,11 +189,14 @@ def expected_returns(
     found = {}
     for method in methods:
         row = rows[rows["method"] == method]
-        if len(row) != 1:
+        what = f"{name} (episodic), method {method}, seed {seed}, trial {trial} (0-based)"
+        if len(row) > 1:
             raise ValueError(
-                f"{str(folder)!r}/trials.csv has no row of {name} (episodic), method {method}, "
-                f"seed {seed}, trial {trial} (0-based)"
+                f"{str(folder)!r}/trials.csv has {len(row)} rows of {what}, not one: a damaged "
+                f"or merged file (rerun 'bam-rl reproduce {EXPERIMENT}')"
             )
+        if len(row) != 1:
+            raise ValueError(f"{str(folder)!r}/trials.csv has no row of {what}")
         world = float(row["world_value"].iloc[0])
         if not np.isclose(world, value):
             raise ValueError(
@@ -192,6 +205,21 @@ def expected_returns(
             )
         found[method] = float(row["score"].iloc[0])
     return found
+
+
+#: The columns :func:`expected_returns` reads from a ``trials.csv`` of the experiment.
+TRIALS_COLUMNS = ("env", "setting", "method", "seed_index", "trial", "world_value", "score")
+
+
+def _written_by(folder: Path, expected: str) -> str:
+    """Which experiment wrote ``folder``, when its name is another experiment's than
+    ``expected`` (``reproduce`` writes each into ``--out/NAME``), else ``""``."""
+    from bam_rl.harness.experiments import REPRODUCTIONS
+
+    name = folder.resolve().name
+    if name in REPRODUCTIONS and name != expected:
+        return f": its folder is named after 'reproduce {name}', which wrote it"
+    return ""
 
 
 def _pad(frames: list[np.ndarray], length: int) -> list[np.ndarray]:
@@ -249,6 +277,8 @@ def record_recurring(
     suite = SUITE[name]
     steps = recurring_trial_steps(runs[methods[0]], name)
     size, every = check_frame_size(size, every, steps)
+    if fps is not None:  # before minutes of rendering
+        check_fps(fps)
     value = float(values[trial])
     expected = (
         None

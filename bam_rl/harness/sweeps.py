@@ -72,6 +72,7 @@ __all__ = [
     "SORT_COLUMNS",
     "AgentFactory",
     "RunSpec",
+    "check_backend",
     "execute_run",
     "make_grid",
     "read_run",
@@ -368,6 +369,7 @@ def execute_run(spec: RunSpec) -> pd.DataFrame:
     try:
         if spec.factory is not None:
             agent = spec.factory(env.observation_space, env.action_space, agent_seed)
+            _check_built(spec, agent)
         else:
             agent = make_agent(
                 spec.agent_name, env, agent_seed, n_steps=spec.n_steps, **spec.agent_kwargs
@@ -385,6 +387,22 @@ def execute_run(spec: RunSpec) -> pd.DataFrame:
         env.close()
     frame.insert(frame.columns.get_loc("seed") + 1, "seed_index", np.int64(spec.seed_index))
     return frame
+
+
+#: What a factory's agent must have: the methods :func:`~bam_rl.harness.rollout` calls.
+AGENT_METHODS = ("reset", "act", "observe")
+
+
+def _check_built(spec: RunSpec, agent: Any) -> None:
+    """``ValueError`` naming the run's label unless the agent its factory built has callable
+    :data:`AGENT_METHODS` (``None``, or a half-built agent, would fail deep in the rollout)."""
+    missing = [name for name in AGENT_METHODS if not callable(getattr(agent, name, None))]
+    if missing:
+        raise ValueError(
+            f"the agent factory of {spec.method!r} ({spec.factory!r}) returned {agent!r}, "
+            f"which has no callable {', '.join(missing)}: a factory(observation_space, "
+            "action_space, seed) must return an agent with reset, act and observe"
+        )
 
 
 def _import_modules(modules: Sequence[str], path: Sequence[str] = ()) -> None:
@@ -841,6 +859,27 @@ def shard(grid: Iterable[RunSpec], index: int, count: int) -> list[RunSpec]:
     return list(grid)[index::count]
 
 
+def check_backend(backend: Any) -> str:
+    """``backend`` if :func:`run_many` can run on it here: one of :data:`BACKENDS`, and for
+    ``"ray"`` an installed Ray (``bam-rl reproduce`` checks it before anything runs;
+    :func:`run_many` imports Ray only when a run is left to compute).
+
+    Raises:
+        ValueError: Naming ``backend`` and the accepted ones, or saying Ray is not installed
+            (and how to install it).
+    """
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; accepted backends: {', '.join(BACKENDS)}")
+    if backend == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise ValueError(
+                "backend='ray' needs Ray, which is not installed: pip install 'bam-rl[ray]'"
+            ) from None
+    return backend
+
+
 def _execute(
     backend: str, n_jobs: int, jobs: Iterable[tuple[int, RunSpec]], imports: Sequence[str] = ()
 ) -> Iterable[tuple[int, pd.DataFrame]]:
@@ -873,12 +912,9 @@ def _execute_ray(
     imports: Sequence[str] = (),
     path: Sequence[str] = (),
 ) -> Iterable[tuple[int, pd.DataFrame]]:
-    try:
-        import ray
-    except ImportError as error:
-        raise ValueError(
-            "backend='ray' needs Ray, which is not installed: pip install 'bam-rl[ray]'"
-        ) from error
+    check_backend("ray")  # Ray installed, or a ValueError saying how to install it
+    import ray
+
     if not ray.is_initialized():
         if os.environ.get("RAY_ADDRESS"):  # a running cluster (`ray start --head` …)
             ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False)

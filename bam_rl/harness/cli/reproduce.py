@@ -107,6 +107,13 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from bam_rl.harness.report import NOT_RUN_FILE, build_report, write_not_run, write_timing
 
     names = _reproductions(args, parser)
+    if args.backend is not None and any(takes_backend(name) for name in names):
+        from bam_rl.harness.sweeps import check_backend
+
+        try:  # Ray missing: a usage error, as `bam-rl run` says, before anything runs
+            check_backend(args.backend)
+        except ValueError as error:
+            parser.error(f"--backend {args.backend}: {error}")
     not_run: dict[str, str] = {  # `all`: the experiments it leaves out, and why
         name: (
             f"skipped (--skip {name})"
