@@ -48,8 +48,18 @@ class ClassicDynamics:
 
     #: Environment attributes the equations read.
     PARAMETERS: tuple[str, ...] = ()
+    #: The ``NonStationary`` built-in parameters of the environment (``bam_rl.wrappers``'s
+    #: ``CLASSIC_CONTROL``) the equations follow, directly or through a derived attribute.
+    WORLD: tuple[str, ...] = ()
     state_dim = 0
     action_dim = 1
+
+    def follows(self, parameter: str) -> bool:
+        """Whether the equations follow the ``NonStationary`` parameter ``parameter``: one of
+        :attr:`WORLD`, or ``attr:<name>`` of an attribute they read (:attr:`PARAMETERS`)."""
+        if parameter.startswith("attr:"):
+            return parameter[5:] in self.PARAMETERS or parameter[5:] in self.WORLD
+        return parameter in self.WORLD
 
     def __init__(self, env: Any):
         self.parameters: dict[str, float] = {}
@@ -115,6 +125,7 @@ class CartPoleModel(ClassicDynamics):
         "force_mag",
         "tau",
     )
+    WORLD = ("gravity", "masscart", "masspole", "length", "force_mag", "tau")
     state_dim = 4
     action_dim = 2
 
@@ -157,6 +168,7 @@ class PendulumModel(ClassicDynamics):
     θ̇)``; the torque is clipped to ``max_torque`` and the speed to ``max_speed``."""
 
     PARAMETERS = ("g", "m", "l", "dt", "max_torque", "max_speed")
+    WORLD = ("g", "m", "l", "dt")
     state_dim = 3
     action_dim = 1
 
@@ -191,6 +203,7 @@ class MountainCarContinuousModel(ClassicDynamics):
         "min_position",
         "max_position",
     )
+    WORLD = ("power",)
     state_dim = 2
     action_dim = 1
 
@@ -218,7 +231,10 @@ class MountainCarContinuousModel(ClassicDynamics):
         return states.astype(np.float64)
 
 
-#: Gymnasium classic-control class name → its model.
+#: Gymnasium classic-control class name → its model (the class is
+#: ``gymnasium.envs.classic_control.<name>``: :func:`classic_model_for` recognises an
+#: environment with ``isinstance``, so a subclass is one and a user's class of the same name is
+#: not).
 CLASSIC_MODELS: dict[str, type[ClassicDynamics]] = {
     "CartPoleEnv": CartPoleModel,
     "PendulumEnv": PendulumModel,
@@ -231,6 +247,12 @@ CLASSIC_ENV_IDS: tuple[str, ...] = ("CartPole-v1", "Pendulum-v1", "MountainCarCo
 
 
 def classic_model_for(env: Any) -> ClassicDynamics | None:
-    """The vectorised model of ``env``'s unwrapped class, or ``None`` when it has none."""
-    model = CLASSIC_MODELS.get(type(getattr(env, "unwrapped", env)).__name__)
-    return None if model is None else model(env)
+    """The vectorised model of ``env`` when its unwrapped environment is an instance of one of
+    Gymnasium's classes of :data:`CLASSIC_MODELS` (a subclass included), else ``None``."""
+    from gymnasium.envs import classic_control
+
+    base = getattr(env, "unwrapped", env)
+    for name, model in CLASSIC_MODELS.items():
+        if isinstance(base, getattr(classic_control, name)):
+            return model(env)
+    return None

@@ -17,9 +17,11 @@ from .classic_models import CLASSIC_ENV_IDS
 from .dynamics import check_rollout_inputs
 
 __all__ = [
+    "HARMLESS_WRAPPERS",
     "MujocoEnvDynamics",
     "SimulatorDynamics",
     "StepFunctionDynamics",
+    "planning_layers",
     "portable_model_path",
     "resolve_model_path",
 ]
@@ -123,6 +125,58 @@ def _simulator(model_path: str, n_threads: int) -> tuple[Any, list[Any]]:
                 model.opt.disableflags |= bit
         _SIMULATORS[key] = (model, [mujoco.MjData(model) for _ in range(n_threads)])
     return _SIMULATORS[key]
+
+
+_NONSTATIONARY = "bam_rl.wrappers.nonstationary.NonStationary"
+#: Wrappers a ground-truth planner may look through (``module.Class``, a subclass counts): they
+#: change neither the observation, nor the action, nor the dynamics (episode bookkeeping, checks,
+#: rendering, and the NonStationary wrapper, whose world the planner follows). Reward wrappers
+#: (``gymnasium.RewardWrapper``) count too: the planner plans with its own planning reward.
+HARMLESS_WRAPPERS: tuple[str, ...] = (
+    "gymnasium.wrappers.common.TimeLimit",
+    "gymnasium.wrappers.common.OrderEnforcing",
+    "gymnasium.wrappers.common.PassiveEnvChecker",
+    "gymnasium.wrappers.common.RecordEpisodeStatistics",
+    "gymnasium.wrappers.common.Autoreset",
+    "gymnasium.wrappers.rendering.RecordVideo",
+    "gymnasium.wrappers.rendering.HumanRendering",
+    "gymnasium.wrappers.rendering.RenderCollection",
+    "gymnasium.core.RewardWrapper",
+    "stable_baselines3.common.monitor.Monitor",
+    _NONSTATIONARY,
+)
+#: Wrappers that give back the wrapped environment's own observation and action: the planner
+#: looks no further inside (NS-Gym's bridge undoes NS-Gym's dict observation).
+_TRANSPARENT = ("bam_rl.interop.nsgym.NSGymBridge",)
+
+
+def _class_names(layer: Any) -> set[str]:
+    return {f"{klass.__module__}.{klass.__qualname__}" for klass in type(layer).__mro__}
+
+
+def planning_layers(env: Any) -> tuple[list[str], list[str]]:
+    """What stands between ``env`` and its unwrapped environment, for a ground-truth planner
+    that plans with the unwrapped environment's own equations on its raw observations and
+    actions: the wrappers that transform them (not in :data:`HARMLESS_WRAPPERS`; a
+    ``NonStationary`` with ``observe_context=True`` is one, it appends the context), by class
+    name, outermost first; and the parameters the ``NonStationary`` layers change."""
+    import gymnasium as gym
+
+    refused: list[str] = []
+    changed: list[str] = []
+    layer = env
+    while isinstance(layer, gym.Wrapper):
+        names = _class_names(layer)
+        if names & set(_TRANSPARENT):
+            break
+        if _NONSTATIONARY in names:
+            changed.extend(str(name) for name in getattr(layer, "changes", {}))
+            if getattr(layer, "observe_context", False):
+                refused.append("NonStationary(observe_context=True)")
+        elif not names & set(HARMLESS_WRAPPERS):
+            refused.append(type(layer).__name__)
+        layer = layer.env
+    return refused, changed
 
 
 class SimulatorDynamics:
@@ -303,9 +357,6 @@ class MujocoEnvDynamics:
         self.state_dim = int(np.prod(env.observation_space.shape))
         self.action_dim = int(np.prod(env.action_space.shape))
         clone = object.__new__(type(base))
-        clone.__dict__.update(base.__dict__)
-        clone.render_mode = None
-        clone.mujoco_renderer = None
         self._clone = clone
         self._refresh_model()
         clone.data = copy.copy(base.data)
@@ -323,10 +374,19 @@ class MujocoEnvDynamics:
             )
 
     def _refresh_model(self) -> None:
-        """The clone plans with a copy of the live model (the current world)."""
+        """The clone plans with a copy of the live model (the current world) and the live
+        environment's attributes (whatever a ``NonStationary`` ``attr:<name>`` or declared
+        parameter set there), keeping its own ``MjData`` and no renderer."""
         import copy
 
-        self._clone.model = copy.copy(self.env.model)
+        clone = self._clone
+        data = clone.__dict__.get("data")
+        clone.__dict__.update(self.env.__dict__)
+        clone.render_mode = None
+        clone.mujoco_renderer = None
+        if data is not None:
+            clone.data = data
+        clone.model = copy.copy(self.env.model)
 
     def rollout_bytes(self, n_samples: int, horizon: int) -> int:
         """Bytes a rollout allocates: its observations (the copies are made once)."""
@@ -362,10 +422,11 @@ class MujocoEnvDynamics:
         model = clone.model
         k, h, _ = actions.shape
         out = np.empty((k, h, self.state_dim))
+        frame_skip = int(clone.frame_skip) if self.follow_changes else self.frame_skip
         for i in range(k):
             mujoco.mj_copyData(clone.data, model, live)
             for t in range(h):
-                clone.do_simulation(actions[i, t], self.frame_skip)
+                clone.do_simulation(actions[i, t], frame_skip)
                 out[i, t] = clone._get_obs()
         return out
 

@@ -82,9 +82,26 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
 
     Notification (``notify``): ``"value"`` puts ``info["context"]`` (the current values) and
     ``info["context_changed"]`` (True at the step or reset where a value actually changed) in
-    every ``info``; ``"flag"`` only ``context_changed``; ``"none"`` nothing. The ground truth is
-    always :attr:`context` (``env.get_wrapper_attr("context")``). ``observe_context=True``
-    appends the values, in the order of ``changes``, to a flat ``Box`` observation.
+    every ``info``; ``"flag"`` only ``context_changed``; ``"none"`` nothing. What the wrapped
+    environment announces itself is kept, not overwritten: ``context_changed`` is True when this
+    layer or the environment (bam-rl's announced cart-pole, an inner ``NonStationary``) says
+    so, and ``context`` holds the inner values with this layer's added (its own keys win). The
+    ground truth is always :attr:`context` (``env.get_wrapper_attr("context")``, every nested
+    layer's values too). ``observe_context=True`` appends the values, in the order of
+    ``changes``, to a flat ``Box`` observation (a value beyond the observation dtype's finite
+    range is refused, so float32 never turns it into ``inf``).
+
+    Divergence (MuJoCo and classic control): the built-in parameters are bounded
+    (:mod:`bam_rl.wrappers.physics`), yet some values in range still make a simulation
+    diverge (a large gear or gravity). After every step the wrapper checks that the
+    observation is finite and, on MuJoCo, that MuJoCo did not reset a bad state (its
+    ``mjWARN_BADQPOS``/``BADQVEL``/``BADQACC`` counters, which it raises when it resets the
+    state silently); either raises ``RuntimeError`` naming the values in force, instead of
+    returning a transition that did not happen. Call ``reset()`` to go on.
+
+    Copies: ``copy.deepcopy`` and pickle (joblib, Ray) rebuild a Gymnasium MuJoCo environment,
+    and its model, from its arguments; the copy of this wrapper binds to the new model and
+    writes the current values into it, so the copy steps in the world its :attr:`context` says.
 
     Attributes:
         changes: The parameter → schedule map.
@@ -120,7 +137,8 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
                 callables or whose ``get`` gives no finite number, a schedule whose values leave
                 the parameter's accepted range, an object that is not a schedule, an unknown
                 ``notify`` or ``unit``, or ``observe_context`` with a non-flat-``Box``
-                observation. The environment is left untouched (a declared ``get`` is called).
+                observation or with a value beyond its dtype's finite range. The environment
+                is left untouched (a declared ``get`` is called).
         """
         if not isinstance(notify, str) or notify not in NOTIFY:
             raise ValueError(f"notify must be one of {NOTIFY}, got {notify!r}")
@@ -131,13 +149,14 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
                 f"changes must be a non-empty dict {{parameter: schedule}}, got {changes!r}"
             )
         names = list(changes)
+        base_space = env.observation_space
+        limit = _observed_limit(base_space) if observe_context else math.inf
         world = world_of(env.unwrapped)
         declared = declared_parameters(parameters, world.ranges)
         if declared or any(isinstance(n, str) and n.startswith(ATTR) for n in names):
             world = DeclaredWorld(world, [n for n in names if n not in world.ranges], declared)
         for name in names:
-            _check(world, env, name, changes[name])
-        base_space = env.observation_space
+            _check(world, env, name, changes[name], limit)
         if observe_context and not (
             isinstance(base_space, spaces.Box) and len(base_space.shape) == 1
         ):
@@ -163,7 +182,26 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
         self._episode_items = [i for i, u in enumerate(units) if u == "episode"]
         self._step_items = [i for i, u in enumerate(units) if u == "step"]
         self._values = [world.current(n) for n in names]
+        self._limit = limit
+        for name, value in zip(names, self._values, strict=True):
+            if abs(value) > limit:
+                raise ValueError(_observed_message(name, value, limit, base_space))
         self._context = dict(zip(names, self._values, strict=True))
+        self._inner = _inner_layer(env)  # a NonStationary inside this one, whose values add
+        self._bad = world.bad_state_counts()  # MuJoCo's counters of silent state resets
+        self._no_bad = None if self._bad is None else bytes(self._bad.nbytes)  # all zero
+        # the cheapest finiteness test of a float observation: 1, the sum of its entries as
+        # Python floats (up to 64 entries, 0.4–1 µs); 2, its dot product with itself (~1 µs
+        # at any size); 0, none (not a built-in physics environment, or no float Box)
+        self._finite = 0
+        if (
+            world.physical
+            and isinstance(base_space, spaces.Box)
+            and np.issubdtype(base_space.dtype, np.floating)
+        ):
+            self._finite = (
+                1 if base_space.shape is not None and math.prod(base_space.shape) <= 64 else 2
+            )
         self._rngs: list[np.random.Generator] = []
         self._episode = -1  # index of the current episode (-1 before the first reset)
         self._step = 0  # steps since the last seeded reset
@@ -184,7 +222,10 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
     # ------------------------------------------------------------------------ the context
     @property
     def context(self) -> dict[str, float]:
-        """The parameters' current values (a fresh dict): the ground truth at every ``notify``."""
+        """The parameters' current values (a fresh dict): the ground truth at every ``notify``;
+        with a ``NonStationary`` inside this one, its values too (this layer's win)."""
+        if self._inner is not None:
+            return {**self._inner.context, **self._context}
         return dict(self._context)
 
     @property
@@ -220,7 +261,7 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
                 new = schedules[i].value(t, rngs[i])
             if new != old:
                 changed.append(self._names[i])
-                values[i] = _checked(self._world, self._names[i], new)
+                values[i] = _checked(self._world, self._names[i], new, self._limit)
         return changed
 
     def _publish(self, changed: bool, flag: bool) -> None:
@@ -233,11 +274,17 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
                 self._context_array = np.asarray(self._values, dtype=self._dtype)
 
     def _annotate(self, observation: Any, info: dict[str, Any]) -> Any:
+        """Add this layer's notification to ``info``, keeping what the environment announced
+        itself (its ``context_changed`` or'ed in, its ``context`` values under this layer's)."""
         if self.notify == "value":
-            info["context"] = self._context.copy()  # callers keep infos: never shared
-            info["context_changed"] = self._last_changed
+            inner = info.get("context")
+            if inner is None:
+                info["context"] = self._context.copy()  # callers keep infos: never shared
+            else:
+                info["context"] = {**_mapping(inner), **self._context}
+            info["context_changed"] = self._last_changed or bool(info.get("context_changed", False))
         elif self.notify == "flag":
-            info["context_changed"] = self._last_changed
+            info["context_changed"] = self._last_changed or bool(info.get("context_changed", False))
         if self.observe_context:
             return np.concatenate((observation, self._context_array))
         return observation
@@ -285,19 +332,106 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
         return self._annotate(observation, info), info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        """Apply this step's values (step-level schedules), then step the environment."""
+        """Apply this step's values (step-level schedules), then step the environment.
+
+        Raises:
+            RuntimeError: If the simulation diverged in this step (MuJoCo or classic control):
+                a non-finite observation, or MuJoCo met a bad state and reset it; the message
+                names the values in force. Call ``reset()`` to go on.
+            ValueError: If a schedule gives a value outside its parameter's range (or, for
+                Acrobot, values whose one step could turn a link without bound).
+        """
         t = self._step
-        changed = False
+        self._last_changed = False  # what _publish(False, False) records, without the call
         if self._step_items and self._evaluated != t:
             names = self._advance(self._step_items, t)
             self._evaluated = t
             if names:
                 self._world.apply(dict(zip(self._names, self._values, strict=True)), names, False)
-                changed = True
-        self._publish(changed, changed)
-        observation, reward, terminated, truncated, info = self.env.step(action)
+                self._publish(True, True)
+        try:
+            observation, reward, terminated, truncated, info = self.env.step(action)
+        except RuntimeError as error:  # bam-rl's cart-pole checks MuJoCo's warnings itself
+            bad = self._bad
+            if bad is not None and bad.any():
+                raise RuntimeError(f"{error} (values in force: {self.context})") from error
+            raise
         self._step = t + 1
+        bad = self._bad
+        if bad is not None and bad.tobytes() != self._no_bad:
+            self._diverged(
+                t,
+                "MuJoCo found a bad state and reset it silently ("
+                + ", ".join(
+                    f"{name} × {int(n)}" for name, n in zip(_BAD_NAMES, bad, strict=True) if n
+                )
+                + ")",
+            )
+        finite = self._finite
+        if finite and not math.isfinite(
+            sum(observation.tolist()) if finite == 1 else observation.dot(observation)
+        ):
+            if not np.isfinite(observation).all():  # not only an overflow of the sum
+                self._diverged(t, "the observation holds non-finite entries")
         return self._annotate(observation, info), reward, terminated, truncated, info
+
+    def _diverged(self, step: int, what: str) -> None:
+        """``RuntimeError``: the simulation diverged at ``step`` under the values in force."""
+        env = self.env
+        name = env.spec.id if env.spec is not None else type(env.unwrapped).__name__
+        raise RuntimeError(
+            f"{name} diverged at step {step} (counted from the seeded reset; episode "
+            f"{self._episode}) with the values in force {self.context}: {what}. These values "
+            "make the simulation unstable, so this transition is not physical; call reset(), "
+            "and use milder values"
+        )
+
+    # ------------------------------------------------------------------------ copies
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """After ``copy.deepcopy`` or unpickling: bind the world to the copied environment
+        (a Gymnasium MuJoCo environment comes back rebuilt, with a new model) and, once a
+        ``reset`` applied the values, write them into it again."""
+        self.__dict__.update(state)
+        world = self._world
+        world.rebind(self.env.unwrapped)
+        self._bad = world.bad_state_counts()
+        self._no_bad = None if self._bad is None else bytes(self._bad.nbytes)
+        if self._episode >= 0:
+            world.apply(dict(zip(self._names, self._values, strict=True)), self._names, True)
+
+
+#: Names of the counters of ``World.bad_state_counts``, in order.
+_BAD_NAMES = ("mjWARN_BADQPOS", "mjWARN_BADQVEL", "mjWARN_BADQACC")
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """An inner ``info["context"]`` as a mapping (anything else is kept under ``"inner"``)."""
+    return value if isinstance(value, Mapping) else {"inner": value}
+
+
+def _inner_layer(env: Any) -> NonStationary | None:
+    """The outermost :class:`NonStationary` inside ``env``'s wrappers, if any."""
+    while isinstance(env, gymnasium.Wrapper):
+        if isinstance(env, NonStationary):
+            return env
+        env = env.env
+    return None
+
+
+def _observed_limit(space: Any) -> float:
+    """The largest magnitude an observation of ``space``'s dtype holds finitely."""
+    dtype = getattr(space, "dtype", None)
+    if dtype is not None and np.issubdtype(dtype, np.floating):
+        return float(np.finfo(dtype).max)
+    return math.inf
+
+
+def _observed_message(name: str, value: float, limit: float, space: Any) -> str:
+    return (
+        f"changes[{name!r}]: observe_context=True puts the value in the {space.dtype} "
+        f"observation, which holds magnitudes up to {limit:g}; got {value:g} (it would read "
+        f"inf): use values within ±{limit:g} or observe_context=False"
+    )
 
 
 def _bounds(schedule: Any) -> tuple[float, float] | None:
@@ -305,7 +439,9 @@ def _bounds(schedule: Any) -> tuple[float, float] | None:
     return None if bounds is None else (float(bounds[0]), float(bounds[1]))
 
 
-def _check(world: World, env: gymnasium.Env, name: Any, schedule: Any) -> None:
+def _check(
+    world: World, env: gymnasium.Env, name: Any, schedule: Any, limit: float = math.inf
+) -> None:
     ranges = world.ranges
     if name not in ranges:
         raise ValueError(_unknown_message(world, env, name))
@@ -317,6 +453,7 @@ def _check(world: World, env: gymnasium.Env, name: Any, schedule: Any) -> None:
     unit = getattr(schedule, "unit", "episode")
     if unit not in UNITS:
         raise ValueError(f"changes[{name!r}].unit must be one of {UNITS}, got {unit!r}")
+    _schedules.check_schedule(name, schedule)  # a class for an instance, bad unit or bounds
     bounds = _bounds(schedule)
     if bounds is None:  # unknown: every value is checked as it comes
         return
@@ -325,8 +462,13 @@ def _check(world: World, env: gymnasium.Env, name: Any, schedule: Any) -> None:
     if not accepted.contains(low, high):
         raise ValueError(
             f"changes[{name!r}]: the schedule's values span [{low:g}, {high:g}], outside the "
-            f"accepted range of {name}, {accepted} (a finite number"
-            f"{' > ' if accepted.open_low else ' >= '}{accepted.low:g})"
+            f"accepted range of {name}, {accepted} (a finite number in it)"
+        )
+    if max(abs(low), abs(high)) > limit:
+        raise ValueError(
+            _observed_message(
+                name, high if abs(high) > abs(low) else low, limit, env.observation_space
+            )
         )
 
 
@@ -352,8 +494,9 @@ def _unknown_message(world: World, env: gymnasium.Env, name: Any) -> str:
     )
 
 
-def _checked(world: World, name: str, value: Any) -> float:
-    """A schedule's value as a float inside the parameter's range (ValueError otherwise)."""
+def _checked(world: World, name: str, value: Any, limit: float = math.inf) -> float:
+    """A schedule's value as a float inside the parameter's range and, when observed, the
+    observation's (ValueError otherwise)."""
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -362,6 +505,11 @@ def _checked(world: World, name: str, value: Any) -> float:
     if not (math.isfinite(number) and accepted.contains(number, number)):
         raise ValueError(
             f"the schedule of {name!r} gave {value!r}, outside the accepted range {accepted}"
+        )
+    if abs(number) > limit:
+        raise ValueError(
+            f"the schedule of {name!r} gave {value!r}: the observation's dtype "
+            f"holds magnitudes up to {limit:g} (observe_context=True)"
         )
     return number
 
@@ -391,8 +539,6 @@ def schedule_from_spec(name: str, spec: Any) -> Any:
             f"changes[{name!r}] must name one of {SPEC_NAMES} with a dict of arguments, "
             f"got {spec!r}"
         )
-    if kind == "piecewise" and isinstance(kwargs.get("points"), Mapping):  # JSON keys: str
-        kwargs = {**kwargs, "points": {int(t): v for t, v in kwargs["points"].items()}}
     factory = getattr(_schedules, kind)
     accepted = [p for p in inspect.signature(factory).parameters if p != "self"]
     unknown = sorted(set(kwargs) - set(accepted))

@@ -9,9 +9,25 @@ A *world* reads and writes the parameters of one unwrapped environment:
   ``friction_scale``, ``damping_scale``, ``gear_scale`` (1 = as built). A named value and a
   factor combine: body mass = ``mass:<body>`` (or the built mass) × ``mass_scale``. The
   derived constants (``mujoco.mj_setConst``) are recomputed only when a mass changed.
-  bam-rl's cart-pole changes gravity through its own ``set_gravity``.
-* :class:`AttributeWorld` (Gymnasium's classic control): the environment's own attributes,
-  :data:`CLASSIC_CONTROL`.
+  bam-rl's cart-pole changes gravity through its own ``set_gravity``. The world reads the
+  model of the environment it is bound to; :meth:`World.rebind` binds it again after the
+  environment was copied (``copy.deepcopy`` or pickle rebuild a Gymnasium MuJoCo environment,
+  and its model, from its constructor's arguments).
+* :class:`AttributeWorld` (Gymnasium's classic control, recognised with ``isinstance``, so a
+  subclass is one too): the environment's own attributes, :data:`CLASSIC_CONTROL`.
+
+Accepted values (:class:`Range`; ``tests/wrappers/test_physical_bounds.py``). Every built-in
+parameter is bounded, so what is written into a model is a finite number and one step of the
+environment stays a finite computation: gravity up to :data:`MAX_GRAVITY` (1e4 m/s², a
+thousand times Earth's), factors and named quantities up to :data:`MAX_QUANTITY` (a million
+times the unit), masses and ``mass_scale`` at least a millionth (:data:`MIN_FACTOR`; a named
+mass at least :data:`MIN_MASS`), time steps in (0, :data:`MAX_TIME_STEP`] (1 s: the classic
+environments integrate with one explicit Euler or RK4 step of hundredths of a second).
+Acrobot's link parameters are also checked together (:func:`acrobot_turn`): its one RK4 step
+can turn the links by any amount for some combinations, and Gymnasium's angle wrapping then
+loops once per turn. Within these bounds a simulation may still diverge (a large gear or
+gravity makes MuJoCo's accelerations blow up); :class:`~bam_rl.wrappers.NonStationary`
+detects that at run time instead.
 * :class:`CustomWorld` (any other environment, a user's own included): no built-in
   parameters.
 
@@ -29,6 +45,7 @@ Both accept any finite number (the environment decides what it accepts).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import numbers
@@ -56,6 +73,11 @@ __all__ = [
 
 #: Prefix of a parameter naming an attribute of the unwrapped environment: ``attr:<name>``.
 ATTR = "attr:"
+#: MuJoCo's warnings of a bad state (a non-finite or huge position, velocity or acceleration),
+#: after which it resets the state silently: their counters mean the simulation diverged.
+BAD_STATE_WARNINGS = slice(
+    int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQACC) + 1
+)
 
 
 @dataclass(frozen=True)
@@ -80,10 +102,37 @@ class Range:
         )
 
 
+#: Largest gravity (m/s²): a thousand times Earth's, beyond any planet's surface (the Sun's is
+#: 274); far above it MuJoCo's accelerations leave the float range (1e300 gave NaN states).
+MAX_GRAVITY = 1e4
+#: Largest factor (``*_scale``) and named quantity (mass, friction, damping, a classic
+#: environment's length, mass or force): a million times the unit. A named value times its
+#: factor, and the built inertia times the mass ratio, stay far inside float64 (1e308).
+MAX_QUANTITY = 1e6
+#: Smallest mass factor and classic mass or length: a millionth (a product of two of them is
+#: still a normal positive float, never 0).
+MIN_FACTOR = 1e-6
+#: Smallest named MuJoCo mass (kg): below Pusher's lightest built body (4e-10 kg, its goal
+#: marker), and times :data:`MIN_FACTOR` still a normal positive float.
+MIN_MASS = 1e-12
+#: Largest time step (s) of a classic environment (``tau``, ``dt``): their explicit Euler or
+#: single RK4 step is meant for hundredths of a second; at 1e300 the cart-pole's state was
+#: inf, and at 1000 one Acrobot step never returned.
+MAX_TIME_STEP = 1.0
+
 POSITIVE = Range(0.0, math.inf, open_low=True)
 NONNEGATIVE = Range(0.0, math.inf)
 #: Any finite number: the range of ``attr:<name>`` and declared parameters.
 ANY = Range(-math.inf, math.inf)
+#: The built-in parameters' ranges (see the module's docstring).
+GRAVITY = Range(0.0, MAX_GRAVITY)
+QUANTITY = Range(0.0, MAX_QUANTITY)
+FACTOR = Range(0.0, MAX_QUANTITY)
+MASS_FACTOR = Range(MIN_FACTOR, MAX_QUANTITY)
+MASS = Range(MIN_MASS, MAX_QUANTITY)
+#: A classic environment's mass or length (kg or m).
+PHYSICAL = Range(MIN_FACTOR, MAX_QUANTITY)
+TIME_STEP = Range(0.0, MAX_TIME_STEP, open_low=True)
 
 
 class Parameter(NamedTuple):
@@ -128,30 +177,124 @@ def numeric_attributes(env: Any) -> list[str]:
     return found
 
 
-#: Classic-control parameters: class name → {attribute: accepted range}. Only attributes the
-#: dynamics read (Acrobot's ``LINK_LENGTH_2`` is drawn but never enters the dynamics).
+#: Classic-control parameters: class name (of :mod:`gymnasium.envs.classic_control`) →
+#: {attribute: accepted range}. Only attributes the dynamics read (Acrobot's
+#: ``LINK_LENGTH_2`` is drawn but never enters the dynamics). MountainCar's ``gravity``,
+#: ``force`` and ``power`` are velocity changes per step (the speed is clipped after them).
 CLASSIC_CONTROL: dict[str, dict[str, Range]] = {
     "CartPoleEnv": {
-        "gravity": NONNEGATIVE,
-        "masscart": POSITIVE,
-        "masspole": POSITIVE,
-        "length": POSITIVE,
-        "force_mag": NONNEGATIVE,
-        "tau": POSITIVE,
+        "gravity": GRAVITY,
+        "masscart": PHYSICAL,
+        "masspole": PHYSICAL,
+        "length": PHYSICAL,
+        "force_mag": QUANTITY,
+        "tau": TIME_STEP,
     },
-    "PendulumEnv": {"g": NONNEGATIVE, "m": POSITIVE, "l": POSITIVE, "dt": POSITIVE},
-    "MountainCarEnv": {"gravity": NONNEGATIVE, "force": NONNEGATIVE},
-    "Continuous_MountainCarEnv": {"power": NONNEGATIVE},
+    "PendulumEnv": {"g": GRAVITY, "m": PHYSICAL, "l": PHYSICAL, "dt": TIME_STEP},
+    "MountainCarEnv": {"gravity": GRAVITY, "force": QUANTITY},
+    "Continuous_MountainCarEnv": {"power": QUANTITY},
     "AcrobotEnv": {
-        "dt": POSITIVE,
-        "LINK_LENGTH_1": POSITIVE,
-        "LINK_MASS_1": POSITIVE,
-        "LINK_MASS_2": POSITIVE,
-        "LINK_COM_POS_1": POSITIVE,
-        "LINK_COM_POS_2": POSITIVE,
-        "LINK_MOI": POSITIVE,
+        "dt": TIME_STEP,
+        "LINK_LENGTH_1": PHYSICAL,
+        "LINK_MASS_1": PHYSICAL,
+        "LINK_MASS_2": PHYSICAL,
+        "LINK_COM_POS_1": PHYSICAL,
+        "LINK_COM_POS_2": PHYSICAL,
+        "LINK_MOI": PHYSICAL,
     },
 }
+
+
+@functools.cache
+def classic_control_classes() -> dict[type, str]:
+    """Gymnasium's classic-control classes → their :data:`CLASSIC_CONTROL` name (imported
+    when first needed)."""
+    from gymnasium.envs.classic_control import (
+        AcrobotEnv,
+        CartPoleEnv,
+        Continuous_MountainCarEnv,
+        MountainCarEnv,
+        PendulumEnv,
+    )
+
+    return {
+        CartPoleEnv: "CartPoleEnv",
+        PendulumEnv: "PendulumEnv",
+        MountainCarEnv: "MountainCarEnv",
+        Continuous_MountainCarEnv: "Continuous_MountainCarEnv",
+        AcrobotEnv: "AcrobotEnv",
+    }
+
+
+def classic_control_name(env: Any) -> str | None:
+    """The :data:`CLASSIC_CONTROL` name of ``env`` when it is an instance of one of
+    Gymnasium's classic-control classes (a subclass included), else ``None``: recognised by
+    class, not by name, so a user's class that is merely called ``CartPoleEnv`` is not one."""
+    for klass, name in classic_control_classes().items():
+        if isinstance(env, klass):
+            return name
+    return None
+
+
+#: Largest angle (rad) one Acrobot step may reach on :func:`acrobot_turn`'s grid before
+#: Gymnasium wraps it into [-π, π] (its wrapping loop runs once per turn). The grid may miss
+#: the true worst state: over 300 random sets of values (each factor 0.05–20 of its default,
+#: ``dt`` 0.02–1 s), whenever the grid's worst stayed within 1e4 rad, 400 000 random states
+#: never went beyond 2e5 rad (30 000 turns, milliseconds); above 1e4 the grid's worst grows
+#: fast (1e5 on the grid gave 6e8 in the random states). Not an accuracy bound: the defaults
+#: at ``dt`` 0.2 already reach 27 rad from the grid's fastest states and ``LINK_MASS_2`` 3
+#: reaches 600 rad (accepted), while ``LINK_MASS_2`` 10 (2e4 rad), ``dt`` 1 (5e5 rad) and
+#: ``LINK_LENGTH_1`` 1e6 (1e20 rad) are refused.
+ACROBOT_MAX_TURN = 1e4
+
+
+def acrobot_turn(env: Any, values: Mapping[str, float]) -> float:
+    """The largest angle (rad, ``inf`` when not finite) one step of the Acrobot ``env`` reaches
+    with its attributes set to ``values`` (the others as they are), over a grid of states:
+    both angles at 12 values in [-π, π), each velocity at its clip bound, 0 or minus the bound,
+    every torque (the noise's extremes added).
+
+    The environment's own ``_dsdt`` (book or NIPS equations) is evaluated on the whole grid at
+    once through one RK4 step of ``dt``, as its ``step`` does for one state. One step of
+    Gymnasium's Acrobot can turn a link by any amount: its RK4 step is explicit, and the
+    accelerations grow with the mass and length ratios (link 2 ten times heavier and longer,
+    link 1 and the inertia ten times smaller turned a link by 1e13 rad in one step of 0.2 s,
+    from fast states), and ``wrap`` then loops once per turn (forever on ``inf``). A few
+    milliseconds (remembered per set of values by :class:`AttributeWorld`).
+    """
+    saved = {name: getattr(env, name) for name in values}
+    try:
+        for name, value in values.items():
+            setattr(env, name, value)
+        angles = np.linspace(-math.pi, math.pi, 12, endpoint=False)
+        v1 = float(env.MAX_VEL_1) * np.array([-1.0, 0.0, 1.0])
+        v2 = float(env.MAX_VEL_2) * np.array([-1.0, 0.0, 1.0])
+        torques = np.asarray(env.AVAIL_TORQUE, dtype=np.float64)
+        noise = float(getattr(env, "torque_noise_max", 0.0) or 0.0)
+        if noise > 0:
+            torques = np.concatenate([torques - noise, torques, torques + noise])
+        grid = np.stack(
+            [a.ravel() for a in np.meshgrid(angles, angles, v1, v2, torques, indexing="ij")]
+        )
+        dt = float(env.dt)
+
+        def derivative(y: np.ndarray) -> np.ndarray:
+            out = np.zeros_like(y)
+            for i, row in enumerate(env._dsdt(y)[:4]):
+                out[i] = row
+            return out
+
+        with np.errstate(all="ignore"):
+            k1 = derivative(grid)
+            k2 = derivative(grid + dt / 2 * k1)
+            k3 = derivative(grid + dt / 2 * k2)
+            k4 = derivative(grid + dt * k3)
+            angles_after = (grid + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4))[:2]
+            turn = float(np.max(np.abs(angles_after)))
+    finally:
+        for name, value in saved.items():
+            setattr(env, name, value)
+    return turn if math.isfinite(turn) else math.inf
 
 
 class World:
@@ -175,6 +318,22 @@ class World:
         """An independent copy of the environment in the current world and state."""
         raise NotImplementedError
 
+    def rebind(self, env: Any) -> None:
+        """Read and write ``env`` from now on: the unwrapped environment after a copy of the
+        wrapper (``copy.deepcopy``, pickle), which may hold new objects (a MuJoCo model)."""
+        self.env = env
+
+    def bad_state_counts(self) -> Any:
+        """A live view of the counters of the simulator's silent state resets (MuJoCo's
+        ``mjWARN_BADQPOS``, ``mjWARN_BADQVEL``, ``mjWARN_BADQACC``), or ``None``."""
+        return None
+
+    @property
+    def physical(self) -> bool:
+        """Whether the environment is a built-in physics one (MuJoCo or classic control),
+        whose observations are finite whenever its simulation is."""
+        return False
+
 
 class AttributeWorld(World):
     """Classic control: parameters are the environment's attributes."""
@@ -182,18 +341,49 @@ class AttributeWorld(World):
     def __init__(self, env: Any, ranges: Mapping[str, Range]) -> None:
         self.env = env
         self.ranges = dict(ranges)
-        self._cartpole = type(env).__name__ == "CartPoleEnv"
+        self._kind = classic_control_name(env)
+        self._turns: dict[tuple[float, ...], float] = {}  # Acrobot: values → acrobot_turn
+
+    @property
+    def physical(self) -> bool:
+        return True
 
     def current(self, name: str) -> float:
         return float(getattr(self.env, name))
 
     def apply(self, values: Mapping[str, float], names: Iterable[str], reset: bool) -> None:
         env = self.env
-        for name in values if reset else names:
+        targets = list(values if reset else names)
+        if self._kind == "AcrobotEnv":
+            self._check_acrobot({name: values[name] for name in targets})
+        for name in targets:
             setattr(env, name, values[name])
-        if self._cartpole:  # the derived constants its step reads
+        if self._kind == "CartPoleEnv":  # the derived constants its step reads
             env.total_mass = env.masspole + env.masscart
             env.polemass_length = env.masspole * env.length
+
+    def _check_acrobot(self, values: Mapping[str, float]) -> None:
+        """``ValueError`` (nothing written) when one Acrobot step with ``values`` could reach
+        an angle beyond :data:`ACROBOT_MAX_TURN` (:func:`acrobot_turn`; remembered per set of
+        values, so a schedule that comes back costs nothing)."""
+        names = CLASSIC_CONTROL["AcrobotEnv"]
+        merged = {name: float(values.get(name, getattr(self.env, name))) for name in names}
+        key = tuple(merged.values())
+        turn = self._turns.get(key)
+        if turn is None:
+            turn = acrobot_turn(self.env, merged)
+            if len(self._turns) >= 256:
+                self._turns.clear()
+            self._turns[key] = turn
+        if not turn <= ACROBOT_MAX_TURN:
+            shown = ", ".join(f"{name}={value:g}" for name, value in merged.items())
+            raise ValueError(
+                f"Acrobot with {shown}: one step of dt={merged['dt']:g} s could turn a link "
+                f"by {turn:.3g} rad (its single explicit RK4 step diverges for these "
+                f"values; Gymnasium's angle wrapping would then loop once per turn); the "
+                f"accepted largest is {ACROBOT_MAX_TURN:g} rad: use a smaller dt, or masses, "
+                f"lengths and LINK_MOI closer to each other"
+            )
 
     def planning_copy(self) -> Any:
         import copy
@@ -239,39 +429,57 @@ class MujocoWorld(World):
         self._set_gravity: Callable[[float], None] | None = getattr(env, "set_gravity", None)
         gravity_range = getattr(env, "gravity_range", None)
         ranges: dict[str, Range] = {
-            "gravity": NONNEGATIVE if gravity_range is None else Range(*gravity_range),
-            "mass_scale": POSITIVE,
-            "friction_scale": NONNEGATIVE,
-            "damping_scale": NONNEGATIVE,
-            "gear_scale": NONNEGATIVE,
+            "gravity": GRAVITY if gravity_range is None else Range(*gravity_range),
+            "mass_scale": MASS_FACTOR,
+            "friction_scale": FACTOR,
+            "damping_scale": FACTOR,
+            "gear_scale": FACTOR,
         }
         self._body: dict[str, int] = {}
         for i in range(1, model.nbody):  # body 0 is the world
             name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, i)
             if name and model.body_mass[i] > 0:  # a massless body has no inertia to scale
                 self._body[name] = i
-                ranges[f"mass:{name}"] = POSITIVE
+                ranges[f"mass:{name}"] = MASS
         self._geom: dict[str, int] = {}
         for i in range(model.ngeom):
             name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, i)
             if name:
                 self._geom[name] = i
-                ranges[f"friction:{name}"] = NONNEGATIVE
+                ranges[f"friction:{name}"] = QUANTITY
         self._dof: dict[str, int] = {}
         for i in range(model.njnt):
             name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, i)
-            # one damping per joint: hinges and slides (free and ball joints have several dofs)
-            if name and model.jnt_type[i] in (
-                mujoco.mjtJoint.mjJNT_HINGE,
-                mujoco.mjtJoint.mjJNT_SLIDE,
+            # one damping per joint: hinges and slides (free and ball joints have several dofs);
+            # compared as ints: MuJoCo 4's enum never equals a NumPy integer on its side
+            if name and int(model.jnt_type[i]) in (
+                int(mujoco.mjtJoint.mjJNT_HINGE),
+                int(mujoco.mjtJoint.mjJNT_SLIDE),
             ):
                 self._dof[name] = int(model.jnt_dofadr[i])
-                ranges[f"damping:{name}"] = NONNEGATIVE
+                ranges[f"damping:{name}"] = QUANTITY
         self.ranges = ranges
         self._state_spec = mujoco.mjtState.mjSTATE_INTEGRATION
         self._state = np.empty(mujoco.mj_stateSize(model, self._state_spec))
         self._planning: tuple[int, Any] | None = None  # (world version, model copy)
         self._version = 0
+
+    @property
+    def physical(self) -> bool:
+        return True
+
+    def rebind(self, env: Any) -> None:
+        """Bind to ``env`` and its current model (a copy of the environment has its own:
+        Gymnasium's MuJoCo environments are rebuilt from their arguments by ``deepcopy`` and
+        pickle). The built values read at construction stay the reference of the factors."""
+        self.env = env
+        self._model = env.model
+        self._set_gravity = getattr(env, "set_gravity", None)
+        self._state = np.empty(mujoco.mj_stateSize(env.model, self._state_spec))
+        self._planning = None
+
+    def bad_state_counts(self) -> Any:
+        return self.env.data.warning.number[BAD_STATE_WARNINGS]
 
     def _group(self, name: str) -> str:
         return name.split(":", 1)[0].removesuffix("_scale")
@@ -290,14 +498,13 @@ class MujocoWorld(World):
         return float(model.dof_damping[self._dof[key]])
 
     def apply(self, values: Mapping[str, float], names: Iterable[str], reset: bool) -> None:
+        """Write the changed groups; every array is computed and checked finite before any
+        is written (``ValueError`` naming the values otherwise: nothing is changed)."""
         groups = {self._group(n) for n in (values if reset else names)}
         model = self._model
-        if "gravity" in groups:
-            g = values["gravity"]
-            if self._set_gravity is not None:
-                self._set_gravity(g)
-            else:
-                model.opt.gravity[:] = self._direction * g
+        writes: list[tuple[str, Any, np.ndarray]] = []  # (group, model field, new value)
+        if "gravity" in groups and self._set_gravity is None:
+            writes.append(("gravity", model.opt.gravity, self._direction * values["gravity"]))
         if "mass" in groups:
             mass = self._mass.copy()
             for name, i in self._body.items():
@@ -306,23 +513,39 @@ class MujocoWorld(World):
             mass *= values.get("mass_scale", 1.0)
             if not np.array_equal(mass, model.body_mass):
                 ratio = np.divide(mass, self._mass, out=np.ones_like(mass), where=self._mass > 0)
-                model.body_mass[:] = mass
-                model.body_inertia[:] = self._inertia * ratio[:, None]
-                self._set_const()
+                writes.append(("mass", model.body_mass, mass))
+                writes.append(("mass", model.body_inertia, self._inertia * ratio[:, None]))
         if "friction" in groups:
             friction = self._friction.copy()
             for name, i in self._geom.items():
                 if "friction:" + name in values:
                     friction[i, 0] = values["friction:" + name]
-            model.geom_friction[:] = friction * values.get("friction_scale", 1.0)
+            writes.append(
+                ("friction", model.geom_friction, friction * values.get("friction_scale", 1.0))
+            )
         if "damping" in groups:
             damping = self._damping.copy()
             for name, i in self._dof.items():
                 if "damping:" + name in values:
                     damping[i] = values["damping:" + name]
-            model.dof_damping[:] = damping * values.get("damping_scale", 1.0)
+            writes.append(
+                ("damping", model.dof_damping, damping * values.get("damping_scale", 1.0))
+            )
         if "gear" in groups:
-            model.actuator_gear[:] = self._gear * values["gear_scale"]
+            writes.append(("gear", model.actuator_gear, self._gear * values["gear_scale"]))
+        for group, _, value in writes:
+            if not np.isfinite(value).all():
+                shown = {n: v for n, v in values.items() if self._group(n) == group}
+                raise ValueError(
+                    f"the {group} values {shown} give non-finite entries in the model (the "
+                    f"built values times the factors overflow); use smaller values"
+                )
+        if "gravity" in groups and self._set_gravity is not None:
+            self._set_gravity(values["gravity"])
+        for _, field, value in writes:
+            field[:] = value
+        if any(group == "mass" for group, _, _ in writes):
+            self._set_const()
         self._version += 1
 
     def _set_const(self) -> None:
@@ -356,14 +579,15 @@ class MujocoWorld(World):
 
 def world_of(env: Any) -> World:
     """The :class:`World` of an unwrapped environment: a :class:`MujocoWorld`, an
-    :class:`AttributeWorld` (:data:`CLASSIC_CONTROL`) or, for any other, a :class:`CustomWorld`
-    without built-in parameters."""
+    :class:`AttributeWorld` (an instance of one of Gymnasium's classic-control classes,
+    :data:`CLASSIC_CONTROL`) or, for any other, a :class:`CustomWorld` without built-in
+    parameters."""
     if isinstance(getattr(env, "model", None), mujoco.MjModel) and isinstance(
         getattr(env, "data", None), mujoco.MjData
     ):
         return MujocoWorld(env)
-    name = type(env).__name__
-    if name in CLASSIC_CONTROL:
+    name = classic_control_name(env)
+    if name is not None:
         return AttributeWorld(env, CLASSIC_CONTROL[name])
     return CustomWorld(env)
 
@@ -477,6 +701,17 @@ class DeclaredWorld(World):
 
     def planning_copy(self) -> Any:
         return self.base.planning_copy()
+
+    def rebind(self, env: Any) -> None:
+        self.env = env
+        self.base.rebind(env)
+
+    def bad_state_counts(self) -> Any:
+        return self.base.bad_state_counts()
+
+    @property
+    def physical(self) -> bool:
+        return self.base.physical
 
 
 class _AttributeGetter:

@@ -15,7 +15,11 @@ world holds for ``trials_per_world`` trials, then moves on along :data:`ORDER`::
 
 ``gym.make(id, trials_per_world=k)`` shortens or lengthens every world (tests use 1–2),
 ``trial_steps=n`` every trial (it sets the inner limit; Gymnasium's own ``max_episode_steps=n``
-only adds an outer ``TimeLimit``, which can shorten a trial but never lengthen it). Each id has
+only adds an outer ``TimeLimit``, which can shorten a trial but never lengthen it). The inner
+limit is the wrapped environment's own argument (``max_steps`` of bam-rl's cart-pole,
+``max_episode_steps`` of ``gymnasium.make`` for the others): passing it as well is accepted
+when it agrees with ``trial_steps`` and a ``ValueError`` naming both otherwise; passed alone,
+it is honoured (it replaces the suite's steps per trial). Each id has
 its own entry point (:func:`make_recurring` with the id's name and variant fixed), so keyword
 arguments cannot switch the environment or the variant: ``name`` and ``continual`` are refused.
 
@@ -202,7 +206,10 @@ def make_recurring(
         trials_per_world: Trials per world (default: the suite's).
         trial_steps: Steps per trial, the wrapped environment's own limit (default: the
             suite's, else the environment's); it lengthens or shortens a trial.
-        **env_kwargs: Passed to ``gymnasium.make`` of the wrapped environment.
+        **env_kwargs: Passed to ``gymnasium.make`` of the wrapped environment. Its own limit
+            (``max_steps`` for bam-rl's cart-pole, ``max_episode_steps`` for the others) names
+            the same thing as ``trial_steps``: given alone it sets the steps per trial, given
+            with ``trial_steps`` it must agree.
 
     Returns:
         The :class:`~bam_rl.wrappers.NonStationary` environment, with ``planning_reward``
@@ -210,21 +217,29 @@ def make_recurring(
         as attributes.
 
     Raises:
-        ValueError: On an unknown name or a bad count.
+        ValueError: On an unknown name or a bad count, or when ``trial_steps`` and the
+            environment's own limit are both given and disagree.
     """
     if name not in SUITE:
         raise ValueError(f"name must be one of {sorted(SUITE)}, got {name!r}")
     spec = SUITE[name]
     if trials_per_world is not None:
         trials_per_world = check_int("trials_per_world", trials_per_world, minimum=1)
-    steps = spec.max_episode_steps if trial_steps is None else trial_steps
+    limit = "max_steps" if spec.env_id.startswith("bam_rl/") else "max_episode_steps"
+    own = env_kwargs.get(limit)
+    if trial_steps is not None:
+        trial_steps = check_int("trial_steps", trial_steps, minimum=1)
+        if own is not None and own != trial_steps:
+            raise ValueError(
+                f"trial_steps={trial_steps!r} and {limit}={own!r} both set the steps per trial "
+                f"of {spec.env_id} and disagree: give one of them (or both equal)"
+            )
+    steps = trial_steps if trial_steps is not None else own
+    if steps is None:
+        steps = spec.max_episode_steps
     kwargs = {**spec.env_kwargs, **env_kwargs}
     if steps is not None:
-        steps = check_int("trial_steps", steps, minimum=1)
-        if spec.env_id.startswith("bam_rl/"):
-            kwargs["max_steps"] = steps
-        else:
-            kwargs["max_episode_steps"] = steps
+        kwargs[limit] = check_int(limit if trial_steps is None else "trial_steps", steps, minimum=1)
     env = gymnasium.make(spec.env_id, **kwargs)
     wrapped = NonStationary(
         env,

@@ -138,16 +138,10 @@ def test_the_base_class_is_abstract():
 
 
 # ------------------------------------------------------------------------ through the wrapper
-# bam_rl/wrappers/nonstationary.py (not this change's file) converts JSON keys with int()
-# before Piecewise sees them, and reads a schedule's bounds without check_schedule: these two
-# pass once it leaves the keys to Piecewise and calls check_schedule (the markers then go).
-WRAPPER = (
-    "bam_rl.wrappers.nonstationary must drop its int() of piecewise keys in "
-    "schedule_from_spec and call bam_rl.schedules.check_schedule(name, schedule) in _check"
-)
+# the wrapper leaves JSON keys to Piecewise and calls check_schedule, so its specs and schedules
+# give the same messages
 
 
-@pytest.mark.xfail(strict=True, reason=WRAPPER)
 @pytest.mark.parametrize(
     ("points", "match"),
     [
@@ -162,7 +156,6 @@ def test_json_specs_of_the_wrapper_give_the_schedules_message(points, match):
         make_nonstationary("Pendulum-v1", {"g": {"piecewise": {"points": points}}})
 
 
-@pytest.mark.xfail(strict=True, reason=WRAPPER)
 def test_the_wrapper_refuses_a_schedule_class_by_name():
     from bam_rl.wrappers import NonStationary
 

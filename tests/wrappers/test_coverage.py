@@ -46,8 +46,14 @@ NO_EFFECT = {
     ("Reacher-v5", "gravity"): "moves in a horizontal plane (vertical hinge axes)",
     ("Swimmer-v5", "gravity"): "moves in a horizontal plane",
     ("Reacher-v5", "mass:target"): "the target is placed, never pushed",
+    ("Reacher-v5", "damping:target_x"): "the target is placed, never pushed",
+    ("Reacher-v5", "damping:target_y"): "the target is placed, never pushed",
     ("Pusher-v5", "mass:goal"): "the goal is a marker, never pushed",
+    ("Pusher-v5", "damping:goal_slidex"): "the goal is a marker, never pushed",
+    ("Pusher-v5", "damping:goal_slidey"): "the goal is a marker, never pushed",
     ("Pusher-v5", "mass:object"): f"not touched by the arm within {25} steps",
+    ("Pusher-v5", "damping:obj_slidex"): f"not touched by the arm within {25} steps",
+    ("Pusher-v5", "damping:obj_slidey"): f"not touched by the arm within {25} steps",
     ("Pusher-v5", "friction_scale"): f"no contact within {25} steps",
 }
 STEPS = 25

@@ -65,7 +65,7 @@ def test_notify_levels_and_the_ground_truth_at_every_level(notify):
 
 
 def test_counters_survive_reset_and_a_seed_restarts_them():
-    env = _pendulum(changes={"mass:pole": drift(2.0, 1.0, unit="episode")})
+    env = _pendulum(changes={"mass:pole": drift(2.0, 1.0, high=100.0, unit="episode")})
     for k in range(4):
         env.reset()
         env.step(np.zeros(1))
@@ -185,9 +185,9 @@ def test_the_wrapper_pickles_with_its_schedules():
     ("changes", "kwargs", "match"),
     [
         ({"gravty": cycle([9.81])}, {}, r"unknown parameter 'gravty' .*'gravity', 'mass:cart'"),
-        ({"mass:pole": cycle([-1.0])}, {}, r"mass:pole.*\(0, inf\)"),
+        ({"mass:pole": cycle([-1.0])}, {}, r"mass:pole.*\[1e-12, 1e\+06\]"),
         ({"mass:pole": cycle([0.0, 1.0])}, {}, r"mass:pole"),
-        ({"friction_scale": cycle([-0.1])}, {}, r"friction_scale.*\[0, inf\)"),
+        ({"friction_scale": cycle([-0.1])}, {}, r"friction_scale.*\[0, 1e\+06\]"),
         ({"friction:rail": drift(1.0, -0.1)}, {}, r"span \[-inf, 1\]"),
         ({"mass:pole": random_walk(1.0, 0.1)}, {}, r"mass:pole"),
         ({"gravity": 9.81}, {}, r"changes\['gravity'\] must be a schedule"),
