@@ -142,13 +142,15 @@ def recurring_plan(
 
 
 def recurring_trial_steps(spec: Any, name: str) -> int:
-    """Steps of a trial of run ``spec`` (the experiment's ``trial_steps``, else the suite's,
-    else the environment's own limit)."""
+    """Steps of a trial of run ``spec``: its ``trial_steps``, ``max_steps`` or
+    ``max_episode_steps`` (the recurring ids accept each, agreeing), else the suite's, else the
+    environment's own limit."""
     import gymnasium as gym
 
     from bam_rl.wrappers.recurring import SUITE
 
-    steps = spec.env_kwargs.get("trial_steps") or SUITE[name].max_episode_steps
+    given = (spec.env_kwargs.get(k) for k in ("trial_steps", "max_steps", "max_episode_steps"))
+    steps = next((s for s in given if s), None) or SUITE[name].max_episode_steps
     return int(steps or gym.spec(SUITE[name].env_id).max_episode_steps or 1000)
 
 

@@ -186,3 +186,15 @@ def test_a_whole_visits_csv_is_read_as_before(tmp_path):
     assert experiment["problem"] is None and experiment["ran"]
     (row,) = experiment["claims"]
     assert row["holds"] == "yes" and row["measured"].startswith("segment BAM 100%")
+
+
+def test_a_recorded_trial_takes_its_length_from_whichever_limit_the_run_gave():
+    """A recurring run configured with ``max_steps`` (or ``max_episode_steps``) alone is
+    replayed with that trial length, as with ``trial_steps`` (issue 50's review)."""
+    from types import SimpleNamespace
+
+    from bam_rl.harness.record_recurring import recurring_trial_steps
+
+    for key in ("trial_steps", "max_steps", "max_episode_steps"):
+        assert recurring_trial_steps(SimpleNamespace(env_kwargs={key: 37}), "Pendulum") == 37
+    assert recurring_trial_steps(SimpleNamespace(env_kwargs={}), "InvertedPendulum") == 300
