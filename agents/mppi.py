@@ -82,6 +82,7 @@ from .planner import (
     mppi_options,
 )
 from .rewards import make_planning_reward
+from .settings import check_keywords, ground_truth_options, memory_defaults, resolve
 from .simulator import MujocoEnvDynamics, SimulatorDynamics, StepFunctionDynamics
 
 __all__ = [
@@ -245,6 +246,15 @@ class MPPIAgent(BaseAgent):
             Either way a notice on a trial's first transition (NS-Gym's bridge announces a
             world that differs at a trial's start there, not at ``reset``) is a change at the
             trial's start, acted on at once (as at :meth:`reset`) either way.
+        min_change_interval: Fewest transitions of a trial's part before a change announced
+            inside the trial ends it (default 5, at least 1). A change announced sooner is
+            merged: it is acted on once the part holds this many transitions (or at the next
+            :meth:`reset` if the trial ends first), and the changes in between are one. This
+            bounds the segment bookkeeping: a world that changes at every step would otherwise
+            make every step a trial, and each trial's readout scans the whole memory (measured
+            on the cart-pole: 0.6 s a step at the start, 22 s after 100 steps, with 1). The
+            merged part's datum mixes the worlds of its few transitions. Agents saved before
+            this option load with 1, the behaviour they were saved with.
         **planner_options: :class:`MPPI` options (``horizon``, ``n_samples``, ``noise_var``
             is named ``sampling_var`` here, ``temperature``).
 
@@ -283,6 +293,7 @@ class MPPIAgent(BaseAgent):
         planning_models: str = "draws",
         reward: Any = None,
         in_trial_changes: bool = True,
+        min_change_interval: int = 5,
         **planner_options: Any,
     ):
         super().__init__(seed)
@@ -290,6 +301,7 @@ class MPPIAgent(BaseAgent):
         if not isinstance(in_trial_changes, (bool, np.bool_)):
             raise ValueError(f"in_trial_changes must be a bool, got {in_trial_changes!r}")
         self.in_trial_changes = bool(in_trial_changes)
+        self.min_change_interval = check_int("min_change_interval", min_change_interval)
         self.readout_after_steps = _check_readout_steps(readout_after_steps, memory)
         self.refresh_every_steps = _check_refresh_steps(refresh_every_steps, memory)
         if not isinstance(announced, (bool, np.bool_)):
@@ -350,6 +362,7 @@ class MPPIAgent(BaseAgent):
         self.planner.check_planning_memory(self.model)
         self.n_in_trial_changes = 0  # changes announced inside a trial and acted on
         self._pending_change = False  # a notice ignored inside a trial, for the next reset
+        self._merged_change = False  # a notice inside a too-short part, acted on at its end
         self._trial = _TrialRecorder()
         self._last_info: dict[str, Any] = {}
         self.trial_gravities: list[float] = []
@@ -360,6 +373,40 @@ class MPPIAgent(BaseAgent):
         self.in_trial_readouts: list[ReadoutResult] = []
         self.segment_pick_fractions: list[float] = []
         self.in_trial_pick_fractions: list[float] = []
+
+    @classmethod
+    def from_env(
+        cls, env: gym.Env, memory: str = "bam", seed: int | None = None, **overrides: Any
+    ) -> MPPIAgent:
+        """The agent for ``env`` with the settings measured for it (the environment in, a
+        working agent out, as Stable-Baselines3's algorithms take it).
+
+        The planning reward, planner and model options come from ``env``'s row of
+        :data:`bam_rl.agents.settings.ENV_SETTINGS` (found through the wrapped environment's
+        id, so a ``NonStationary`` wrapper finds its environment's row), ``announced`` from
+        whether ``env`` flags its changes, then the memory rule's own defaults
+        (:func:`~bam_rl.agents.settings.memory_defaults`: ``"bam_segments"`` builds the
+        registry's ``mppi-bam-segments``); an explicit keyword argument always wins. An
+        environment without a row gets the defaults and a warning naming the settings to
+        choose (``docs/env_settings.md``)::
+
+            gravity = cycle([9.81, 3.72], every=5)
+            env = NonStationary(gym.make("InvertedPendulum-v5"), {"gravity": gravity})
+            agent = MPPIAgent.from_env(env, memory="bam_segments")
+
+        Args:
+            env: The environment (possibly wrapped).
+            memory: One of :data:`MEMORY_RULES`.
+            seed: Seed of :attr:`rng`.
+            **overrides: Any keyword argument of the constructor (``ValueError`` listing the
+                accepted ones for any other).
+        """
+        discrete = isinstance(env.action_space, gym.spaces.Discrete)
+        check_keywords("MPPIAgent", overrides, cls, discrete)
+        memory = _memory_name(memory)
+        own = memory_defaults(memory, env, overrides)  # bam_segments': the registry's too
+        kwargs, _ = resolve(env, "learned", overrides, agent_defaults=own)
+        return cls(env.observation_space, env.action_space, memory=memory, seed=seed, **kwargs)
 
     def _check_restored(self) -> None:
         """A restored agent is checked as the constructor checks its arguments: a known
@@ -430,8 +477,13 @@ class MPPIAgent(BaseAgent):
         vars(self).setdefault("in_trial_changes", True)
         vars(self).setdefault("n_in_trial_changes", 0)
         vars(self).setdefault("_pending_change", False)
-        if not isinstance(self._pending_change, bool):
-            raise ValueError(f"_pending_change must be a bool, got {self._pending_change!r}")
+        # files written before merged changes: every notice acted on at once, as then
+        vars(self).setdefault("min_change_interval", 1)
+        vars(self).setdefault("_merged_change", False)
+        self.min_change_interval = check_int("min_change_interval", self.min_change_interval)
+        for name in ("_pending_change", "_merged_change"):
+            if not isinstance(vars(self)[name], bool):
+                raise ValueError(f"{name} must be a bool, got {vars(self)[name]!r}")
         if not isinstance(self.in_trial_changes, bool):
             raise ValueError(f"in_trial_changes must be a bool, got {self.in_trial_changes!r}")
         self.n_in_trial_changes = int(
@@ -488,8 +540,12 @@ class MPPIAgent(BaseAgent):
         _info_gravity(info)
         if len(self._trial.actions):
             self._end_trial()
-        changed = bool((info or {}).get("context_changed", False)) or self._pending_change
-        self._pending_change = False
+        changed = (
+            bool((info or {}).get("context_changed", False))
+            or self._pending_change
+            or self._merged_change
+        )
+        self._pending_change = self._merged_change = False
         self._start_part(changed)
         self._trial = _TrialRecorder()
         self._trial.states.append(state)
@@ -549,16 +605,32 @@ class MPPIAgent(BaseAgent):
         if not self._trial.states:
             raise ValueError("observe() called before reset()")
         if self._changed_in_trial(info):
-            if self.in_trial_changes or not self._trial.actions:
+            if not self._trial.actions:
                 # on the trial's first transition (a bridge that flags the first transition
                 # in a new world, never the reset: NS-Gym's) the whole trial is the new
                 # world's, so the notice is acted on at once whatever ``in_trial_changes``
+                self._merged_change = False
                 self._split_trial()
-            else:  # the notice waits for the next trial's reset
+            elif not self.in_trial_changes:  # the notice waits for the next trial's reset
                 self._pending_change = True
+            elif len(self._trial.actions) < self.min_change_interval:
+                self._merged_change = True  # acted on once the part is long enough
+            else:
+                self._merged_change = False
+                self._split_trial()
         self._trial.actions.append(action)
         self._trial.states.append(state)
         self._last_info = dict(info or {})
+        if (
+            self._merged_change
+            and len(self._trial.actions) >= self.min_change_interval
+            and not (terminated or truncated)
+        ):
+            # the merged notices' change: the part so far (its transitions mixed) is a trial,
+            # and the new world's part starts after this step
+            self._merged_change = False
+            self._split_trial()
+            return
         if self._readouts_due and len(self._trial.actions) == self._readouts_due[0]:
             self._readouts_due.pop(0)
             if not (terminated or truncated):
@@ -735,6 +807,19 @@ class GroundTruthMPPI(BaseAgent):
     (:class:`~bam_rl.agents.simulator.StepFunctionDynamics`), planned from the current
     observation.
 
+    It plans with the unwrapped environment's equations on its raw observations and actions,
+    so it refuses (``ValueError`` naming them) wrappers that transform either
+    (``RescaleAction``, ``FlattenObservation``, ``NormalizeObservation``, a
+    ``NonStationary`` with ``observe_context=True``…); the harmless ones are
+    :data:`~bam_rl.agents.simulator.HARMLESS_WRAPPERS` (``TimeLimit``, ``OrderEnforcing``,
+    ``PassiveEnvChecker``, ``RecordEpisodeStatistics``, ``NonStationary``, rendering and
+    reward wrappers…). It plans in the current world of every parameter a ``NonStationary``
+    wrapper changes: on the cart-pole, a change beyond gravity (``mass_scale``,
+    ``gear_scale``…) makes it plan with a copy of the live model (as any MuJoCo environment;
+    such a planner cannot be saved, and the ``bang_bang`` cart-pole is refused); a
+    classic-control model refuses a parameter its equations do not read. With
+    ``dynamics=f`` none of this is checked: ``f`` is the wrapped environment's equations.
+
     Args:
         env: The environment (possibly wrapped): the cart-pole (``bam_rl/GravityCartPole*-v0``),
             ``CartPole-v1``, ``Pendulum-v1``, ``MountainCarContinuous-v0``, any Gymnasium MuJoCo
@@ -743,8 +828,10 @@ class GroundTruthMPPI(BaseAgent):
         seed: Seed of :attr:`rng` (the planner's action noise).
         reward: The planning reward: a name in :data:`bam_rl.agents.rewards.REWARDS` reading
             the observation, or a callable ``reward(states (K, H, dx), actions (K, H, du)) ->
-            (K, H)`` (what a user's environment needs); ``None`` (default) is
-            ``"cartpole-swingup"``, ``cos θ``, on a 5-D observation and refused on another.
+            (K, H)`` (what a user's environment needs); ``None`` (default): the ground-truth
+            reward of ``env``'s row of :data:`bam_rl.agents.settings.ENV_SETTINGS`
+            (``docs/env_settings.md``), else ``"cartpole-swingup"``, ``cos θ``, on a 5-D
+            observation and refused on another.
         follow_changes: Read the live environment's world before every plan (True) or only
             here (False); with ``dynamics`` it is the callable's to read the world.
         dynamics: ``f(observations (K, dx), actions (K, du)) -> next observations (K, dx)``, the
@@ -752,7 +839,9 @@ class GroundTruthMPPI(BaseAgent):
             arrive one-hot); called once here on a few copies of a dummy observation (``ValueError``
             unless it returns finite ``(K, dx)``), and ``H`` times a plan. It replaces the
             built-in model of any environment. ``None`` (default): the built-in one.
-        **planner_options: ``horizon``, ``n_samples``, ``sampling_var``, ``temperature``.
+        **planner_options: ``horizon``, ``n_samples``, ``sampling_var``, ``temperature``;
+            those not given are the row's (an environment without a row: the defaults, with a
+            warning naming them).
     """
 
     def __init__(
@@ -766,12 +855,40 @@ class GroundTruthMPPI(BaseAgent):
         **planner_options: Any,
     ):
         super().__init__(seed)
+        # the environment's row of bam_rl.agents.settings where not given (docs/env_settings.md)
+        reward, planner_options = ground_truth_options(env, reward, planner_options)
         base = getattr(env, "unwrapped", env)
         if not isinstance(follow_changes, (bool, np.bool_)):
             raise ValueError(f"follow_changes must be a bool, got {follow_changes!r}")
-        if dynamics is not None or not (hasattr(base, "set_gravity") and hasattr(base, "fullpath")):
+        cartpole = hasattr(base, "set_gravity") and hasattr(base, "fullpath")
+        changed: list[str] = []
+        if dynamics is None:
+            from .simulator import HARMLESS_WRAPPERS, planning_layers
+
+            refused, changed = planning_layers(env)
+            if refused:
+                raise ValueError(
+                    f"env is wrapped in {', '.join(refused)}, which transforms its observations "
+                    f"or actions: GroundTruthMPPI plans with {type(base).__name__}'s own "
+                    "equations on its raw observations and actions, so its plans would be "
+                    "wrong. Unwrap it, or pass dynamics=f, the wrapped environment's equations "
+                    "(f(observations (K, dx), actions (K, du)) -> next observations (K, dx)), "
+                    "to plan with them anyway. Accepted wrappers: "
+                    f"{', '.join(name.rsplit('.', 1)[1] for name in HARMLESS_WRAPPERS)}"
+                )
+            beyond = sorted({name for name in changed if name != "gravity"})
+            if cartpole and follow_changes and beyond:
+                if getattr(base, "actuation", "continuous") != "continuous":
+                    raise ValueError(
+                        f"the NonStationary wrapper changes {beyond} on the bang_bang "
+                        "cart-pole: GroundTruthMPPI's cart-pole simulator follows gravity "
+                        "only, and a copy of the live model plans continuous forces; use "
+                        "actuation='continuous', change gravity only, or pass dynamics=f"
+                    )
+                cartpole = False  # plan with a copy of the live model: every parameter
+        if dynamics is not None or not cartpole:
             # any other environment: its own equations or a copy of its MuJoCo model
-            self._init_live(env, reward, bool(follow_changes), planner_options, dynamics)
+            self._init_live(env, reward, bool(follow_changes), planner_options, dynamics, changed)
             return
         path = getattr(base, "fullpath", None)
         frame_skip = getattr(base, "frame_skip", None)
@@ -810,13 +927,15 @@ class GroundTruthMPPI(BaseAgent):
         follow_changes: bool,
         planner_options: dict[str, Any],
         step: Any = None,
+        changed: Any = (),
     ) -> None:
         """The ground truth of an environment other than the cart-pole: the user's equations
         ``step`` (:class:`~bam_rl.agents.simulator.StepFunctionDynamics`), else a
         classic-control one's vectorised equations (:mod:`bam_rl.agents.classic_models`) or a
         copy of a MuJoCo environment (:class:`~bam_rl.agents.simulator.MujocoEnvDynamics`),
         read from the live environment before every plan (``follow_changes=True``) or only
-        here."""
+        here. A classic-control model refuses the ``NonStationary`` parameters ``changed`` its
+        equations do not read (when it follows changes)."""
         self._state_dim = _observation_dim(env.observation_space, "env's observation_space")
         action_dim, n_actions, box = _action_space(env.action_space)
         dynamics: ClassicDynamics | MujocoEnvDynamics | StepFunctionDynamics | None
@@ -831,6 +950,16 @@ class GroundTruthMPPI(BaseAgent):
             dynamics = classic_model_for(env)
             if dynamics is None:
                 dynamics = MujocoEnvDynamics(env, follow_changes)  # refuses what it cannot copy
+            elif follow_changes:
+                unfollowed = [name for name in changed if not dynamics.follows(name)]
+                if unfollowed:
+                    raise ValueError(
+                        f"the NonStationary wrapper changes {unfollowed}, which "
+                        f"GroundTruthMPPI's {type(dynamics).__name__} cannot follow (its "
+                        f"equations read {', '.join(dynamics.PARAMETERS)}); change those, "
+                        "pass dynamics=f with equations that read the others, or "
+                        "follow_changes=False for a planner blind to every change"
+                    )
         self._live_env = env
         self._follow_changes = follow_changes
         self.dynamics = dynamics  # type: ignore[assignment]
@@ -880,7 +1009,8 @@ class GroundTruthMPPI(BaseAgent):
         if self._live:
             raise ValueError(
                 "a GroundTruthMPPI of an environment other than the bam_rl cart-pole (or with "
-                "dynamics=f) reads the live environment or a callable and cannot be saved "
+                "dynamics=f, or of the cart-pole whose NonStationary wrapper changes more "
+                "than gravity) reads the live environment or a callable and cannot be saved "
                 "(build it again on the environment)"
             )
         _check_saveable(self.planner)

@@ -9,6 +9,10 @@
     env = gymnasium.make("bam_rl/SwitchingBandit-v0")
     agent = make_agent("thompson-bam", env, seed=1)
 
+MPPI agents take the settings measured for the environment (its row of
+:data:`ENV_SETTINGS`, :mod:`bam_rl.agents.settings`, re-exported here) where not given;
+:func:`resolved_settings` says what an agent would use and where each setting came from.
+
 Every builder is a module-level function or a :class:`Builder` (a shared family builder with one
 agent's defaults), ``AGENTS[name](env, seed, **kwargs) -> agent``, so
 the builders (and the :class:`~bam_rl.harness.sweeps.RunSpec` objects naming them) pickle for loky
@@ -28,13 +32,31 @@ import numpy as np
 from bam_rl import envs as _envs
 from bam_rl import hyperparams
 from bam_rl.agents import RandomAgent
+from bam_rl.agents.settings import (
+    ENV_SETTINGS,
+    SEGMENT_MODEL_OPTIONS,
+    SEGMENT_READOUT_AFTER_STEPS,
+    EnvSettings,
+    announces_changes,
+    check_keywords,
+    memory_defaults,
+    resolve,
+    settings_for,
+)
 
 __all__ = [
     "AGENTS",
     "ENV_IDS",
+    "ENV_SETTINGS",
+    "SEGMENT_MODEL_OPTIONS",
+    "SEGMENT_READOUT_AFTER_STEPS",
+    "EnvSettings",
+    "announces_changes",
     "check_agent_name",
     "check_env_id",
     "make_agent",
+    "resolved_settings",
+    "settings_for",
 ]
 
 #: The environment ids this package registers.
@@ -186,69 +208,48 @@ def _tracker(rule: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[
     return BeliefTracker(make_rule(model, rule, **kwargs), n_trials=n_trials, seed=seed)
 
 
-def announces_changes(env: gym.Env) -> bool:
-    """Whether ``env`` flags its changes in ``info["context_changed"]``: our cart-pole's
-    ``announce_changes``, or a ``NonStationary`` wrapper (the recurring worlds' ids included)
-    whose ``notify`` is ``"value"`` or ``"flag"``."""
-    if bool(getattr(env.unwrapped, "announce_changes", False)):
-        return True
-    layer: Any = env
-    while isinstance(layer, gym.Wrapper):
-        notify = vars(layer).get("notify")
-        if isinstance(notify, str):
-            return notify in ("value", "flag")
-        layer = layer.env
-    return False
-
-
-def env_planning_defaults(env: gym.Env, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with the environment's planning reward and planner options where not given
-    (an explicit one wins): the ``planning_reward`` and ``planner_options`` attributes a
-    recurring world's id carries (:func:`bam_rl.wrappers.recurring.make_recurring`), found
-    by ``env.get_wrapper_attr``; an environment without them leaves ``kwargs`` as is."""
-    getter = getattr(env, "get_wrapper_attr", None)
-    for attribute in ("planning_reward", "planner_options") if callable(getter) else ():
-        try:
-            value = getter(attribute)  # type: ignore[misc]
-        except AttributeError:
-            continue
-        if attribute == "planning_reward":
-            if kwargs.get("reward") is None and value is not None:
-                kwargs["reward"] = value
-        else:
-            for option, setting in dict(value or {}).items():
-                kwargs.setdefault(option, setting)
-    return kwargs
-
-
-def _mppi(memory: str, name: str, env: gym.Env, seed: int | None, kwargs: dict[str, Any]) -> Any:
-    """``MPPIAgent`` (the environment's planning reward and planner options where it carries
-    them, :func:`env_planning_defaults`, else the cart-pole's planning reward, unless
-    ``reward=`` names another or is a callable, see :mod:`bam_rl.agents.rewards`);
-    ``announced`` unless given: whether the environment flags its changes
-    (:func:`announces_changes`)."""
+def _mppi_settings(
+    memory: str,
+    name: str,
+    env: gym.Env,
+    kwargs: dict[str, Any],
+    agent_defaults: dict[str, Any] | None = None,
+    warn: bool = True,
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """An MPPI agent's keyword arguments and their record (:func:`bam_rl.agents.settings.resolve`):
+    the caller's, then the environment's row of the settings table, then what the environment
+    says (``announced``: whether it flags its changes), then the agent's own defaults.
+    ``ValueError`` listing the accepted ones for an argument the agent does not take."""
     from bam_rl.agents.mppi import MPPIAgent
 
-    kwargs = env_planning_defaults(env, kwargs)
-    announced = kwargs.pop("announced", announces_changes(env))
-    return MPPIAgent(
-        env.observation_space,
-        env.action_space,
-        memory=memory,
-        seed=seed,
-        announced=announced,
-        **kwargs,
-    )
+    discrete = isinstance(env.action_space, gym.spaces.Discrete)
+    check_keywords(f"agent {name!r}", kwargs, MPPIAgent, discrete)
+    return resolve(env, "learned", kwargs, agent_defaults=agent_defaults, warn=warn, stacklevel=6)
 
 
-#: ``mppi-bam-segments``' in-trial readout steps (the best of the measured sweep,
-#: docs/experiments.md): read out after 5, 10 and 25 steps of an announced change's first trial.
-SEGMENT_READOUT_AFTER_STEPS = (5, 10, 25)
-#: ``mppi-bam-segments``' model and planning on the cart-pole (beyond the paper, chosen on
-#: held-out seeds, docs/experiments.md): random features blind to the cart position (state 0;
-#: the rail is unlimited and frictionless, so the dynamics do not depend on it), and planning
-#: with the posterior mean model instead of one draw per trajectory.
-SEGMENT_MODEL_OPTIONS: dict[str, Any] = {"feature_states": (1, 2, 3, 4), "planning_models": "mean"}
+def _mppi(
+    memory: str,
+    name: str,
+    env: gym.Env,
+    seed: int | None,
+    kwargs: dict[str, Any],
+    agent_defaults: dict[str, Any] | None = None,
+) -> Any:
+    """``MPPIAgent`` with the settings of :func:`_mppi_settings`: the environment's row of
+    :data:`ENV_SETTINGS` (its planning reward, planner and model options) where not given,
+    else its own ``planning_reward``/``planner_options`` attributes, else the defaults (the
+    cart-pole's planning reward on a 5-D observation); ``announced`` unless given: whether
+    the environment flags its changes (:func:`announces_changes`)."""
+    from bam_rl.agents.mppi import MPPIAgent
+
+    kwargs, _ = _mppi_settings(memory, name, env, kwargs, agent_defaults)
+    return MPPIAgent(env.observation_space, env.action_space, memory=memory, seed=seed, **kwargs)
+
+
+def _segment_defaults(env: gym.Env, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``mppi-bam-segments``' own defaults on ``env``, below the settings table
+    (:func:`bam_rl.agents.settings.memory_defaults`)."""
+    return memory_defaults("bam_segments", env, kwargs)
 
 
 def build_mppi_bam_segments(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
@@ -258,36 +259,24 @@ def build_mppi_bam_segments(env: gym.Env, seed: int | None = None, **kwargs: Any
     Segments are the trials between two changes; BOCD finds them when changes are not
     announced. It reads out after the first ``readout_after_steps`` ((5, 10, 25): after 5,
     again after 10 and 25; by default only those inside the trial) steps of an announced
-    change's first trial (``None``: only at the trial's end). On the cart-pole's 5-D state
-    its model and planning default to :data:`SEGMENT_MODEL_OPTIONS`; the paper's are
-    ``feature_states=None, planning_models="draws"``."""
-    if getattr(env.observation_space, "shape", None) == (5,):
-        for name, value in SEGMENT_MODEL_OPTIONS.items():
-            kwargs.setdefault(name, value)
-    # the cart-pole's trial length (max_steps), else a TimeLimit's
-    limit = getattr(env.unwrapped, "max_steps", None) or getattr(
-        getattr(env, "spec", None), "max_episode_steps", None
+    change's first trial (``None``: only at the trial's end). Below the settings table, it
+    plans with the posterior mean, and on the cart-pole's 5-D state its model defaults to
+    :data:`SEGMENT_MODEL_OPTIONS`; the paper's are ``feature_states=None,
+    planning_models="draws"``."""
+    return _mppi(
+        "bam_segments", "mppi-bam-segments", env, seed, kwargs, _segment_defaults(env, kwargs)
     )
-    if "readout_after_steps" not in kwargs:
-        # the default's steps that fall inside the trial (a short test trial keeps fewer)
-        inside = tuple(k for k in SEGMENT_READOUT_AFTER_STEPS if limit is None or k < limit)
-        kwargs["readout_after_steps"] = inside or None
-    steps = kwargs["readout_after_steps"]
-    if steps is not None and limit is not None:
-        last = steps[-1] if isinstance(steps, (tuple, list)) and steps else steps
-        if isinstance(last, (int, np.integer)) and not last < limit:
-            raise ValueError(
-                f"readout_after_steps must be a positive int below the trial length {limit}, "
-                f"got {steps!r}"
-            )
-    return _mppi("bam_segments", "mppi-bam-segments", env, seed, kwargs)
 
 
 def build_mppi_gt(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """Ground-truth MPPI: plans with the simulator at the current gravity (GT MPC)."""
+    """Ground-truth MPPI: plans with the simulator at the current gravity (GT MPC).
+
+    Its planning reward and planner options are the environment's row of
+    :data:`ENV_SETTINGS` (the ground truth's) where not given."""
     from bam_rl.agents.mppi import GroundTruthMPPI
 
-    return GroundTruthMPPI(env, seed=seed, **env_planning_defaults(env, dict(kwargs)))
+    check_keywords("agent 'mppi-gt'", kwargs, GroundTruthMPPI)
+    return GroundTruthMPPI(env, seed=seed, **kwargs)
 
 
 #: piecewise-bandit agents (issue 24, beyond the paper): registry name -> (module, class)
@@ -663,3 +652,77 @@ def make_agent(
             if horizon is not None:
                 kwargs["horizon"] = horizon
     return builder(env, seed, **kwargs)
+
+
+#: The MPPI agents whose settings come from the settings table: name -> (kind, memory rule).
+MPPI_AGENTS: dict[str, tuple[str, str]] = {
+    "mppi-bam": ("learned", "bam"),
+    "mppi-bam-bocd": ("learned", "bam_bocd"),
+    "mppi-bocd": ("learned", "bocd"),
+    "mppi-recursive": ("learned", "recursive"),
+    "mppi-forgetting": ("learned", "forgetting"),
+    "mppi-bam-segments": ("learned", "bam_segments"),
+    "mppi-gt": ("gt", ""),
+}
+
+
+def resolved_settings(
+    name: str, env: gym.Env, *, n_steps: int | None = None, **kwargs: Any
+) -> dict[str, Any]:
+    """What ``make_agent(name, env, n_steps=n_steps, **kwargs)`` builds the agent with, and
+    where each setting came from, without building it (what a run file records and
+    ``bam-rl run --dry-run`` prints).
+
+    Returns:
+        ``{"agent": name, "env_row": id or None, "row_source": docs section or None,
+        "settings": {setting: {"value": ..., "source": ...}}}``; the sources are
+        ``user`` (given, and not the table's value), ``table`` (the row of
+        :data:`ENV_SETTINGS`), ``env`` (what the environment says: ``announced``, a run's
+        horizon and breakpoints) and ``default`` (the agent's own).
+
+    Raises:
+        ValueError: As :func:`make_agent` would for an unknown name or an argument the agent
+            does not take.
+    """
+    builder = AGENTS[check_agent_name(name)]
+    row, env_id = settings_for(env)
+    kind = MPPI_AGENTS.get(name, ("", ""))[0]
+    settings: dict[str, dict[str, Any]]
+    if name == "mppi-gt":
+        from bam_rl.agents.mppi import GroundTruthMPPI
+
+        check_keywords("agent 'mppi-gt'", kwargs, GroundTruthMPPI)
+        _, settings = resolve(env, "gt", kwargs, warn=False)
+    elif kind == "learned":
+        memory = MPPI_AGENTS[name][1]
+        given = {**dict(getattr(builder, "defaults", ())), **kwargs}
+        own = _segment_defaults(env, given) if name == "mppi-bam-segments" else None
+        _, settings = _mppi_settings(memory, name, env, given, own, warn=False)
+    else:
+        defaults = dict(getattr(builder, "defaults", ()))
+        filled = dict(kwargs)
+        if name in _PIECEWISE:
+            if n_steps is not None and "horizon" not in filled and "horizon" in _parameters(name):
+                horizon = run_horizon(env, int(n_steps))
+                if horizon is not None:
+                    filled["horizon"] = horizon
+            filled = _piecewise_defaults(name, env, {**defaults, **filled})
+        settings = {
+            key: {
+                "value": _recordable(value),
+                "source": "user" if key in kwargs else "default" if key in defaults else "env",
+            }
+            for key, value in {**defaults, **filled}.items()
+        }
+    return {
+        "agent": name,
+        "env_row": env_id if row is not None and kind else None,
+        "row_source": row.source_of(kind) if row is not None and kind else None,
+        "settings": settings,
+    }
+
+
+def _recordable(value: Any) -> Any:
+    from bam_rl.agents.settings import recordable
+
+    return recordable(value)

@@ -20,7 +20,9 @@ its agent starts from the same seed — for a given (config, seed index).
 
 Files and resuming: each finished run is ``out_dir/<key>.<fmt>`` plus its record
 ``out_dir/<key>.<fmt>.json`` (:data:`RECORD_FORMAT`: the run's row count, the file's size and
-SHA-256), written after the data file, each atomically. A resumed sweep trusts a run file
+SHA-256, and ``settings``, what the agent was built with and where each setting came from:
+:func:`~bam_rl.harness.registry.resolved_settings`), written after the data file, each
+atomically. A resumed sweep trusts a run file
 only if its record exists and the file matches it (size, checksum, and once read, row
 count and labels); any other run — no file, no record, a truncated or edited file, a
 Parquet file that no longer parses — is recomputed (with a warning naming it). Stale
@@ -64,7 +66,12 @@ from bam_rl._io import atomic_path
 from bam_rl.checks import check_int
 from bam_rl.harness.claims import ClaimBook
 from bam_rl.harness.files import naming_write_failures
-from bam_rl.harness.registry import check_agent_name, check_env_id, make_agent
+from bam_rl.harness.registry import (
+    check_agent_name,
+    check_env_id,
+    make_agent,
+    resolved_settings,
+)
 from bam_rl.harness.runner import check_budget, check_rows_memory, rollout
 
 __all__ = [
@@ -363,6 +370,9 @@ def execute_run(spec: RunSpec) -> pd.DataFrame:
     """Runs one :class:`RunSpec` (in this process) and returns its rollout frame.
 
     The frame gets the extra column ``seed_index``; ``seed`` is the environment's reset seed.
+    ``frame.attrs["settings"]`` holds the agent's resolved settings and their sources
+    (:func:`~bam_rl.harness.registry.resolved_settings`; ``None`` for a factory's agent),
+    which :func:`run_many` writes into the run's record.
     """
     env_seed, agent_seed = spec.seeds()
     env = gym.make(spec.env_id, **spec.env_kwargs)
@@ -370,9 +380,13 @@ def execute_run(spec: RunSpec) -> pd.DataFrame:
         if spec.factory is not None:
             agent = spec.factory(env.observation_space, env.action_space, agent_seed)
             _check_built(spec, agent)
+            settings = None
         else:
             agent = make_agent(
                 spec.agent_name, env, agent_seed, n_steps=spec.n_steps, **spec.agent_kwargs
+            )
+            settings = resolved_settings(
+                spec.agent_name, env, n_steps=spec.n_steps, **spec.agent_kwargs
             )
         frame = rollout(
             env,
@@ -386,6 +400,7 @@ def execute_run(spec: RunSpec) -> pd.DataFrame:
     finally:
         env.close()
     frame.insert(frame.columns.get_loc("seed") + 1, "seed_index", np.int64(spec.seed_index))
+    frame.attrs["settings"] = settings  # the run record's (run_many takes it off the frame)
     return frame
 
 
@@ -509,8 +524,13 @@ def _digest(path: Path) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
-def _write_run(frame: pd.DataFrame, path: Path, fmt: str, spec: RunSpec) -> None:
+def _write_run(
+    frame: pd.DataFrame, path: Path, fmt: str, spec: RunSpec, settings: Any = None
+) -> None:
     """Writes a run file and its record, so that the file never exists without its record.
+
+    The record also holds ``settings``: what the run's agent was built with and where each
+    setting came from (:func:`~bam_rl.harness.registry.resolved_settings`).
 
     The frame goes to a temporary file; its record (rows, size, checksum) is written next;
     only then is the temporary file renamed to ``path``. A kill at any point leaves either
@@ -530,6 +550,7 @@ def _write_run(frame: pd.DataFrame, path: Path, fmt: str, spec: RunSpec) -> None
             "rows": len(frame),
             "bytes": size,
             "sha256": digest,
+            "settings": settings,
         }
         with atomic_path(_record_path(path)) as record_temporary:
             record_temporary.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
@@ -730,12 +751,13 @@ def run_many(
 
     def finished(index: int, frame: pd.DataFrame) -> None:
         computed.append(index)
+        settings = frame.attrs.pop("settings", None)
         if directory is None:
             results[index] = frame
             return
         path = directory / f"{specs[index].key}.{fmt}"
         _discard([_record_path(path)])  # a stale record never vouches for the new file
-        _write_run(frame, path, fmt, specs[index])
+        _write_run(frame, path, fmt, specs[index], settings)
         _discard(p for p in _existing(directory, specs[index].key) if p != path)
         paths[index] = path
         assert book is not None

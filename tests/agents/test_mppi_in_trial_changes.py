@@ -200,3 +200,59 @@ def test_a_notice_on_a_trials_first_transition_is_a_change_at_its_start(in_trial
     # the readout 5 steps into trial 1 (3.72 from its first transition)
     assert counts[STEPS + 3][1] == 0 and counts[STEPS + 4][1] == 1
     np.testing.assert_array_equal(agent.trial_gravities, [9.81, 3.72])
+
+
+def every_step_run(min_change_interval, steps=STEPS):
+    """Announced MPPI-BAM on a world whose gravity changes at every step (a step-level
+    schedule through the wrapper); returns the agent after ``steps`` steps of one trial."""
+    from bam_rl.schedules import cycle
+
+    env = NonStationary(
+        gym.make("bam_rl/GravityCartPole-v0", max_steps=steps + 5),
+        {"gravity": cycle([9.81, 3.72], every=1, unit="step")},
+    )
+    kwargs = {} if min_change_interval is None else {"min_change_interval": min_change_interval}
+    agent = make_agent("mppi-bam", env, seed=0, announced=True, **SMALL, **kwargs)
+    obs, info = env.reset(seed=0)
+    agent.reset(obs, info)
+    for t in range(steps):
+        action = agent.act(obs)
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert info["context_changed"] == (t > 0)  # step 0 keeps the reset's value
+        agent.observe(action, reward, obs, terminated, truncated, info)
+    return agent
+
+
+def test_changes_at_every_step_merge_so_the_memory_grows_once_per_interval():
+    """Issue 50: a world that changes at every step made every step a trial (each trial's
+    readout scans the whole memory, so the cost per step grew without bound); notices closer
+    than ``min_change_interval`` transitions merge into one, acted on at that distance."""
+    merged = every_step_run(None)  # the default, 5
+    assert merged.min_change_interval == 5
+    # a part ends as a trial once it holds 5 transitions: after transitions 5, 10, 15, 20
+    assert merged.n_trials == STEPS // 5 == len(merged.rule.memory)
+    every = every_step_run(1)  # each notice acted on at once, as before this option
+    assert every.n_trials == STEPS - 1  # notices at steps 1..19 each end a part
+    assert every_step_run(STEPS + 1).n_trials == 0  # every notice merged into one, pending
+
+
+def test_a_merged_change_pending_at_the_trials_end_is_acted_on_at_the_next_reset():
+    env = gym.make("bam_rl/GravityCartPole-v0", max_steps=STEPS)
+    agent = make_agent(
+        "mppi-bam", env, seed=0, announced=True, min_change_interval=STEPS + 1, **SMALL
+    )
+    resets = []
+    original = agent.rule.reset
+    agent.rule.reset = lambda: (resets.append(agent.n_trials), original())[1]
+    run_switch(agent, env)  # the notice at step SWITCH of trial 1 is too close to split
+    assert agent.n_in_trial_changes == 0 and agent._merged_change
+    obs, info = env.reset(seed=5)
+    agent.reset(obs, {**info, "context_changed": False})
+    assert resets == [2] and not agent._merged_change  # acted on at the reset after trial 1
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "5"])
+def test_min_change_interval_is_checked(bad):
+    env = gym.make("bam_rl/GravityCartPole-v0", max_steps=STEPS)
+    with pytest.raises(ValueError, match="min_change_interval"):
+        make_agent("mppi-bam", env, seed=0, min_change_interval=bad, **SMALL)

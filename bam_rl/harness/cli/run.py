@@ -118,6 +118,7 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     import gymnasium as gym
 
     from bam_rl.harness import check_agent_name, check_env_id, make_agent, make_grid, run_many
+    from bam_rl.harness.registry import resolved_settings
     from bam_rl.harness.sweeps import shard
 
     agents = split_names(args.agent)
@@ -148,8 +149,19 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             try:
                 for name in agents:
                     make_agent(name, env, 0, n_steps=args.steps, **agent_kwargs[name])
+                    if args.dry_run:
+                        print(
+                            settings_text(
+                                env_id,
+                                resolved_settings(
+                                    name, env, n_steps=args.steps, **agent_kwargs[name]
+                                ),
+                            )
+                        )
             finally:
                 env.close()
+        if args.dry_run:
+            return 0
         grid = make_grid(
             agents,
             configs,
@@ -276,6 +288,33 @@ def add(commands: Any) -> None:
         "Gymnasium environment (repeat or comma-separate for several)",
     )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the settings each agent would be built with on each environment, and "
+        "where each came from (the environment's row of the settings table, the environment, "
+        "--agent-kwargs or the agent's defaults), and run nothing",
+    )
+
+
+def settings_text(env_id: str, resolved: dict[str, Any]) -> str:
+    """``--dry-run``'s lines for one agent on one environment: each setting, its value and
+    its source (:func:`~bam_rl.harness.registry.resolved_settings`)."""
+    row = resolved["env_row"]
+    where = (
+        f"the settings table's row {row} ({resolved['row_source']})"
+        if row is not None
+        else "no row of the settings table"
+        if resolved["agent"].startswith("mppi-")
+        else "settings table not used"
+    )
+    lines = [f"{resolved['agent']} on {env_id}: {where}"]
+    settings = resolved["settings"]
+    width = max((len(name) for name in settings), default=0)
+    for name, entry in settings.items():
+        value = json.dumps(entry["value"])
+        lines.append(f"  {name:<{width}}  {value:<24}  {entry['source']}")
+    return "\n".join(lines)
 
 
 def summary_table(frame: Any) -> Any:

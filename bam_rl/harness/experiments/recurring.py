@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bam_rl.agents.settings import ENV_SETTINGS
 from bam_rl.harness import experiments, naming, plotting
 from bam_rl.harness.experiments.options import RunOptions, claims_from, reproduction, sweep_backend
 from bam_rl.harness.files import write_frame
@@ -65,16 +66,14 @@ HIGHLIGHTED = ("bam_segments", "recursive", "gt")
 SETTINGS = ("episodic", "continual")
 EXPERIMENT = "recurring-worlds"
 SECTION = "beyond the paper"
-#: Planner options per environment, the same for every method (learned and GT): the suite's
-#: (:attr:`~bam_rl.wrappers.recurring.Recurring.planner`, which the registered ids carry),
-#: chosen before this benchmark (docs/any_env.md) and not tuned on it. InvertedPendulum's is
-#: docs/any_env.md's measured H = 15, temperature 0.01, K = 128 (H = 25 loses the pole with a
-#: learned model); the learners' ``planning_models="mean"`` is in :data:`LEARNED_OPTIONS`.
-PLANNER: dict[str, dict[str, Any]] = {name: dict(spec.planner) for name, spec in SUITE.items()}
-#: The learned methods' model options: planning with the posterior mean (docs/any_env.md:
-#: posterior draws per sample lose the pole on CartPole-v1 and the swing-up on Pendulum-v1);
-#: the dtype named so that a run file's key changes with it.
-LEARNED_OPTIONS: dict[str, Any] = {"planning_models": "mean", "planning_dtype": "float32"}
+#: The settings of every method come from the settings table
+#: (:data:`bam_rl.agents.settings.ENV_SETTINGS`, docs/env_settings.md), each recurring id's
+#: row: its planning reward and planner options (the same for the learners and GT MPC, chosen
+#: before this benchmark and not tuned on it) and the learners' model options (planning with
+#: the posterior mean). They are passed explicitly, so that a run file's key changes with
+#: the table; ``bam-rl run --env bam_rl/Recurring<Name>-v0`` builds the same agents without
+#: them. The learners' dtype is named too (the agents' default), for the same reason.
+KEY_OPTIONS: dict[str, Any] = {"planning_dtype": "float32"}
 FIRST_TRIAL_RATIO = 0.7
 WITHIN = 0.9
 #: ``--quick``: two classic-control environments, one trial per world of 30 steps, a short
@@ -125,27 +124,28 @@ def grid(
     runs: list[Any] = []
     for name in envs:
         spec = SUITE[name]
-        planner = {**PLANNER[name], **(QUICK_PLANNER if quick else {})}
+        quick_planner = QUICK_PLANNER if quick else {}
         env_kwargs: dict[str, Any] = (
             dict(QUICK) if quick else {"trials_per_world": TRIALS_PER_WORLD}
         )
         n = env_kwargs.get("trials_per_world", spec.trials_per_world)
         for setting in settings:
+            env_id = recurring_id(name, setting == "continual")
+            row = ENV_SETTINGS[env_id]
             chosen: dict[str, tuple[str, dict[str, Any]]] = {}
             for label in methods:
-                options = {"reward": spec.reward, **planner}
                 if label in LEARNED:
+                    options = {**row.options("learned"), **quick_planner}
                     chosen[label] = (
                         LEARNED[label],
-                        {"announced": setting == "episodic", **LEARNED_OPTIONS, **options},
+                        {"announced": setting == "episodic", **KEY_OPTIONS, **options},
                     )
                 elif label == REFERENCE:
-                    chosen[label] = (METHODS[label], options)
+                    chosen[label] = (METHODS[label], {**row.options("gt"), **quick_planner})
             if chosen:
-                env = (recurring_id(name, setting == "continual"), env_kwargs)
                 runs += make_grid(
                     chosen,
-                    {config_label(name, setting): env},
+                    {config_label(name, setting): (env_id, env_kwargs)},
                     seeds=seeds,
                     n_episodes=n * len(ORDER),
                 )
