@@ -363,6 +363,7 @@ class MPPIAgent(BaseAgent):
         self.n_in_trial_changes = 0  # changes announced inside a trial and acted on
         self._pending_change = False  # a notice ignored inside a trial, for the next reset
         self._merged_change = False  # a notice inside a too-short part, acted on at its end
+        self._merged_split = False  # the current part was started by a merged change
         self._trial = _TrialRecorder()
         self._last_info: dict[str, Any] = {}
         self.trial_gravities: list[float] = []
@@ -480,8 +481,9 @@ class MPPIAgent(BaseAgent):
         # files written before merged changes: every notice acted on at once, as then
         vars(self).setdefault("min_change_interval", 1)
         vars(self).setdefault("_merged_change", False)
+        vars(self).setdefault("_merged_split", False)
         self.min_change_interval = check_int("min_change_interval", self.min_change_interval)
-        for name in ("_pending_change", "_merged_change"):
+        for name in ("_pending_change", "_merged_change", "_merged_split"):
             if not isinstance(vars(self)[name], bool):
                 raise ValueError(f"{name} must be a bool, got {vars(self)[name]!r}")
         if not isinstance(self.in_trial_changes, bool):
@@ -545,7 +547,7 @@ class MPPIAgent(BaseAgent):
             or self._pending_change
             or self._merged_change
         )
-        self._pending_change = self._merged_change = False
+        self._pending_change = self._merged_change = self._merged_split = False
         self._start_part(changed)
         self._trial = _TrialRecorder()
         self._trial.states.append(state)
@@ -605,7 +607,11 @@ class MPPIAgent(BaseAgent):
         if not self._trial.states:
             raise ValueError("observe() called before reset()")
         if self._changed_in_trial(info):
-            if not self._trial.actions:
+            if not self._trial.actions and self._merged_split:
+                # the part a merged change just started: this notice is within
+                # ``min_change_interval`` of the change acted on, so it merges too
+                self._merged_change = True
+            elif not self._trial.actions:
                 # on the trial's first transition (a bridge that flags the first transition
                 # in a new world, never the reset: NS-Gym's) the whole trial is the new
                 # world's, so the notice is acted on at once whatever ``in_trial_changes``
@@ -621,6 +627,7 @@ class MPPIAgent(BaseAgent):
         self._trial.actions.append(action)
         self._trial.states.append(state)
         self._last_info = dict(info or {})
+        self._merged_split = False
         if (
             self._merged_change
             and len(self._trial.actions) >= self.min_change_interval
@@ -630,6 +637,7 @@ class MPPIAgent(BaseAgent):
             # and the new world's part starts after this step
             self._merged_change = False
             self._split_trial()
+            self._merged_split = True
             return
         if self._readouts_due and len(self._trial.actions) == self._readouts_due[0]:
             self._readouts_due.pop(0)

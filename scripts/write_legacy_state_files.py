@@ -16,7 +16,7 @@ the environment and compares its actions with the recorded ones.
 Older code stores a packaged MJCF model by its absolute path (``<folder>/bam_rl/envs/assets/
 gravity_cartpole.xml``), which would commit a path of the machine that wrote the set: each such
 path is rewritten to the packaged name ``bam_rl.envs:assets/…`` (:func:`make_portable`, the
-digest recomputed), and ``tests/agents/test_state_files_from_034ed49.py`` puts an absolute path
+digest recomputed), and ``tests/agents/test_portable_state_files.py`` puts an absolute path
 back at test time to check that old files with one still load.
 """
 

@@ -34,6 +34,13 @@ NOTIFY = ("value", "flag", "none")
 _SPAWN_KEY = 0xBA4
 
 
+def _self_dot(observation: np.ndarray) -> float:
+    """The dot product of ``observation``'s entries with themselves, any shape: finite iff
+    every entry is (barring an overflow, which the caller checks entry by entry)."""
+    flat = observation.reshape(-1)
+    return float(flat.dot(flat))
+
+
 class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
     """Change an environment's physics over time, following schedules.
 
@@ -199,9 +206,10 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
             and isinstance(base_space, spaces.Box)
             and np.issubdtype(base_space.dtype, np.floating)
         ):
-            self._finite = (
-                1 if base_space.shape is not None and math.prod(base_space.shape) <= 64 else 2
-            )
+            shape = base_space.shape or ()
+            # a flat Box of at most 64 entries sums fastest; any other shape (stacked frames,
+            # images) is flattened first, since sum() and dot() read only a 1-D array so
+            self._finite = 1 if len(shape) == 1 and shape[0] <= 64 else 2
         self._rngs: list[np.random.Generator] = []
         self._episode = -1  # index of the current episode (-1 before the first reset)
         self._step = 0  # steps since the last seeded reset
@@ -369,7 +377,7 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
             )
         finite = self._finite
         if finite and not math.isfinite(
-            sum(observation.tolist()) if finite == 1 else observation.dot(observation)
+            sum(observation.tolist()) if finite == 1 else _self_dot(observation)
         ):
             if not np.isfinite(observation).all():  # not only an overflow of the sum
                 self._diverged(t, "the observation holds non-finite entries")

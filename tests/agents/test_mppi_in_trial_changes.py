@@ -231,8 +231,9 @@ def test_changes_at_every_step_merge_so_the_memory_grows_once_per_interval():
     assert merged.min_change_interval == 5
     # a part ends as a trial once it holds 5 transitions: after transitions 5, 10, 15, 20
     assert merged.n_trials == STEPS // 5 == len(merged.rule.memory)
+    assert merged.n_in_trial_changes == STEPS // 5  # each merged change acted on once
     every = every_step_run(1)  # each notice acted on at once, as before this option
-    assert every.n_trials == STEPS - 1  # notices at steps 1..19 each end a part
+    assert every.n_trials == every.n_in_trial_changes == STEPS - 1  # steps 1..19 each end one
     assert every_step_run(STEPS + 1).n_trials == 0  # every notice merged into one, pending
 
 

@@ -5,8 +5,10 @@ checked on restore) load with the current code and continue as the old code did.
 ``scripts/write_legacy_state_files.py`` with that commit's code on ``PYTHONPATH``, and in
 ``expected.json`` the steps that code's agent took after the save. Each file is loaded, fed the
 recorded steps (observation, reward, next observation, info and resets: no environment runs)
-and must choose the recorded actions: integers exactly, floats up to float32 rounding (MPPI
-plans through BLAS, whose kernel rounds differently on other processors).
+and must choose the recorded actions: integers exactly, floats to a relative 1e-4 (MPPI plans
+through BLAS and MuJoCo, whose rounding differs between processors and releases: a fresh
+install with mujoco 4.0.0 and numpy 2.4.6 chose -0.30150458 where the file's run chose
+-0.30149865, 2e-5 apart relatively; a wrong belief or model moves an action by far more).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def test_a_034ed49_state_file_loads_and_continues_as_the_old_code_did(name):
         action = decode(step["action"])
         chosen = agent.act(decode(step["observation"]))
         if np.asarray(action).dtype.kind == "f":
-            np.testing.assert_allclose(chosen, action, rtol=1e-3, atol=1e-5, err_msg=f"step {i}")
+            np.testing.assert_allclose(chosen, action, rtol=1e-4, atol=1e-6, err_msg=f"step {i}")
         else:
             assert np.array_equal(chosen, action), f"step {i}: {chosen!r} != {action!r}"
         agent.observe(  # the old run's action, so a rounding difference does not grow

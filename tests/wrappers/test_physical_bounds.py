@@ -173,3 +173,16 @@ def test_observe_context_refuses_such_a_value_from_a_schedule_without_bounds():
     with pytest.raises(ValueError, match=r"'attr:max_speed' gave 1e\+39.*observe_context"):
         env.reset()
     assert sys.float_info.max > 1e39  # a float64 observation would hold it
+
+
+@pytest.mark.parametrize("env_id, depth", [("Pendulum-v1", 4), ("InvertedPendulum-v5", 17)])
+def test_a_stacked_observation_steps_and_is_checked(env_id, depth):
+    """Review of issue 50: the finiteness check read only flat observations, so a wrapped
+    FrameStackObservation (2-D observations) failed at its first step."""
+    name = "g" if env_id == "Pendulum-v1" else "gravity"
+    stacked = gym.wrappers.FrameStackObservation(gym.make(env_id), depth)
+    env = NonStationary(stacked, {name: cycle([9.81, 3.72])})
+    observation, _ = env.reset(seed=0)
+    for _ in range(3):
+        observation, *_ = env.step(env.action_space.sample())
+    assert observation.shape[0] == depth and np.isfinite(observation).all()
