@@ -55,12 +55,34 @@ _CUMULATIVE: weakref.WeakKeyDictionary[Any, tuple[np.ndarray, np.ndarray]] = (
     weakref.WeakKeyDictionary()
 )
 
-#: Per detector: its ``_fields`` dict and the ``(rows, fields)`` matrix the compiled step
-#: returned them as (columns of it), so the next step passes the matrix without stacking
-#: the columns again; found stale by identity like :data:`_CUMULATIVE`.
-_STACKED: weakref.WeakKeyDictionary[Any, tuple[dict[str, np.ndarray], np.ndarray]] = (
-    weakref.WeakKeyDictionary()
-)
+
+class _Compiled:
+    """What a detector's compiled steps keep between steps (:data:`_COMPILED`): the plan built
+    at its first step from its options, ``model`` and ``cap`` (``max_run_length``) the objects
+    it was built from, ``step`` the kernel (``None``: the family takes the NumPy path), its
+    ``kind`` and constant ``settings``; and the state ``matrix`` the last step returned, whose
+    rows the detector's arrays are views of (``fields`` its fields dict, ``post`` its
+    posterior), so the next step passes the matrix, with the log-partition values it caches,
+    instead of stacking the arrays again (stale when they are not the detector's any more,
+    found by identity like :data:`_CUMULATIVE`)."""
+
+    __slots__ = ("cap", "fields", "kind", "matrix", "model", "post", "rows", "settings", "step")
+
+    def __init__(
+        self, model: Any, cap: Any, step: Any, kind: Any, settings: Any, names: tuple[str, ...]
+    ) -> None:
+        self.model, self.cap, self.step, self.kind, self.settings = model, cap, step, kind, settings
+        #: each field's name and row in the state matrix
+        self.rows = tuple((name, 4 + j) for j, name in enumerate(names))
+        self.fields: dict[str, np.ndarray] | None = None
+        self.post: np.ndarray | None = None
+        self.matrix: np.ndarray | None = None
+
+
+#: Per detector: its :class:`_Compiled` (one weak-dictionary look-up a step); rebuilt when its
+#: model or ``max_run_length`` is no longer the object the plan was built from. Outside the
+#: detector: never saved.
+_COMPILED: weakref.WeakKeyDictionary[Any, _Compiled] = weakref.WeakKeyDictionary()
 
 _HAZARD_MESSAGE = (
     "hazard must be a constant in the open interval (0, 1) or a callable "
@@ -352,48 +374,38 @@ class ChangepointDetector:
         map_runs = np.empty(steps, dtype=np.int64)
         increments = np.empty(steps)
         start = 0
-        kind = _kernel_kind(self.model) if self._hazard_fn is None else None
-        if kind is not None and steps:
-            try:
-                self._check_possible(stats)
-            except ValueError:  # the per-step path absorbs the data before it, then refuses it
-                kind = None
-        if kind is not None and steps:
+        plan = self._current_plan() if self._hazard_fn is None else None
+        # an impossible datum stops the compiled loop (its step refuses it, :func:`possible`);
+        # the per-step path below then refuses it, the data before it absorbed
+        if plan is not None and plan.step is not None and steps:
             from bam_rl.kernels.bocd import run
 
             names = self._names
             try:
                 out = run(
-                    kind,
-                    self._kernel_state(np.column_stack([self._fields[name] for name in names])),
+                    plan.kind,
+                    self._state_matrix(plan),
+                    self._run_lengths,
                     np.column_stack(
                         [np.asarray(stats.fields[name], dtype=np.float64) for name in names]
                     ),
                     np.asarray(stats.log_h, dtype=np.float64),
-                    self._kernel_settings(),
+                    plan.settings,
                 )
             except ZeroDivisionError:  # a zero precision on the way: the NumPy path's error
                 out = None
-            start = 0 if out is None else int(out[8])
+            start = 0 if out is None else int(out[4])
             if out is not None and start:
-                new_fields, self._log_post, self._log_partition, self._belief_log_h = out[:4]
-                self._run_lengths, self._log_filtered = out[4], out[5]
-                self._fields = {name: new_fields[:, j] for j, name in enumerate(names)}
+                self._adopt(plan, out[0], out[1])
                 self._t += start
-                for increment in out[7]:  # in order, as update() adds them
+                for increment in out[3]:  # in order, as update() adds them
                     self._log_evidence += float(increment)
-                self._last_log_predictive = float(out[7][-1])
-                map_runs[:start], increments[:start] = out[6], out[7]
+                self._last_log_predictive = float(out[3][-1])
+                map_runs[:start], increments[:start] = out[2], out[3]
         for t in range(start, steps):  # the rest (or everything) on the per-step path
             self.update(stats[t])
             map_runs[t], increments[t] = self.map_run_length, self._last_log_predictive
         return map_runs, increments
-
-    def _kernel_state(self, fields: np.ndarray) -> tuple:
-        """The belief as the compiled recursion takes it (``fields`` stacked, one column a
-        natural-parameter field): ``(fields, log_post, log_partition, belief_log_h,
-        run_lengths)``."""
-        return fields, self._log_post, self._log_partition, self._belief_log_h, self._run_lengths
 
     def _kernel_settings(self) -> tuple:
         """The compiled recursion's constants: ``(prior, prior_log_partition, prior_log_h,
@@ -408,37 +420,74 @@ class ChangepointDetector:
             self._log_threshold,
         )
 
+    def _current_plan(self) -> _Compiled:
+        """The detector's :class:`_Compiled` from :data:`_COMPILED`, (re)built from its options
+        when it has none or its model or ``max_run_length`` changed."""
+        plan = _COMPILED.get(self)
+        if plan is None or plan.model is not self.model or plan.cap is not self.max_run_length:
+            kind = _kernel_kind(self.model)
+            plan = _Compiled(self.model, self.max_run_length, None, None, None, ())
+            if kind is not None:
+                from bam_rl.kernels.bocd import step_datum as step
+
+                settings = self._kernel_settings()
+                plan = _Compiled(self.model, self.max_run_length, step, kind, settings, self._names)
+            _COMPILED[self] = plan
+        return plan
+
+    def _state_matrix(self, plan: _Compiled) -> np.ndarray:
+        """The belief as the compiled recursion takes it, one column per live run length (rows
+        ``bam_rl.kernels.bocd.POST`` …): the matrix the last compiled step returned while the
+        detector's arrays are still its rows (with the cached log-partition values), else
+        stacked from the arrays (the filtered row, which the step does not read, holds a copy
+        of the posterior)."""
+        if plan.fields is self._fields and plan.post is self._log_post and plan.matrix is not None:
+            return plan.matrix
+        return np.stack(
+            [
+                self._log_post,
+                self._log_partition,
+                self._belief_log_h,
+                self._log_post,
+                *(self._fields[name] for name in self._names),
+            ]
+        )
+
+    def _adopt(self, plan: _Compiled, state: np.ndarray, run_lengths: np.ndarray) -> None:
+        """Takes the compiled recursion's new belief: the first ``len(run_lengths)`` entries
+        of its rows become the detector's arrays (views) and ``plan`` keeps the matrix for the
+        next step."""
+        n = run_lengths.shape[0]
+        self._log_post = post = state[0, :n]
+        self._log_partition, self._belief_log_h = state[1, :n], state[2, :n]
+        self._log_filtered = state[3, 1:n]
+        self._run_lengths = run_lengths
+        self._fields = plan.fields = {name: state[j, :n] for name, j in plan.rows}
+        plan.matrix, plan.post = state, post
+
     def _compiled_step(self, s: NaturalParams) -> bool:
         """:meth:`update` through the compiled recursion (:mod:`bam_rl.kernels.bocd`) of the
         scalar families with a constant hazard; ``False`` (nothing changed) when the step
-        needs the NumPy path: a non-finite result, whose error that path raises."""
-        from bam_rl.kernels.bocd import step
-
-        kind = _kernel_kind(self.model)
-        assert kind is not None  # the caller checked
-        names = self._names
-        stacked = _STACKED.get(self)
-        if stacked is not None and stacked[0] is self._fields:
-            fields = stacked[1]
-        else:
-            fields = np.column_stack([self._fields[name] for name in names])
+        needs the NumPy path: a family without a kernel, or a non-finite result (an impossible
+        datum included, which the step refuses), whose error that path raises."""
+        plan = _COMPILED.get(self)
+        if plan is None or plan.model is not self.model or plan.cap is not self.max_run_length:
+            plan = self._current_plan()
+        step = plan.step
+        if step is None:
+            return False
+        state = plan.matrix  # _state_matrix, its usual case inline
+        if state is None or plan.fields is not self._fields or plan.post is not self._log_post:
+            state = self._state_matrix(plan)
+        datum = tuple(map(float, map(s.fields.__getitem__, self._names)))
         try:
-            out = step(
-                kind,
-                self._kernel_state(fields),
-                np.array([float(s.fields[name]) for name in names]),
-                float(s.log_h),
-                self._kernel_settings(),
-            )
+            out = step(plan.kind, state, self._run_lengths, datum, float(s.log_h), plan.settings)
         except ZeroDivisionError:  # compiled code raises where NumPy gives inf: its path
             return False
-        total = out[6]
+        total = out[2]
         if not math.isfinite(total):
             return False
-        new_fields, self._log_post, self._log_partition, self._belief_log_h = out[:4]
-        self._run_lengths, self._log_filtered = out[4], out[5]
-        self._fields = {name: new_fields[:, j] for j, name in enumerate(names)}
-        _STACKED[self] = (self._fields, new_fields)
+        self._adopt(plan, out[0], out[1])
         self._t += 1
         self._log_evidence += total
         self._last_log_predictive = total
@@ -504,10 +553,10 @@ class ChangepointDetector:
                 f"s must be the statistics of a single datum (unbatched), got "
                 f"{s!r}; sum a batch into one datum with .sum() first"
             )
+        if self._hazard_fn is None and self._compiled_step(s):
+            return self  # the compiled step checked the datum in its own pass
         self._check_possible(s)
         s_log_h = float(s.log_h)
-        if self._hazard_fn is None and _kernel_kind(model) is not None and self._compiled_step(s):
-            return self
 
         # predictive of every live run length: one batched log-partition evaluation
         post = {name: self._fields[name] + s.fields[name] for name in self._names}
@@ -713,9 +762,9 @@ class ChangepointDetector:
         replaces the state's arrays and never writes into them, so the copy shares them
         (``copy.deepcopy`` would copy every live run length's row)."""
         twin = copy.copy(self)
-        stacked = _STACKED.get(self)
-        if stacked is not None:  # the same fields: the same matrix
-            _STACKED[twin] = stacked
+        plan = _COMPILED.get(self)
+        if plan is not None:  # the same fields: the same matrix (a copy each steps on its own)
+            _COMPILED[twin] = copy.copy(plan)
         return twin
 
     @property

@@ -12,7 +12,7 @@ import numpy as np
 
 from bam_rl import hyperparams
 from bam_rl.bocd import ChangepointDetector
-from bam_rl.checks import check_finite_params, check_int, check_real
+from bam_rl.checks import all_finite, check_finite_params, check_int, check_real
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, Theta
 from bam_rl.memory import Memory
 
@@ -59,7 +59,7 @@ def check_possible_datum(
         ) from error
     if finite_partition:
         with np.errstate(over="ignore", invalid="ignore"):
-            finite = np.isfinite(model.log_partition_fields(total)).all()
+            finite = all_finite(np.asarray(model.log_partition_fields(total)))
         if not finite:
             raise ValueError(
                 f"{name}: the base prior plus its statistics overflows float64 (data too "

@@ -65,6 +65,18 @@ def _as_field(name: str, value: Any) -> np.ndarray:
     return array
 
 
+def scalar_of(value: Any) -> float | None:
+    """``value`` as a Python float when it is one number — a float (NumPy's included) or a 0-d
+    array — else ``None``. The families' belief checks compare one belief's fields (a rule's,
+    on every update) as Python floats, the comparisons of their array path without its
+    reductions, and hand anything else, a failure included, to the array path."""
+    if isinstance(value, float):
+        return value
+    if type(value) is np.ndarray and not value.ndim:
+        return float(value)
+    return None
+
+
 def contract(weights: np.ndarray, array: np.ndarray) -> np.ndarray:
     """``np.tensordot(weights, array, axes=([-1], [0]))``, computed exactly as numpy does it
     (the same reshapes and the same ``np.dot``, so bit for bit the same result) without its
@@ -198,7 +210,22 @@ class NaturalParams:
     def __add__(self, other: NaturalParams) -> NaturalParams:
         self._check_compatible(other)
         fields = {name: self.fields[name] + other.fields[name] for name in self.fields}
-        return NaturalParams(self.family, fields, self.log_h + other.log_h)
+        log_h = self.log_h + other.log_h
+        if type(other) is NaturalParams and not self._batch_shape and not other._batch_shape:
+            # one belief plus one datum (every update of a rule): the fields of both are
+            # checked float64 arrays of the family's event shapes, so their sums are too; only
+            # finiteness is left to check (an overflow takes the general path, which refuses)
+            checked = {}
+            for name, value in fields.items():
+                array = np.asarray(value)
+                if not all_finite(array):
+                    break
+                checked[name] = array
+            else:
+                log_h = np.asarray(log_h)
+                if all_finite(log_h):
+                    return NaturalParams._trusted(self.family, checked, log_h, ())
+        return NaturalParams(self.family, fields, log_h)
 
     def __mul__(self, weight: Any) -> NaturalParams:
         """Tempers by a non-negative scalar or a per-batch array of weights."""

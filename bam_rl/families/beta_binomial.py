@@ -8,7 +8,14 @@ import numpy as np
 from scipy.special import betaln, digamma, gammaln
 
 from bam_rl.checks import check_axis, check_integer_valued
-from bam_rl.families.base import Fields, NaturalParams, ScalarPairPrior, Size, make_stats
+from bam_rl.families.base import (
+    Fields,
+    NaturalParams,
+    ScalarPairPrior,
+    Size,
+    make_stats,
+    scalar_of,
+)
 
 
 def log_binomial_coefficient(n: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -65,11 +72,11 @@ class BetaBinomial(ScalarPairPrior):
         return make_stats(self, "successes and trials", fields, log_h)
 
     def _check_belief(self, fields: Fields) -> None:
+        a, b = scalar_of(fields["alpha"]), scalar_of(fields["beta"])
+        if a is not None and b is not None and a > 0 and b > 0:
+            return  # one proper belief (a bandit arm's, every step): no reduction
         alpha, beta = np.asarray(fields["alpha"]), np.asarray(fields["beta"])
-        if alpha.ndim == beta.ndim == 0:  # one belief (a bandit arm's, every step): no reduce
-            if not (float(alpha) > 0 and float(beta) > 0):  # NaN fails too
-                raise ValueError("belief alpha and beta must be > 0")
-        elif not ((alpha > 0).all() and (beta > 0).all()):
+        if not ((alpha > 0).all() and (beta > 0).all()):  # NaN fails too
             raise ValueError("belief alpha and beta must be > 0")
 
     def log_partition_fields(self, fields: Fields) -> np.ndarray:

@@ -18,6 +18,7 @@ from bam_rl.families.base import (
     Size,
     _finite_result,
     make_stats,
+    scalar_of,
 )
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -124,6 +125,9 @@ class NormalKnownVariance(_RealObservations):
         return fields, log_h
 
     def _check_belief(self, fields: Fields) -> None:
+        precision = scalar_of(fields["precision"])
+        if precision is not None and precision > 0:
+            return  # one proper belief: no reduction
         if not (np.asarray(fields["precision"]) > 0).all():  # NaN fails too
             raise ValueError("belief precision must be > 0")
 
@@ -300,6 +304,19 @@ class NormalGamma(_RealObservations):
         )
 
     def _check_belief(self, fields: Fields) -> None:
+        kappa_mean, kappa = scalar_of(fields["kappa_mean"]), scalar_of(fields["kappa"])
+        beta_shifted, alpha = scalar_of(fields["beta_shifted"]), scalar_of(fields["alpha"])
+        if (
+            kappa_mean is not None
+            and kappa is not None
+            and beta_shifted is not None
+            and alpha is not None
+            and kappa > 0
+            and alpha > 0
+        ):  # one belief: the array path's comparisons (standard_params, _precise_beta)
+            rate = beta_shifted - 0.5 * kappa_mean * (kappa_mean / kappa)
+            if rate > _BETA_RTOL * abs(beta_shifted):
+                return  # a proper belief; anything else raises below
         if np.any(~(fields["kappa"] > 0)):
             raise ValueError("belief kappa must be > 0")
         if np.any(~(fields["alpha"] > 0)):

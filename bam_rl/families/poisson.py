@@ -8,7 +8,14 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from bam_rl.checks import check_axis, check_integer_valued
-from bam_rl.families.base import Fields, NaturalParams, ScalarPairPrior, Size, make_stats
+from bam_rl.families.base import (
+    Fields,
+    NaturalParams,
+    ScalarPairPrior,
+    Size,
+    make_stats,
+    scalar_of,
+)
 
 
 class GammaPoisson(ScalarPairPrior):
@@ -49,6 +56,9 @@ class GammaPoisson(ScalarPairPrior):
         return make_stats(self, "counts", fields, log_h)
 
     def _check_belief(self, fields: Fields) -> None:
+        alpha, beta = scalar_of(fields["alpha"]), scalar_of(fields["beta"])
+        if alpha is not None and beta is not None and alpha > 0 and beta > 0:
+            return  # one proper belief: no reduction
         if np.any(~(fields["alpha"] > 0)) or np.any(~(fields["beta"] > 0)):
             raise ValueError("belief alpha and beta must be > 0")
 

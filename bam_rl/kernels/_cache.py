@@ -29,7 +29,7 @@ from typing import Any, TypeVar, cast
 from numba import njit
 from numba.core import config as _numba_config
 
-__all__ = ["cache_dir", "candidate_dirs", "njit_cached"]
+__all__ = ["cache_dir", "candidate_dirs", "njit_cached", "njit_inline"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -77,12 +77,25 @@ def cache_dir() -> Path | None:
 def njit_cached(function: F) -> F:
     """``numba.njit(cache=True)`` with the cache in :func:`cache_dir` (``cache=False`` when
     there is none): compiled lazily on the first call, as ``njit`` does."""
+    return _njit(function, {})
+
+
+def njit_inline(function: F) -> F:
+    """:func:`njit_cached` for a small helper of the kernels that Numba inlines into the
+    compiled functions calling it (``inline="always"``, in Numba's IR): a call in a hot loop
+    then costs neither a call nor the reference counting of its array arguments (in BOCD's
+    step, a quarter of the time). The same operations run, so the results are the same; from
+    Python it is an ordinary compiled function."""
+    return _njit(function, {"inline": "always"})
+
+
+def _njit(function: F, options: dict[str, Any]) -> F:
     directory = cache_dir()
     if directory is None:
-        return cast(F, njit(cache=False)(function))
+        return cast(F, njit(cache=False, **options)(function))
     previous = config.CACHE_DIR
     config.CACHE_DIR = str(directory)
     try:
-        return cast(F, njit(cache=True)(function))
+        return cast(F, njit(cache=True, **options)(function))
     finally:
         config.CACHE_DIR = previous

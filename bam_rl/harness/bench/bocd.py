@@ -24,8 +24,11 @@ pruned to 1e-6 (bar), the peers reported.
 
 Times are CPU seconds of this process over the whole stream (wall printed alongside): every
 detector runs on one thread, and CPU time is what other work on a loaded machine moves least.
-Throughput bars (issue 13): ≥ 20× ``bayesian-changepoint``, ≥ 1× ``fast-bocpd`` (the
-per-observation ``update`` loop, as ours). A missing peer is reported, not a failure.
+Throughput bars: ≥ 30× ``bayesian-changepoint`` (issue 13); ≥ 1.5× ``fast-bocpd``'s
+per-observation ``update`` loop with ours, and ≥ 1.5× its ``batch_update`` with our batch
+``run()`` (issue 50: the step checks each datum in its own compiled pass). A missing peer is
+reported, not a failure. ``scripts/bench_against_commit.py`` times the same updates against an
+old commit's code side by side.
 
 Usage: ``python -m bam_rl.harness.bench.bocd [--steps 100000] [--prefix 150]``.
 """
@@ -338,7 +341,7 @@ def bocd_rows(steps: int = 100_000, prefix: int = 150, quick: bool = False) -> l
     if peer is None:
         print("  peer fast-bocpd not installed (pip install fast-bocpd)")
         rows.append(
-            (f"{label}: vs fast-bocpd (NOT INSTALLED)", ours_cpu, float("nan"), "ratio ≥ 1", None)
+            (f"{label}: vs fast-bocpd (NOT INSTALLED)", ours_cpu, float("nan"), "ratio ≥ 1.5", None)
         )
     else:
         seconds, posts = peer
@@ -354,8 +357,8 @@ def bocd_rows(steps: int = 100_000, prefix: int = 150, quick: bool = False) -> l
                 f"{label}: ours capped vs fast-bocpd update loop (max |Δ| {diff:.1e})",
                 ours_cpu,
                 float(seconds[1]),
-                "ratio ≥ 1",
-                seconds[1] >= ours_cpu,
+                "ratio ≥ 1.5",
+                seconds[1] >= 1.5 * ours_cpu,
             )
         )
         their_maps = fast_bocpd_maps(data)
