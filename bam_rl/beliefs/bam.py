@@ -26,8 +26,8 @@ from bam_rl.readout import (
     METHODS,
     ReadoutResult,
     check_select_options,
-    select,
 )
+from bam_rl.readout.select import one_point_select, readout_prior, select_checked
 
 
 class BAM(BeliefRule):
@@ -112,12 +112,28 @@ class BAM(BeliefRule):
 
         Changes nothing: the rule's update records the readout once the datum is stored.
         """
-        result = select(
-            self.model, self.memory, s, lam=self.lam, method=self.method, **self.select_options
-        )
-        if len(self.memory) == 0:
-            return result, self.model.prior
-        return result, self.memory.weighted_sum(result.weights, base=self.model.prior)
+        found = self._one_point_readout(s)
+        if found is not None:
+            lazy, stats = found
+            return lazy, readout_prior(self.memory, lazy.weights, self.model.prior, stats)
+        return self._general_readout(s)
+
+    def _one_point_readout(self, s: NaturalParams) -> tuple[ReadoutResult, NaturalParams] | None:
+        """The readout and ``memory.stats`` when :func:`~bam_rl.readout.select.
+        one_point_select` takes ``s`` (one-point Gaussian records at λ = 0), else ``None``."""
+        model, memory = self.model, self.memory
+        if memory.family is not None:
+            model.check_compatible(memory.family)  # a memory swapped in by hand
+        # lam, method and options were checked at construction (or restore), s by update
+        return one_point_select(model, memory, s, self.lam, self.method, self.select_options)
+
+    def _general_readout(self, s: NaturalParams) -> tuple[ReadoutResult, NaturalParams]:
+        """:meth:`choose_readout` by :func:`~bam_rl.readout.select.select_checked`."""
+        model, memory = self.model, self.memory
+        result = select_checked(model, memory, s, self.lam, self.method, self.select_options)
+        if len(memory) == 0:
+            return result, model.prior
+        return result, readout_prior(memory, result.weights, model.prior)
 
     def _record(self, readout: ReadoutResult | None) -> None:
         if readout is not None:
@@ -125,8 +141,17 @@ class BAM(BeliefRule):
             self.n_selections += 1
 
     def _update(self, s: NaturalParams) -> NaturalParams:
-        readout, prior = self.choose_readout(s)
-        belief = prior + s
+        # the common Gaussian case forms the posterior in one pass (unless a subclass chooses
+        # its readouts otherwise)
+        plain = type(self).choose_readout is BAM.choose_readout
+        found = self._one_point_readout(s) if plain else None
+        readout: ReadoutResult
+        if found is not None:
+            readout, stats = found
+            belief = readout_prior(self.memory, readout.weights, self.model.prior, stats, s)
+        else:
+            readout, prior = self._general_readout(s) if plain else self.choose_readout(s)
+            belief = prior + s
         check_posterior(self.model, belief)
         self.memory.add(s, time=self.t)  # the last step that can refuse the datum
         self._record(readout)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from bam_rl.kernels._cache import njit_cached
+from bam_rl.kernels._cache import njit_cached, njit_inline
 
-__all__ = ["greedy_parabola", "sequential_sum"]
+__all__ = ["greedy_parabola", "one_point_readout", "sequential_sum"]
 
 
-@njit_cached
+@njit_inline
 def _find(parent: np.ndarray, x: int) -> int:  # pragma: no cover - compiled
     root = x
     while parent[root] != root:
@@ -34,11 +34,34 @@ def greedy_parabola(  # pragma: no cover - compiled
 ) -> np.ndarray:
     """The memory indices the greedy adds, in order (see the reference for the rule)."""
     m = values.shape[0]
-    right = np.arange(m + 1)
-    left = np.arange(m + 1)
+    chosen = np.empty(m, dtype=np.int64)
+    n_chosen = _greedy_parabola_into(
+        values, order, v, r, c, g, np.arange(m + 1), np.arange(m + 1), chosen
+    )
+    return order[chosen[:n_chosen]]
+
+
+@njit_inline
+def _greedy_parabola_into(  # pragma: no cover - compiled
+    values: np.ndarray,
+    order: np.ndarray,
+    v: float,
+    r: float,
+    c: np.ndarray,
+    g: np.ndarray,
+    right: np.ndarray,
+    left: np.ndarray,
+    chosen: np.ndarray,
+) -> int:
+    """:func:`greedy_parabola`'s loop over caller-owned union-find arrays ``right`` and
+    ``left`` (the identity on ``0..m`` on entry) and ``chosen`` (at least ``m`` entries);
+    returns how many sorted positions it wrote to ``chosen``. It changes ``right`` only at
+    the chosen positions ``p`` and ``left`` only at ``p + 1`` (the non-roots of the
+    union-find, the only entries its path compression rewrites), so resetting those restores
+    the identity."""
+    m = values.shape[0]
     best = c[0] - g[0] * r * r
     lo, hi = -2, m
-    chosen = np.empty(m, dtype=np.int64)
     n_chosen = 0
     k = 0
     while k < m:
@@ -96,7 +119,7 @@ def greedy_parabola(  # pragma: no cover - compiled
             if left[lo] != lo:
                 lo = _find(left, lo)
             lo -= 1
-    return order[chosen[:n_chosen]]
+    return n_chosen
 
 
 @njit_cached
@@ -115,3 +138,94 @@ def sequential_sum(
         for j in range(total.shape[0]):
             total[j] += rows[row, j]
     return total
+
+
+@njit_cached
+def _insert_sorted(  # pragma: no cover - compiled
+    sorted_values: np.ndarray, order: np.ndarray, n: int, y: float, index: int
+) -> None:
+    """Places ``y`` (memory index ``index``) into the first ``n`` entries, after equal values
+    (``bisect_right``: ties stay in memory order), shifting the larger ones up by one."""
+    p = np.searchsorted(sorted_values[:n], y, side="right")
+    for j in range(n, p, -1):
+        sorted_values[j] = sorted_values[j - 1]
+        order[j] = order[j - 1]
+    sorted_values[p] = y
+    order[p] = index
+
+
+@njit_cached
+def one_point_readout(  # pragma: no cover - compiled
+    means: np.ndarray,
+    precisions: np.ndarray,
+    per_record: float,
+    seen: np.ndarray,
+    sorted_values: np.ndarray,
+    order: np.ndarray,
+    n_seen: int,
+    checked: int,
+    v: float,
+    r: float,
+    c: np.ndarray,
+    g: np.ndarray,
+    right: np.ndarray,
+    left: np.ndarray,
+    chosen: np.ndarray,
+    picks: np.ndarray,
+    weights: np.ndarray,
+) -> int:
+    """The λ = 0 greedy over one-point Gaussian records in one call, with its sorted view of
+    the records and its work arrays kept between calls in caller-owned buffers.
+
+    ``means`` and ``precisions`` are a memory's ``precision_mean`` and ``precision`` (length
+    ``m``); ``seen[:n_seen]`` holds the ``precision_mean`` of the records already sorted,
+    ``sorted_values[:n_seen]`` their values ``precision_mean / per_record`` ascending (ties in
+    memory order) and ``order[:n_seen]`` their memory indices; the records before ``checked``
+    (at most ``n_seen``) are known unchanged since the last call (the caller saw the same
+    storage, which only appends). ``right`` and ``left`` (at least ``m + 1`` entries) are the
+    identity, ``chosen`` and ``picks`` hold at least ``m``; the buffers hold at least ``m``
+    entries; ``weights`` holds ``m`` zeros. The call
+
+    1. returns -1 unless every record's precision equals ``per_record`` (not one-point
+       records of one count: the caller takes the general path);
+    2. starts the sorted view afresh (a stable sort) unless ``seen[:n_seen]`` still equals
+       ``means[:n_seen]`` (the memory was cleared, merged or changed), else inserts the records
+       ``n_seen..m-1`` (``bisect_right``) — the arrays of ``sorted_records`` either way;
+    3. runs :func:`greedy_parabola`'s loop over them from ``(v, r)`` with the tables ``c``,
+       ``g``, and leaves ``right`` and ``left`` the identity again.
+
+    Returns the number ``k`` of records the greedy added, their memory indices in order in
+    ``picks[:k]``, and the 0/1 readout weights in ``weights`` (every sorted record is then
+    in ``seen``: the caller's ``n_seen`` for the next call is ``m``). Nothing but an int is
+    returned: handing arrays back to Python costs more than the caller allocating them.
+    """
+    m = means.shape[0]
+    start = checked if checked <= m else 0
+    for i in range(start, m):
+        if precisions[i] != per_record:
+            return -1
+    same = n_seen <= m
+    if same:
+        for i in range(min(checked, n_seen), n_seen):
+            if seen[i] != means[i]:
+                same = False
+                break
+    if not same or m - n_seen > 64:  # start afresh: one stable sort of every value
+        values = means / per_record
+        index = np.argsort(values, kind="mergesort")
+        for i in range(m):
+            sorted_values[i] = values[index[i]]
+            order[i] = index[i]
+            seen[i] = means[i]
+    else:
+        for i in range(n_seen, m):
+            _insert_sorted(sorted_values, order, i, means[i] / per_record, i)
+            seen[i] = means[i]
+    n_chosen = _greedy_parabola_into(sorted_values[:m], order[:m], v, r, c, g, right, left, chosen)
+    for i in range(n_chosen):
+        position = chosen[i]
+        right[position] = position
+        left[position + 1] = position + 1
+        picks[i] = order[position]
+        weights[picks[i]] = 1.0
+    return n_chosen

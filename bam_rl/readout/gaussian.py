@@ -24,7 +24,14 @@ import numpy as np
 from bam_rl.families.normal import NormalKnownVariance
 from bam_rl.memory import Memory
 
-__all__ = ["gaussian_greedy_readout", "greedy_sorted", "sorted_records"]
+__all__ = [
+    "cached_parabola_constants",
+    "gaussian_greedy_readout",
+    "greedy_picks",
+    "greedy_sorted",
+    "parabola_table",
+    "sorted_records",
+]
 
 
 class _SortedRecords(NamedTuple):
@@ -50,7 +57,7 @@ def sorted_records(memory: Memory, values: np.ndarray) -> tuple[np.ndarray, np.n
         cached is not None
         and cached.n_merges == memory.n_merges
         and values.size >= old
-        and np.array_equal(values[:old], cached.values)
+        and bool((values[:old] == cached.values).all())
     ):
         sorted_values, order = cached.sorted_values, cached.order
         if values.size == old + 1:  # the common case: one datum stored since the last call
@@ -98,7 +105,16 @@ def _parabola_constants(m: int, h0: float, s2: float) -> tuple[np.ndarray, np.nd
 _CONSTANTS: dict[tuple[float, float], tuple[np.ndarray, np.ndarray]] = {}
 
 
-def _cached_parabola_constants(m: int, h0: float, s2: float) -> tuple[np.ndarray, np.ndarray]:
+def parabola_table(m: int, h0: float, s2: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`cached_parabola_constants` when its table for ``(h0, s2)`` already covers ``m``
+    records, else ``None`` (nothing is computed, so nothing an error state could see)."""
+    table = _CONSTANTS.get((h0, s2))
+    if table is None or table[0].size <= m:
+        return None
+    return table[0][: m + 1], table[1][: m + 1]
+
+
+def cached_parabola_constants(m: int, h0: float, s2: float) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_parabola_constants` for ``k = 0..m``, from a table kept between calls."""
     key = (h0, s2)
     table = _CONSTANTS.get(key)
@@ -123,7 +139,7 @@ def _compiled_parabola(
     """
     from bam_rl.kernels.readout import greedy_parabola
 
-    c, g = _cached_parabola_constants(len(values), h0, s2)
+    c, g = cached_parabola_constants(len(values), h0, s2)
     return greedy_parabola(
         np.asarray(values, dtype=np.float64), np.asarray(order, dtype=np.int64), v, r, c, g
     )
@@ -141,10 +157,26 @@ def greedy_sorted(
     """The closed-form greedy over sorted one-point records (see :func:`gaussian_greedy_readout`)
     with record noise ``s2``, prior precision ``h0`` and prior mean ``m0``; returns the weights
     and the memory indices (int64) in the order the greedy added them."""
+    picks = greedy_picks(values, order, v, s2, h0, m0, lam)
+    weights = np.zeros(len(values))
+    weights[picks] = 1.0
+    return weights, picks
+
+
+def greedy_picks(
+    values: np.ndarray | list[float],
+    order: np.ndarray | list[int],
+    v: float,
+    s2: float,
+    h0: float,
+    m0: float,
+    lam: float,
+) -> np.ndarray:
+    """:func:`greedy_sorted`'s picks alone: the memory indices (int64) in the order the greedy
+    added them."""
     m = len(values)
-    weights = np.zeros(m)
     if m == 0:
-        return weights, np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64)
     inv_s2 = 1.0 / s2
     dv = v - m0
     two_pi = 2.0 * math.pi
@@ -164,11 +196,9 @@ def greedy_sorted(
 
     r = s2 * h0 * dv
     if lam == 0.0:
-        chosen = _compiled_parabola(
+        return _compiled_parabola(
             np.asarray(values, dtype=np.float64), np.asarray(order, dtype=np.int64), v, r, h0, s2
         )
-        weights[chosen] = 1.0
-        return weights, chosen
     values, order = list(np.asarray(values).tolist()), list(np.asarray(order).tolist())
     right = list(range(m + 1))  # right[p]: next unselected position >= p (m: none)
     left = list(range(m + 1))  # left[p + 1]: previous unselected position <= p, shifted by 1
@@ -214,11 +244,10 @@ def greedy_sorted(
         best = value
         r = target - values[pick]
         k += 1
-        weights[order[pick]] = 1.0
         picks.append(order[pick])
         right[pick] = pick + 1
         left[pick + 1] = pick
-    return weights, np.asarray(picks, dtype=np.int64)
+    return np.asarray(picks, dtype=np.int64)
 
 
 def gaussian_greedy_readout(

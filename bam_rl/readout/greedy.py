@@ -31,17 +31,20 @@ access, by the generic family call, from the recorded picks.
 
 from __future__ import annotations
 
+import weakref
+from typing import Any
+
 import numpy as np
 
 from bam_rl.families import BayesianLinearRegression, BayesianLinearRegressionNIG
 from bam_rl.families.base import ConjugateFamily, NaturalParams
 from bam_rl.families.normal import NormalKnownVariance
 from bam_rl.memory import Memory
-from bam_rl.readout.gaussian import greedy_sorted, sorted_records
+from bam_rl.readout.gaussian import greedy_picks, parabola_table, sorted_records
 from bam_rl.readout.regression import FactorCache, regression_greedy
 from bam_rl.readout.rule import FastGreedy, Score, accept, finish
 
-__all__ = ["fast_greedy", "overrides_log_partition"]
+__all__ = ["fast_greedy", "one_point_picks", "overrides_log_partition"]
 
 #: Records whose fields hold at most this many numbers are grouped when duplicates exist.
 _MAX_GROUPED_FIELD_SIZE = 16
@@ -85,15 +88,18 @@ def fast_greedy(
         return regression_greedy(model, memory, s_t, lam, cache)
     fields = memory.stats.fields
     if isinstance(model, NormalKnownVariance):
-        precision = fields["precision"]
-        if (precision == precision[0]).all() and s_t.fields["precision"] == precision[0]:
-            try:
-                with np.errstate(divide="raise", over="raise", invalid="raise"):
-                    return _gaussian_greedy(model, memory, s_t, lam, score)
-            except ArithmeticError:  # ZeroDivisionError, OverflowError, FloatingPointError
-                # extreme hand-built records (a zero or huge precision): the closed form
-                # divides by zero or overflows, so the generic loop scores them instead
-                pass
+        try:
+            found = _one_point_greedy(model, memory, s_t, lam, score, fields)
+            if found is not None:
+                return found
+            precision = fields["precision"]
+            first = precision[0]
+            if s_t.fields["precision"] == first and (precision == first).all():
+                return _gaussian_greedy(model, memory, s_t, lam, score, fields)
+        except ArithmeticError:  # ZeroDivisionError, OverflowError, FloatingPointError
+            # extreme hand-built records (a zero or huge precision): the closed form
+            # divides by zero or overflows, so the generic loop scores them instead
+            pass
     if (
         sum(int(np.prod(shape, dtype=np.int64)) for shape in model.field_shapes.values())
         <= _MAX_GROUPED_FIELD_SIZE
@@ -250,14 +256,235 @@ def _score_ahead(
 
 # -------------------------------------------------------------- one-point Gaussian records
 def _gaussian_greedy(
-    model: NormalKnownVariance, memory: Memory, s_t: NaturalParams, lam: float, score: Score
+    model: NormalKnownVariance,
+    memory: Memory,
+    s_t: NaturalParams,
+    lam: float,
+    score: Score,
+    stats: dict[str, np.ndarray],
 ) -> FastGreedy:
-    stats = memory.stats.fields
-    per_record = float(stats["precision"][0])  # n / σ² of every record and of D_t
-    values = stats["precision_mean"] / per_record  # the records' sample means
-    sorted_values, order = sorted_records(memory, values)
-    v = float(s_t.fields["precision_mean"]) / per_record
-    _, picks = greedy_sorted(
-        sorted_values, order, v, 1.0 / per_record, 1.0 / model.prior_var, model.prior_mean, lam
+    """The closed form over ``stats`` (``memory``'s records), one observation count each, with
+    NumPy's floating-point errors raised in the records' means, the parabola table and the two
+    objectives :func:`finish` computes (:func:`fast_greedy` then runs the generic loop); the
+    common case takes :func:`_one_point_greedy`."""
+    with np.errstate(divide="raise", over="raise", invalid="raise"):
+        per_record = float(stats["precision"][0])  # n / σ² of every record and of D_t
+        values = stats["precision_mean"] / per_record  # the records' sample means
+        sorted_values, order = sorted_records(memory, values)
+        v = float(s_t.fields["precision_mean"]) / per_record
+        picks = greedy_picks(
+            sorted_values, order, v, 1.0 / per_record, 1.0 / model.prior_var, model.prior_mean, lam
+        )
+        return finish(model, memory, score, picks, "gaussian", stats=stats)
+
+
+def _kernel() -> Any:
+    """:func:`bam_rl.kernels.readout.one_point_readout`, imported on first use (Numba's import
+    is a large part of ``import bam_rl``)."""
+    global _ONE_POINT_KERNEL
+    if _ONE_POINT_KERNEL is None:
+        from bam_rl.kernels.readout import one_point_readout
+
+        _ONE_POINT_KERNEL = one_point_readout
+    return _ONE_POINT_KERNEL
+
+
+_ONE_POINT_KERNEL: Any = None
+
+
+class _OnePointBuffers:
+    """One memory's sorted view for :func:`~bam_rl.kernels.readout.one_point_readout`: the
+    first ``n`` entries of ``seen`` (records' ``precision_mean``), ``values`` (their means,
+    ascending) and ``order`` (their memory indices), for records of precision ``per_record``
+    and a memory that had merged ``n_merges`` times and stored its records in ``source`` (the
+    array its ``precision_mean`` is a view of); and the kernel's work arrays ``right`` and
+    ``left`` (the identity between calls), ``chosen`` and ``picks``."""
+
+    __slots__ = (
+        "chosen",
+        "left",
+        "n",
+        "n_merges",
+        "order",
+        "per_record",
+        "picks",
+        "right",
+        "seen",
+        "source",
+        "values",
     )
-    return finish(model, memory, score, picks, "gaussian")
+
+    def __init__(self, per_record: float, n_merges: int, capacity: int):
+        self.per_record = per_record
+        self.n_merges = n_merges
+        self.source: np.ndarray | None = None
+        self.n = 0
+        self.seen = np.empty(capacity)
+        self.values = np.empty(capacity)
+        self.order = np.empty(capacity, dtype=np.int64)
+        self.right = np.arange(capacity + 1)
+        self.left = np.arange(capacity + 1)
+        self.chosen = np.empty(capacity, dtype=np.int64)
+        self.picks = np.empty(capacity, dtype=np.int64)
+
+    def reserve(self, size: int) -> None:
+        """At least ``size`` entries (doubling; the first ``n`` kept)."""
+        capacity = self.seen.size
+        if capacity >= size:
+            return
+        capacity = max(size, 2 * capacity)
+        for name in ("seen", "values", "order"):
+            old = getattr(self, name)
+            new = np.empty(capacity, dtype=old.dtype)
+            new[: self.n] = old[: self.n]
+            setattr(self, name, new)
+        self.right = np.arange(capacity + 1)
+        self.left = np.arange(capacity + 1)
+        self.chosen = np.empty(capacity, dtype=np.int64)
+        self.picks = np.empty(capacity, dtype=np.int64)
+
+
+#: Per memory: the buffers of its sorted view (kept outside the memory, never saved).
+_ONE_POINT: weakref.WeakKeyDictionary[Memory, _OnePointBuffers] = weakref.WeakKeyDictionary()
+
+
+def _one_point_greedy(
+    model: NormalKnownVariance,
+    memory: Memory,
+    s_t: NaturalParams,
+    lam: float,
+    score: Score,
+    stats: dict[str, np.ndarray],
+) -> FastGreedy | None:
+    """:func:`one_point_picks`' readout (objectives left to the trail when they cannot
+    overflow, else computed with NumPy's errors raised, as :func:`_gaussian_greedy` does), or
+    ``None`` when it does not apply."""
+    found = one_point_picks(model, memory, s_t, lam, stats)
+    if found is None:
+        return None
+    picks, weights, lazy = found
+    if lazy:
+        return finish(model, memory, score, picks, "gaussian", True, stats, weights)
+    with np.errstate(divide="raise", over="raise", invalid="raise"):
+        return finish(model, memory, score, picks, "gaussian", False, stats, weights)
+
+
+def one_point_picks(
+    model: NormalKnownVariance,
+    memory: Memory,
+    s_t: NaturalParams,
+    lam: float,
+    stats: dict[str, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """The common case of :func:`_gaussian_greedy` in one compiled call
+    (:func:`~bam_rl.kernels.readout.one_point_readout`: the one-point check, the sorted view
+    kept between calls, the λ = 0 greedy and the weights), or ``None`` when it does not
+    apply: ``λ > 0``, a subclass of the family, ``n / σ² < 1`` (the means could overflow),
+    the table of constants not yet built (its first computation runs with NumPy's errors
+    raised) or records of other precisions than ``s_t``'s. Everything it computes is what
+    :func:`_gaussian_greedy` computes — the same divisions, the same stable order of the
+    means, the same compiled loop — so the picks are the same, and no NumPy operation runs
+    that an error state could see.
+
+    Args:
+        model: The family (:func:`fast_greedy` checked it does not replace its ``A``).
+        memory: A non-empty memory of its records.
+        s_t: The new datum (unbatched, checked).
+        lam: Complexity penalty.
+        stats: ``memory.stats.fields``.
+
+    Returns:
+        The picks (memory indices, in the order the greedy added them), the 0/1 weights and
+        whether the two objectives of the readout cannot overflow
+        (:func:`_objectives_stay_finite`: they may then be computed later, when read).
+    """
+    if lam != 0.0 or type(model) is not NormalKnownVariance:
+        return None
+    per_record = float(s_t.fields["precision"])
+    if not per_record >= 1.0:
+        return None
+    size = len(memory)
+    h0, s2 = 1.0 / model.prior_var, 1.0 / per_record
+    table = parabola_table(size, h0, s2)
+    if table is None:
+        return None
+    buffers = _ONE_POINT.get(memory)
+    if buffers is None or buffers.per_record != per_record or buffers.n_merges != memory.n_merges:
+        buffers = _ONE_POINT[memory] = _OnePointBuffers(
+            per_record, memory.n_merges, max(64, 2 * size)
+        )
+    buffers.reserve(size)
+    means = stats["precision_mean"]
+    # the records the last call saw are unchanged when the memory still keeps them in the same
+    # array (it only appends there; merges count in n_merges, growth and clear() reallocate)
+    source = means.base
+    checked = buffers.n if source is not None and source is buffers.source else 0
+    v = float(s_t.fields["precision_mean"]) / per_record
+    r = s2 * h0 * (v - model.prior_mean)  # greedy_sorted's first residual
+    c, g = table
+    weights = np.zeros(size)
+    k = _kernel()(
+        means,
+        stats["precision"],
+        per_record,
+        buffers.seen,
+        buffers.values,
+        buffers.order,
+        buffers.n,
+        checked,
+        v,
+        r,
+        c,
+        g,
+        buffers.right,
+        buffers.left,
+        buffers.chosen,
+        buffers.picks,
+        weights,
+    )
+    if k < 0:
+        buffers.n, buffers.source = 0, None
+        return None
+    buffers.n, buffers.source = size, source
+    picks = buffers.picks[:k].copy()
+    # |precision_mean| of a record <= 2 |its mean| n / σ² (the means are rounded quotients)
+    values = buffers.values
+    largest = 2.0 * per_record * max(-float(values[0]), float(values[size - 1]), 0.0)
+    return picks, weights, _objectives_stay_finite(model, s_t, largest, per_record, size)
+
+
+#: Largest magnitude of a candidate's ``precision_mean`` (and square root of the largest
+#: ``precision_mean² / precision``) for which the objective provably stays finite.
+_SAFE_MEAN = 1e150
+_SAFE_SQUARE = 1e306
+_SAFE_PRECISION = 1e300
+
+
+def _objectives_stay_finite(
+    model: NormalKnownVariance,
+    s_t: NaturalParams,
+    largest: float,
+    per_record: float,
+    size: int,
+) -> bool:
+    """True when ``J`` (the generic ``A(η + s_t) − A(η) + log h``, ``A(η) = ½ η₁² / η₂ −
+    ½ log η₂ + ½ log 2π``) of the prior plus any subset of the records cannot overflow or
+    divide by zero, so that it gives the same value whenever it is computed and never
+    refuses: every candidate's ``|η₁|`` is at most the sum of the magnitudes
+    (≤ 1e150, so ``η₁²`` ≤ 1e300), ``η₂`` lies between the prior's precision ``h0`` and the
+    sum of all precisions (≤ 1e300), ``η₁² / h0`` ≤ 1e306, and ``|log h|`` ≤ 1e300; with at
+    at most ~10^12 additions the rounding cannot close the gap to float64's 1.8e308.
+    (``largest`` bounds the records' ``|precision_mean|``; each ``precision`` is
+    ``per_record``.)
+    """
+    prior = model.prior.fields
+    h0 = float(prior["precision"])
+    eta1 = abs(float(prior["precision_mean"])) + size * largest
+    eta1 += abs(float(s_t.fields["precision_mean"]))
+    eta2 = h0 + size * per_record + float(s_t.fields["precision"])
+    return (
+        eta1 <= _SAFE_MEAN
+        and eta1 * eta1 <= _SAFE_SQUARE * h0
+        and eta2 <= _SAFE_PRECISION
+        and abs(float(s_t.log_h)) <= _SAFE_PRECISION
+    )

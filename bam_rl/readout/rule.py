@@ -14,7 +14,7 @@ import numpy as np
 from bam_rl.families.base import ConjugateFamily, Fields
 from bam_rl.memory import Memory
 
-__all__ = ["FastGreedy", "LazyRounds", "Score", "accept", "finish", "greedy_rounds"]
+__all__ = ["FastGreedy", "LazyRounds", "Score", "accept", "audit_trail", "finish", "greedy_rounds"]
 
 #: The readout objective ``J`` over raw candidate fields (a batch of candidates at once).
 Score = Callable[[Fields], np.ndarray]
@@ -55,11 +55,15 @@ def greedy_rounds(
 
 
 class FastGreedy(NamedTuple):
-    """What a fast path found: the greedy readout and its audit trail."""
+    """What a fast path found: the greedy readout and its audit trail.
+
+    ``objective`` and ``base_objective`` are ``None`` when :func:`finish` left them to be
+    computed on first read from the trail (:meth:`LazyRounds.objectives`).
+    """
 
     weights: np.ndarray
-    objective: float
-    base_objective: float
+    objective: float | None
+    base_objective: float | None
     scores: Sequence[np.ndarray]
     n_evaluations: int
     path: str
@@ -83,6 +87,20 @@ class LazyRounds(Sequence):
         self._picks = np.array(picks, dtype=np.intp)
         self._n_rounds = n_rounds
         self._rounds: list[np.ndarray] | None = None
+        self._objectives: tuple[float, float] | None = None
+
+    def objectives(self) -> tuple[float, float]:
+        """``(objective, base_objective)`` of the readout: ``J`` of the prior plus the picks
+        (added in pick order, :func:`_running_sum`) and ``J`` of the prior alone — the values
+        :func:`finish` computes eagerly, by the same calls on the same (snapshot) records."""
+        if self._objectives is None:
+            base = float(self._score(self._prior))
+            if self._picks.size:
+                best = float(self._score(_running_sum(self._prior, self._stats, self._picks)))
+            else:
+                best = base
+            self._objectives = (best, base)
+        return self._objectives
 
     def _materialise(self) -> list[np.ndarray]:
         if self._rounds is None:
@@ -116,13 +134,15 @@ class LazyRounds(Sequence):
         return f"LazyRounds(n_rounds={self._n_rounds})"
 
 
-def _snapshot(memory: Memory) -> Fields:
-    """The records' statistics as they are now, for an audit trail read later.
+def _snapshot(memory: Memory, fields: Fields | None = None) -> Fields:
+    """The records' statistics as they are now (``fields``, when the caller read them), for an
+    audit trail read later.
 
     An unbounded memory never rewrites a stored row (it appends, and :meth:`Memory.clear`
     allocates new arrays), so views are a snapshot; a bounded one merges rows in place.
     """
-    fields = memory.stats.fields
+    if fields is None:
+        fields = memory.stats.fields
     return dict(fields) if memory.capacity is None else {k: v.copy() for k, v in fields.items()}
 
 
@@ -148,27 +168,45 @@ def _running_sum(prior: Fields, stats: Fields, index: np.ndarray) -> Fields:
     }
 
 
+def audit_trail(
+    model: ConjugateFamily,
+    memory: Memory,
+    score: Score,
+    picks: Sequence[int] | np.ndarray,
+    stats: Fields | None = None,
+) -> tuple[LazyRounds, int]:
+    """The lazy audit trail of a greedy readout whose ``picks`` (memory indices, in the order
+    the greedy added them) were found by a fast path, and the number of objective values it
+    determined; ``stats``: ``memory.stats.fields``, when the caller has them."""
+    size = len(memory)
+    prior = {k: np.array(v) for k, v in model.prior.fields.items()}
+    index = np.asarray(picks, dtype=np.intp)
+    n_rounds = _n_rounds(size, index.size)
+    evaluations = 1 + n_rounds * size - n_rounds * (n_rounds - 1) // 2
+    return LazyRounds(score, prior, _snapshot(memory, stats), index, n_rounds), evaluations
+
+
 def finish(
     model: ConjugateFamily,
     memory: Memory,
     score: Score,
     picks: Sequence[int] | np.ndarray,
     path: str,
+    lazy: bool = False,
+    stats: Fields | None = None,
+    weights: np.ndarray | None = None,
 ) -> FastGreedy:
-    """Weights, base and final objectives (generic arithmetic) and the lazy audit trail;
-    ``picks`` are memory indices in the order the greedy added them."""
-    size = len(memory)
-    prior = {k: np.array(v) for k, v in model.prior.fields.items()}
-    base = float(score(prior))
-    index = np.asarray(picks, dtype=np.intp)
-    weights = np.zeros(size)
-    weights[index] = 1.0
-    if index.size:
-        current = _running_sum(prior, memory.stats.fields, index)
-        best = float(score(current))
-    else:
-        best = base
-    n_rounds = _n_rounds(size, index.size)
-    evaluations = 1 + n_rounds * size - n_rounds * (n_rounds - 1) // 2
-    rounds = LazyRounds(score, prior, _snapshot(memory), index, n_rounds)
+    """Weights, base and final objectives (generic arithmetic) and the lazy audit trail
+    (:func:`audit_trail`). With ``lazy`` the two objectives are left to the trail (``None``;
+    :meth:`LazyRounds.objectives` computes the same values when first read): a rule that only
+    needs the weights skips two evaluations of ``J`` and a running sum per step. ``stats``:
+    ``memory.stats.fields``, and ``weights``: the 0/1 weights of the picks, when the caller
+    has them."""
+    rounds, evaluations = audit_trail(model, memory, score, picks, stats)
+    if weights is None:
+        weights = np.zeros(len(memory))
+        weights[rounds._picks] = 1.0
+    if lazy:
+        return FastGreedy(weights, None, None, rounds, evaluations, path)
+    best, base = rounds.objectives()
     return FastGreedy(weights, best, base, rounds, evaluations, path)

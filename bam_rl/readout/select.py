@@ -3,6 +3,7 @@ loops; the greedy first tries the exact fast paths of :mod:`bam_rl.readout.greed
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from bam_rl.checks import all_finite, as_float_array, check_int, check_real
-from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
+from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, contract
 from bam_rl.memory import Memory
-from bam_rl.readout.greedy import fast_greedy, overrides_log_partition
+from bam_rl.readout.greedy import fast_greedy, one_point_picks, overrides_log_partition
 from bam_rl.readout.regression import FactorCache
-from bam_rl.readout.rule import greedy_rounds
+from bam_rl.readout.rule import LazyRounds, audit_trail, greedy_rounds
 
 METHODS = ("greedy", "parallel", "exhaustive", "continuous")
 MAX_EXHAUSTIVE_ITEMS = 16
@@ -53,6 +54,47 @@ class ReadoutResult:
     def selected(self) -> np.ndarray:
         """Indices of the records with a non-zero weight."""
         return np.flatnonzero(self.weights > 0)
+
+
+class LazyReadoutResult(ReadoutResult):
+    """A fast greedy path's :class:`ReadoutResult` whose ``objective`` and ``base_objective``
+    are computed from its audit trail when first read (:meth:`LazyRounds.objectives`: the
+    generic objective on the prior and on the prior plus the picks, the values an eager
+    readout holds, bit for bit). A rule that reads only the weights, as :class:`bam_rl.beliefs.
+    BAM` on every datum, then skips two evaluations of ``J`` and a running sum per step."""
+
+    def __init__(
+        self, weights: np.ndarray, scores: LazyRounds, method: str, n_evaluations: int, path: str
+    ):
+        self.weights = weights
+        self.scores = scores
+        self.method = method
+        self.n_evaluations = n_evaluations
+        self.path = path
+        self._set: dict[str, float] = {}  # values assigned after construction
+
+    def _value(self, name: str, index: int) -> float:
+        if name in self._set:
+            return self._set[name]
+        trail = self.scores
+        assert isinstance(trail, LazyRounds)
+        return trail.objectives()[index]
+
+    @property
+    def objective(self) -> float:
+        return self._value("objective", 0)
+
+    @objective.setter
+    def objective(self, value: float) -> None:
+        self._set["objective"] = value
+
+    @property
+    def base_objective(self) -> float:
+        return self._value("base_objective", 1)
+
+    @base_objective.setter
+    def base_objective(self, value: float) -> None:
+        self._set["base_objective"] = value
 
 
 class _Objective:
@@ -150,12 +192,41 @@ def select(
     options = check_select_options(
         method, {"q": q, "initial": initial, "max_iter": max_iter, "fast": fast, "cache": cache}
     )
-    q, max_iter, fast = options["q"], options["max_iter"], options["fast"]
+    return select_checked(model, memory, s_t, lam, method, options)
+
+
+def select_checked(
+    model: ConjugateFamily,
+    memory: Memory,
+    s_t: NaturalParams,
+    lam: float,
+    method: str,
+    options: Mapping[str, Any],
+) -> ReadoutResult:
+    """:func:`select` without the checks of its arguments, for a caller that checked them
+    (:class:`bam_rl.beliefs.BAM` checks its options once, at construction, and every datum
+    in ``update``): ``lam`` a float >= 0, ``s_t`` one datum of ``model``, ``memory``'s records
+    of ``model``, ``options`` as :func:`check_select_options` returns them (missing ones take
+    :func:`select`'s defaults).
+
+    A fast greedy path's result is a :class:`LazyReadoutResult`: its objectives are computed
+    when first read.
+    """
+    q = options.get("q", 0.5)
+    initial = options.get("initial")
+    max_iter = options.get("max_iter", 200)
     score = _Objective(model, s_t, lam)
     found = (
-        fast_greedy(model, memory, s_t, lam, score, cache) if method == "greedy" and fast else None
+        fast_greedy(model, memory, s_t, lam, score, options.get("cache"))
+        if method == "greedy" and options.get("fast", True)
+        else None
     )
     if found is not None:
+        if found.objective is None or found.base_objective is None:
+            assert isinstance(found.scores, LazyRounds)
+            return LazyReadoutResult(
+                found.weights, found.scores, method, found.n_evaluations, found.path
+            )
         return ReadoutResult(
             found.weights,
             found.objective,
@@ -176,6 +247,94 @@ def select(
     result.method = method
     result.n_evaluations = score.evaluations
     return result
+
+
+def readout_prior(
+    memory: Memory,
+    weights: np.ndarray,
+    base: NaturalParams,
+    stats: NaturalParams | None = None,
+    datum: NaturalParams | None = None,
+) -> NaturalParams:
+    """``memory.weighted_sum(weights, base=base)`` for the weights a selector returned (float64,
+    one per record, in [0, 1]) and an unbatched ``base`` — or, given an unbatched ``datum`` of
+    the family, the posterior ``memory.weighted_sum(weights, base=base) + datum`` — computed
+    by the same products (:func:`~bam_rl.families.base.contract`, ``weights @ log_h``) and
+    sums, in the same order, so bit for bit the same belief, without re-checking the weights,
+    the records (checked when stored) and the datum (checked by the caller). A scalar field's
+    product is ``np.dot`` of the two vectors, the BLAS dot product ``contract`` reaches
+    through its reshapes (the same call, so the same bits; tested). A sum that is not finite
+    takes ``Memory.weighted_sum`` (and ``+``), which refuse it. Scalars are added as Python
+    floats (IEEE double additions, as NumPy's; an intermediate sum that overflows stays
+    infinite, so the final test catches it). ``stats``: ``memory.stats``, when the caller
+    has it."""
+    if (
+        type(weights) is not np.ndarray
+        or weights.dtype != np.float64
+        or weights.shape != (len(memory),)
+        or base.batch_shape != ()
+    ):
+        return _checked_readout(memory, weights, base, datum)
+    if stats is None:
+        stats = memory.stats
+    fields = {}
+    for name, array in stats.fields.items():
+        if array.ndim == 1:  # scalar fields: the same additions on Python floats
+            value = float(base.fields[name]) + float(np.dot(weights, array))
+            if datum is not None:
+                value += float(datum.fields[name])
+            if not math.isfinite(value):
+                return _checked_readout(memory, weights, base, datum)
+            fields[name] = np.asarray(value)
+            continue
+        total = np.asarray(base.fields[name] + contract(weights, array))
+        if datum is not None and all_finite(total):
+            total = np.asarray(total + datum.fields[name])
+        if not all_finite(total):
+            return _checked_readout(memory, weights, base, datum)
+        fields[name] = total
+    log_h = float(base.log_h) + float(weights @ stats.log_h)
+    if datum is not None:
+        log_h += float(datum.log_h)
+    if not math.isfinite(log_h):
+        return _checked_readout(memory, weights, base, datum)
+    return NaturalParams._trusted(base.family, fields, np.asarray(log_h), ())
+
+
+def _checked_readout(
+    memory: Memory, weights: np.ndarray, base: NaturalParams, datum: NaturalParams | None
+) -> NaturalParams:
+    """:func:`readout_prior` by the checked operations (which refuse a sum that overflows)."""
+    prior = memory.weighted_sum(weights, base=base)
+    return prior if datum is None else prior + datum
+
+
+def one_point_select(
+    model: ConjugateFamily,
+    memory: Memory,
+    s_t: NaturalParams,
+    lam: float,
+    method: str,
+    options: Mapping[str, Any],
+) -> tuple[LazyReadoutResult, NaturalParams] | None:
+    """:func:`select_checked`'s result, and ``memory.stats``, in the common case of a
+    ``thompson-bam`` or ``ucbam`` step: the λ = 0 greedy over one-point Gaussian records
+    (:func:`~bam_rl.readout.greedy.one_point_picks`) whose objectives cannot overflow, so
+    they are left to the audit trail. ``None`` in every other case (the caller runs
+    :func:`select_checked`). The same readout as :func:`select_checked`'s, without its
+    layers of dispatch (a third of such a step)."""
+    if method != "greedy" or not options.get("fast", True) or len(memory) == 0:
+        return None
+    score = _Objective(model, s_t, lam)
+    if score.plain:  # the family's A was replaced: no closed form
+        return None
+    stats = memory.stats
+    found = one_point_picks(model, memory, s_t, lam, stats.fields)  # type: ignore[arg-type]
+    if found is None or not found[2]:
+        return None
+    picks, weights, _ = found
+    trail, evaluations = audit_trail(model, memory, score, picks, stats.fields)
+    return LazyReadoutResult(weights, trail, method, evaluations, "gaussian"), stats
 
 
 #: The keyword-only options of :func:`select`.

@@ -34,6 +34,27 @@ NOTIFY = ("value", "flag", "none")
 _SPAWN_KEY = 0xBA4
 
 
+def _steady_until(schedules: list[Any], items: list[int], t: int) -> float:
+    """The first step after ``t`` at which one of the step-level ``schedules`` (``items``)
+    may take another value than at ``t``: known for :class:`~bam_rl.schedules.Cycle` and
+    :class:`~bam_rl.schedules.Piecewise` (exactly those classes: pure, piecewise-constant
+    functions of ``t``), ``t + 1`` if any other schedule is among them (evaluated every
+    step); ``inf`` when none changes again. Until then ``step`` skips their evaluation, which
+    would find every value unchanged."""
+    until = math.inf
+    for i in items:
+        schedule = schedules[i]
+        kind = type(schedule)
+        if kind is _schedules.Cycle:
+            every = schedule.every
+            until = min(until, (t // every + 1) * every)
+        elif kind is _schedules.Piecewise:
+            until = min(until, next((time for time in schedule.times if time > t), math.inf))
+        else:
+            return t + 1
+    return until
+
+
 def _self_dot(observation: np.ndarray) -> float:
     """The dot product of ``observation``'s entries with themselves, any shape: finite iff
     every entry is (barring an overflow, which the caller checks entry by entry)."""
@@ -195,8 +216,7 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
                 raise ValueError(_observed_message(name, value, limit, base_space))
         self._context = dict(zip(names, self._values, strict=True))
         self._inner = _inner_layer(env)  # a NonStationary inside this one, whose values add
-        self._bad = world.bad_state_counts()  # MuJoCo's counters of silent state resets
-        self._no_bad = None if self._bad is None else bytes(self._bad.nbytes)  # all zero
+        self._watch_bad_states()
         # the cheapest finiteness test of a float observation: 1, the sum of its entries as
         # Python floats (up to 64 entries, 0.4–1 µs); 2, its dot product with itself (~1 µs
         # at any size); 0, none (not a built-in physics environment, or no float Box)
@@ -214,6 +234,9 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
         self._episode = -1  # index of the current episode (-1 before the first reset)
         self._step = 0  # steps since the last seeded reset
         self._evaluated = -1  # step index the step-level values were last evaluated at
+        # first step index at which a step-level value may change (0: evaluate at every step
+        # until known; inf: there are none), see _steady_until
+        self._steady = 0 if self._step_items else math.inf
         self._last_changed = False
         if observe_context:
             assert isinstance(base_space, spaces.Box)
@@ -332,6 +355,7 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
         if self._evaluated < 0:  # a restart: step 0's values are the reset's world
             self._advance(self._step_items, 0)
             self._evaluated = 0
+            self._steady = _steady_until(self._schedules, self._step_items, 0)
         changed = [n for n, a, b in zip(self._names, before, self._values, strict=True) if a != b]
         self._world.apply(dict(zip(self._names, self._values, strict=True)), changed, reset=True)
         self._publish(bool(changed), bool(changed) and not first)
@@ -351,9 +375,11 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
         """
         t = self._step
         self._last_changed = False  # what _publish(False, False) records, without the call
-        if self._step_items and self._evaluated != t:
+        # step-level values: evaluated unless known unchanged until a later step (_steady)
+        if t >= self._steady and self._evaluated != t:
             names = self._advance(self._step_items, t)
             self._evaluated = t
+            self._steady = _steady_until(self._schedules, self._step_items, t)
             if names:
                 self._world.apply(dict(zip(self._names, self._values, strict=True)), names, False)
                 self._publish(True, True)
@@ -365,13 +391,13 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
                 raise RuntimeError(f"{error} (values in force: {self.context})") from error
             raise
         self._step = t + 1
-        bad = self._bad
-        if bad is not None and bad.tobytes() != self._no_bad:
+        # MuJoCo's counters of silent state resets, all zero (a memoryview comparison: 30 ns)
+        if self._bad_view is not None and self._bad_view != self._no_bad:
             self._diverged(
                 t,
                 "MuJoCo found a bad state and reset it silently ("
                 + ", ".join(
-                    f"{name} × {int(n)}" for name, n in zip(_BAD_NAMES, bad, strict=True) if n
+                    f"{name} × {int(n)}" for name, n in zip(_BAD_NAMES, self._bad, strict=True) if n
                 )
                 + ")",
             )
@@ -381,7 +407,24 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
         ):
             if not np.isfinite(observation).all():  # not only an overflow of the sum
                 self._diverged(t, "the observation holds non-finite entries")
-        return self._annotate(observation, info), reward, terminated, truncated, info
+        if self.notify != "value" or self.observe_context:
+            return self._annotate(observation, info), reward, terminated, truncated, info
+        # _annotate's "value" notification, inline (the default's every step)
+        inner = info.get("context")
+        if inner is None:
+            info["context"] = self._context.copy()  # callers keep infos: never shared
+        else:
+            info["context"] = {**_mapping(inner), **self._context}
+        info["context_changed"] = self._last_changed or bool(info.get("context_changed", False))
+        return observation, reward, terminated, truncated, info
+
+    def _watch_bad_states(self) -> None:
+        """Bind the live view of MuJoCo's counters of silent state resets (``_bad``, ``None``
+        without them), a memoryview of it and one of zeros to compare it with."""
+        bad = self._world.bad_state_counts()
+        self._bad = bad
+        self._bad_view = None if bad is None else memoryview(bad)
+        self._no_bad = None if bad is None else memoryview(np.zeros_like(bad))
 
     def _diverged(self, step: int, what: str) -> None:
         """``RuntimeError``: the simulation diverged at ``step`` under the values in force."""
@@ -395,15 +438,22 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
         )
 
     # ------------------------------------------------------------------------ copies
+    def __getstate__(self) -> dict[str, Any]:
+        """The attributes, less the memoryviews of MuJoCo's counters (bound again by
+        ``__setstate__``; a memoryview does not pickle)."""
+        state = self.__dict__.copy()
+        state["_bad_view"] = state["_no_bad"] = None
+        return state
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         """After ``copy.deepcopy`` or unpickling: bind the world to the copied environment
         (a Gymnasium MuJoCo environment comes back rebuilt, with a new model) and, once a
         ``reset`` applied the values, write them into it again."""
         self.__dict__.update(state)
+        self.__dict__.setdefault("_steady", 0)  # a state from before it: evaluate every step
         world = self._world
         world.rebind(self.env.unwrapped)
-        self._bad = world.bad_state_counts()
-        self._no_bad = None if self._bad is None else bytes(self._bad.nbytes)
+        self._watch_bad_states()
         if self._episode >= 0:
             world.apply(dict(zip(self._names, self._values, strict=True)), self._names, True)
 
