@@ -2,10 +2,12 @@
 
 :class:`MPPI` *maximises* the summed reward of ``n_samples`` perturbed action sequences of
 length ``horizon`` (no control cost, no discount), weighting each sequence by
-``exp((R_k − max_k R_k) / temperature)``; sampled actions are clamped to the action bounds and
-the new plan is the weighted average of the *clamped* samples; after acting, the plan is
-shifted by one step and its last action set to zero (warm start). Every sample is rolled out
-in one call of the dynamics: there is no Python loop over samples.
+``exp((R_k − max_k R_k) / temperature)`` (beyond the paper, ``normalize_returns`` divides
+the advantages by a scale of the returns first: :func:`softmax_weights`); sampled actions are
+clamped to the action bounds and the new plan is the weighted average of the *clamped*
+samples; after acting, the plan is shifted by one step and its last action set to zero (warm
+start). Every sample is rolled out in one call of the dynamics: there is no Python loop over
+samples.
 """
 
 from __future__ import annotations
@@ -32,16 +34,67 @@ __all__ = [
     "CategoricalMPPI",
     "StateReward",
     "mppi_options",
+    "softmax_weights",
 ]
 
 
 #: The planner options the MPPI agents take (``sampling_var`` is the variance of the planner's
 #: action perturbations; an agent's ``noise_var`` is its dynamics model's noise).
-PLANNER_OPTIONS = ("horizon", "n_samples", "sampling_var", "temperature")
+PLANNER_OPTIONS = ("horizon", "n_samples", "sampling_var", "temperature", "normalize_returns")
 
 
 #: The options of the planner over ``Discrete(n)`` actions (:class:`CategoricalMPPI`).
-DISCRETE_PLANNER_OPTIONS = ("horizon", "n_samples", "temperature", "explore")
+DISCRETE_PLANNER_OPTIONS = ("horizon", "n_samples", "temperature", "explore", "normalize_returns")
+
+
+def check_normalize_returns(value: Any) -> bool:
+    """``normalize_returns`` as a ``bool``, or ``ValueError`` naming it."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"normalize_returns must be a bool (True or False), got {value!r}")
+    return bool(value)
+
+
+#: ``normalize_returns``' reference sample: the advantages are divided by the gap between the
+#: best return and this quantile of the sampled returns (the best tenth's gap).
+NORMALIZE_QUANTILE = 0.9
+
+
+def softmax_weights(returns: np.ndarray, temperature: float, normalize: bool) -> np.ndarray:
+    """The MPPI weights of the sampled ``returns``: ``exp((R_k − max R) / λ)``, normalised.
+
+    With ``normalize`` (beyond the paper), the advantages ``R_k − max R`` are divided by the
+    gap between the best return and the :data:`NORMALIZE_QUANTILE` (0.9) quantile of the
+    finite returns first, so the weights do not depend on the reward's scale (multiplying
+    every reward by 1000 leaves them unchanged) and ``λ`` is read against that gap: a sample
+    at the 90th percentile weighs ``exp(−1 / λ)`` of the best. That gap rather than the
+    standard deviation or the range of all the returns (which DIAL-MPC and others divide
+    by): a learned model's rollouts give heavy-tailed returns (on InvertedPendulum-v5 a few
+    diverging rollouts put the standard deviation near 10⁶ where the good samples differ by
+    about 8, which weighs the good ones alike), and the worse 90 % of the samples cannot
+    move the quantile. When the best tenth ties with the best, the gap to the worst finite
+    return is used; when every finite return is equal, they weigh alike. pytorch_mppi and
+    STORM only subtract the best cost, so their ``λ`` is in the cost's units, as the paper's
+    is here without ``normalize``. Non-finite returns (``−inf``) get no weight; all of them
+    non-finite gives equal weights.
+    """
+    k = returns.size
+    best = returns.max()
+    if not np.isfinite(best):
+        return np.full(k, 1.0 / k)
+    if not normalize:
+        weights = np.exp((returns - best) / temperature)
+        weights /= weights.sum()
+        return weights
+    advantages = returns - best
+    finite = returns[np.isfinite(returns)]
+    spread = best - np.quantile(finite, NORMALIZE_QUANTILE)
+    if not spread > 0:
+        spread = best - finite.min()
+    if spread > 0:
+        advantages = advantages / spread
+    weights = np.exp(advantages / temperature)
+    weights /= weights.sum()
+    return weights
 
 
 def discrete_mppi_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -54,7 +107,10 @@ def discrete_mppi_options(options: dict[str, Any]) -> dict[str, Any]:
             f"unknown planner options {sorted(unknown)} for a Discrete action space; accepted: "
             f"{', '.join(DISCRETE_PLANNER_OPTIONS)}"
         )
-    return dict(options)
+    checked = dict(options)
+    if "normalize_returns" in checked:
+        checked["normalize_returns"] = check_normalize_returns(checked["normalize_returns"])
+    return checked
 
 
 def mppi_options(options: dict[str, Any], action_dim: int) -> dict[str, Any]:
@@ -79,6 +135,8 @@ def mppi_options(options: dict[str, Any], action_dim: int) -> dict[str, Any]:
                 f"sampling_var must be a scalar or have shape ({action_dim},), got {variance.shape}"
             )
         checked["sampling_var"] = variance
+    if "normalize_returns" in checked:
+        checked["normalize_returns"] = check_normalize_returns(checked["normalize_returns"])
     return checked
 
 
@@ -181,6 +239,11 @@ class MPPI:
             one value per dimension.
         temperature: ``λ > 0`` of the weights ``exp((R_k − max R) / λ)`` (0.5; LyceumAI
             accepts (0, 1]).
+        normalize_returns: Beyond the paper: divide ``R_k − max R`` by the gap between the
+            best and the 90th percentile of the sampled returns before the softmax, so the
+            weights do not depend on the reward's scale and a sample at that percentile
+            weighs ``exp(−1 / temperature)`` of the best (:func:`softmax_weights`).
+            ``False`` (default): the paper's weights.
         action_low: Lower action bound (scalar or per dimension).
         action_high: Upper action bound.
         seed: Seed of :attr:`rng`, used when :meth:`plan` gets no generator.
@@ -204,6 +267,7 @@ class MPPI:
         action_low: Any = -1.0,
         action_high: Any = 1.0,
         seed: int | None = None,
+        normalize_returns: bool = False,
     ):
         if dynamics is not None and not callable(dynamics):
             raise ValueError(f"dynamics must be callable, got {dynamics!r}")
@@ -226,6 +290,7 @@ class MPPI:
         self.temperature = check_finite_scalar("temperature", temperature)
         if self.temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature!r}")
+        self.normalize_returns = check_normalize_returns(normalize_returns)
         low = np.broadcast_to(as_float_array("action_low", action_low), (du,)).copy()
         high = np.broadcast_to(as_float_array("action_high", action_high), (du,)).copy()
         if np.any(low >= high):
@@ -246,6 +311,8 @@ class MPPI:
         for old, new in (("noise_var", "sampling_var"), ("noise_std", "sampling_std")):
             if old in vars(self) and new not in vars(self):
                 setattr(self, new, vars(self).pop(old))
+        # files written before normalize_returns: the paper's weights, as they were saved
+        vars(self).setdefault("normalize_returns", False)
         if not isinstance(self.reward, tuple(RESTORABLE_REWARDS)):
             raise ValueError(
                 f"reward must be one of {[kind.__name__ for kind in RESTORABLE_REWARDS]}, got "
@@ -264,6 +331,7 @@ class MPPI:
             temperature=self.temperature,
             action_low=self.action_low,
             action_high=self.action_high,
+            normalize_returns=self.normalize_returns,
         )
         for name in ("sampling_var", "sampling_std", "action_low", "action_high"):
             value = getattr(self, name)
@@ -285,7 +353,7 @@ class MPPI:
             fresh.n_samples,
         )
         self.sampling_var, self.sampling_std = fresh.sampling_var, fresh.sampling_std
-        self.temperature = fresh.temperature
+        self.temperature, self.normalize_returns = fresh.temperature, fresh.normalize_returns
         self.action_low, self.action_high = fresh.action_low, fresh.action_high
         self.plan_actions = np.array(plan, dtype=np.float64)
 
@@ -352,15 +420,13 @@ class MPPI:
             states = unchecked(state, samples, rng)
         else:
             states = dynamics(state, samples, rng)  # checks its inputs (and raises)
+        bind = getattr(self.reward, "bind_dynamics", None)  # a terminal value's P (terminal.py)
+        if bind is not None:
+            bind(dynamics)
         returns = np.asarray(self.reward(states, samples), dtype=np.float64).sum(axis=1)
         if returns.shape != (self.n_samples,) or not np.all(np.isfinite(returns)):
             returns = _no_weight_if_not_finite(returns, states, self.reward)
-        best = returns.max()
-        if not np.isfinite(best):
-            weights = np.full(self.n_samples, 1.0 / self.n_samples)
-        else:
-            weights = np.exp((returns - best) / self.temperature)
-            weights /= weights.sum()
+        weights = softmax_weights(returns, self.temperature, self.normalize_returns)
         self.last_returns, self.last_weights = returns, weights
         self.plan_actions = np.tensordot(weights, samples, axes=1)
         action = self.plan_actions[0].copy()
@@ -371,7 +437,8 @@ class MPPI:
     def __repr__(self) -> str:
         return (
             f"MPPI(horizon={self.horizon}, n_samples={self.n_samples}, "
-            f"sampling_var={self.sampling_var.tolist()}, temperature={self.temperature:g})"
+            f"sampling_var={self.sampling_var.tolist()}, temperature={self.temperature:g}"
+            + (", normalize_returns=True)" if self.normalize_returns else ")")
         )
 
 
@@ -397,6 +464,9 @@ class CategoricalMPPI:
         horizon: Planning horizon ``H >= 1`` (50).
         n_samples: Sampled sequences ``K >= 1`` (32).
         temperature: ``λ > 0`` of the weights (0.5, the continuous planner's).
+        normalize_returns: Beyond the paper: the weights of :func:`softmax_weights` with
+            the gap between the best and the 90th percentile return divided out; ``False``
+            (default): the paper's.
         explore: Share in [0, 1) of every step's probability spread uniformly (0.1).
         start: The first action of the space (``Discrete``'s ``start``); :meth:`plan` returns
             ``start + index``.
@@ -419,6 +489,7 @@ class CategoricalMPPI:
         explore: float = DISCRETE_EXPLORE,
         start: int = 0,
         seed: int | None = None,
+        normalize_returns: bool = False,
     ):
         if not callable(reward):
             raise ValueError(f"reward must be callable, got {reward!r}")
@@ -438,6 +509,7 @@ class CategoricalMPPI:
         self.explore = check_finite_scalar("explore", explore)
         if not 0.0 <= self.explore < 1.0:
             raise ValueError(f"explore must lie in [0, 1), got {explore!r}")
+        self.normalize_returns = check_normalize_returns(normalize_returns)
         self.rng = np.random.default_rng(seed)
         self.probs = np.full((self.horizon, self.n_actions), 1.0 / self.n_actions)
         self.last_returns = np.zeros(self.n_samples)
@@ -451,6 +523,7 @@ class CategoricalMPPI:
                 f"reward must be one of {[kind.__name__ for kind in RESTORABLE_REWARDS]}, got "
                 f"{self.reward!r}"
             )
+        vars(self).setdefault("normalize_returns", False)  # files written before it
         fresh = CategoricalMPPI(
             self.n_actions,
             self.reward,
@@ -459,6 +532,7 @@ class CategoricalMPPI:
             temperature=self.temperature,
             explore=self.explore,
             start=self.start,
+            normalize_returns=self.normalize_returns,
         )
         for name in ("probs", "last_returns", "last_weights"):
             value, expected = getattr(self, name), getattr(fresh, name)
@@ -474,6 +548,7 @@ class CategoricalMPPI:
         self.n_actions, self.action_dim = fresh.n_actions, fresh.action_dim
         self.horizon, self.n_samples = fresh.horizon, fresh.n_samples
         self.temperature, self.explore = fresh.temperature, fresh.explore
+        self.normalize_returns = fresh.normalize_returns
         self.probs = np.array(probs, dtype=np.float64)
 
     def check_planning_memory(self, dynamics: Any = None) -> None:
@@ -533,12 +608,7 @@ class CategoricalMPPI:
         returns = np.asarray(self.reward(states, samples), dtype=np.float64).sum(axis=1)
         if not np.all(np.isfinite(returns)):
             returns = _no_weight_if_not_finite(returns, states, self.reward)
-        best = returns.max()
-        if not np.isfinite(best):
-            weights = np.full(k, 1.0 / k)
-        else:
-            weights = np.exp((returns - best) / self.temperature)
-            weights /= weights.sum()
+        weights = softmax_weights(returns, self.temperature, self.normalize_returns)
         self.last_returns, self.last_weights = returns, weights
         frequencies = np.tensordot(weights, samples, axes=1)  # (H, n)
         self.probs = (1.0 - self.explore) * frequencies + self.explore / n
@@ -551,5 +621,6 @@ class CategoricalMPPI:
         return (
             f"CategoricalMPPI(n_actions={self.n_actions}, horizon={self.horizon}, "
             f"n_samples={self.n_samples}, temperature={self.temperature:g}, "
-            f"explore={self.explore:g})"
+            f"explore={self.explore:g}"
+            + (", normalize_returns=True)" if self.normalize_returns else ")")
         )

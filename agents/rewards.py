@@ -8,25 +8,37 @@ the difference said in its entry. An agent given a name saves the name (never th
 so a state file stays pickle-free; an agent given an unnamed callable plans with it but
 refuses to save until the callable is registered with :func:`register_reward`.
 
-Each entry says the observation dimension it reads (``obs_dim``) and the ``(cos, sin)`` index
-pairs of that observation (``angle_pairs``, projected onto the unit circle in a learned
-model's rollouts unless the agent is told otherwise).
+Each entry says the observation dimension it reads (``obs_dim``, column dx) and the
+``(cos, sin)`` index pairs of that observation (``angle_pairs``, projected onto the unit
+circle in a learned model's rollouts unless the agent is told otherwise).
 
-=================================  =======================================  =======  ==============
-name                               environment                              obs_dim  angle pairs
-=================================  =======================================  =======  ==============
-``cartpole-swingup``               ``bam_rl/GravityCartPole*-v0`` (ours)    5        (2, 3)
-``pendulum-swingup``               ``Pendulum-v1``                          3        (0, 1)
-``inverted-pendulum``              ``InvertedPendulum-v5``                  4        none
-``inverted-double-pendulum``       ``InvertedDoublePendulum-v5``            9        (3, 1), (4, 2)
-``inverted-double-pendulum-lqr``   ``InvertedDoublePendulum-v5``            9        (3, 1), (4, 2)
-``reacher``                        ``Reacher-v5``                           10       (0, 2), (1, 3)
-``mountain-car``                   ``MountainCarContinuous-v0``             2        none
-``mountain-car-shaped``            ``MountainCarContinuous-v0``             2        none
-``cartpole-balance``               ``CartPole-v1`` (discrete actions)       4        none
-``cartpole-balance-shaped``        ``CartPole-v1`` (discrete actions)       4        none
-``half-cheetah``                   ``HalfCheetah-v5``                       17       none
-=================================  =======================================  =======  ==============
+=========================================  ==================================  ===  ==============
+name                                       environment                         dx   angle pairs
+=========================================  ==================================  ===  ==============
+``cartpole-swingup``                       ``bam_rl/GravityCartPole*-v0``      5    (2, 3)
+``pendulum-swingup``                       ``Pendulum-v1``                     3    (0, 1)
+``pendulum-swingup-lqr-terminal``          ``Pendulum-v1``                     3    (0, 1)
+``inverted-pendulum``                      ``InvertedPendulum-v5``             4    none
+``inverted-double-pendulum``               ``InvertedDoublePendulum-v5``       9    (3, 1), (4, 2)
+``inverted-double-pendulum-lqr``           ``InvertedDoublePendulum-v5``       9    (3, 1), (4, 2)
+``inverted-pendulum-lqr-terminal``         ``InvertedPendulum-v5``             4    none
+``inverted-double-pendulum-lqr-terminal``  ``InvertedDoublePendulum-v5``       9    (3, 1), (4, 2)
+``reacher``                                ``Reacher-v5``                      10   (0, 2), (1, 3)
+``mountain-car``                           ``MountainCarContinuous-v0``        2    none
+``mountain-car-shaped``                    ``MountainCarContinuous-v0``        2    none
+``cartpole-balance``                       ``CartPole-v1`` (discrete actions)  4    none
+``cartpole-balance-shaped``                ``CartPole-v1`` (discrete actions)  4    none
+``half-cheetah``                           ``HalfCheetah-v5``                  17   none
+=========================================  ==================================  ===  ==============
+
+Terminal values solved from the model (beyond the paper; :mod:`bam_rl.agents.terminal`): an
+entry may declare a :class:`~bam_rl.agents.terminal.TerminalValue` (an equilibrium and a
+quadratic cost about it); the reward then subtracts the LQR cost-to-go ``sᵀ P s`` at each
+trajectory's last step, ``P`` solved from the planner's model (the live simulator for the
+ground truth, again when the world changes; see :meth:`NamedReward.bind_dynamics`), else from
+the environment's nominal model. Entries: ``pendulum-swingup-lqr-terminal`` (Pendulum-v1),
+``inverted-pendulum-lqr-terminal`` (InvertedPendulum-v5) and
+``inverted-double-pendulum-lqr-terminal`` (InvertedDoublePendulum-v5).
 """
 
 from __future__ import annotations
@@ -40,10 +52,14 @@ import numpy as np
 
 from .dynamics import _angle_pairs
 from .planner import RESTORABLE_REWARDS, AngleCosineReward, StateReward
+from .terminal import TerminalValue, check_cost_to_go
 
 __all__ = [
     "CHECK_SHAPE",
+    "IDP_TERMINAL",
     "IDP_TERMINAL_COST",
+    "IP_TERMINAL",
+    "PENDULUM_TERMINAL",
     "REWARDS",
     "NamedReward",
     "PlanningReward",
@@ -67,6 +83,7 @@ class PlanningReward:
         obs_dim: The observation dimension it reads (``None``: any).
         angle_pairs: The ``(cos, sin)`` index pairs of that observation.
         description: What it computes, against the environment's own reward.
+        terminal: The terminal value it adds at the horizon's end (``None``: none).
     """
 
     name: str
@@ -74,6 +91,7 @@ class PlanningReward:
     obs_dim: int | None = None
     angle_pairs: tuple[tuple[int, int], ...] = ()
     description: str = ""
+    terminal: TerminalValue | None = None
 
 
 def _alive(healthy: np.ndarray) -> np.ndarray:
@@ -149,6 +167,81 @@ def _inverted_double_pendulum_lqr(states: np.ndarray, actions: np.ndarray) -> np
     return rewards
 
 
+def _idp_physics_state(observations: np.ndarray) -> np.ndarray:
+    """InvertedDoublePendulum-v5's observations ``(..., 9)`` → ``(qpos, qvel)`` ``(..., 6)``:
+    ``x``, θ1 and θ2 (relative) from their sines and cosines, the velocities as observed (the
+    environment clips them to ±10)."""
+    o = observations
+    theta1, theta2 = np.arctan2(o[..., 1], o[..., 3]), np.arctan2(o[..., 2], o[..., 4])
+    return np.stack([o[..., 0], theta1, theta2, o[..., 5], o[..., 6], o[..., 7]], axis=-1)
+
+
+def _idp_observation(states: np.ndarray) -> np.ndarray:
+    """``(qpos, qvel)`` ``(K, 6)`` → InvertedDoublePendulum-v5 observations ``(K, 9)`` (the
+    constraint force 0: the cart away from the rail's ends)."""
+    out = np.zeros((*states.shape[:-1], 9))
+    out[..., 0] = states[..., 0]
+    out[..., 1:3] = np.sin(states[..., 1:3])
+    out[..., 3:5] = np.cos(states[..., 1:3])
+    out[..., 5:8] = states[..., 3:6]
+    return out
+
+
+def _identity(states: np.ndarray) -> np.ndarray:
+    return np.array(states, dtype=np.float64)
+
+
+#: InvertedPendulum-v5's terminal value: about upright at rest at the rail's centre, the
+#: state cost the stage reward's own shaping (x² + θ² + 0.1 ẋ² + 0.01 θ̇², in the observation's
+#: order x, θ, ẋ, θ̇ = qpos, qvel), the force cost R = 1 (a choice: the reward has none).
+IP_TERMINAL = TerminalValue(
+    equilibrium=np.zeros(4),
+    action=np.zeros(1),
+    Q=np.diag([1.0, 1.0, 0.1, 0.01]),
+    R=np.eye(1),
+    to_state=_identity,
+    from_state=_identity,
+    env_id="InvertedPendulum-v5",
+)
+#: InvertedDoublePendulum-v5's terminal value: about upright at rest at the rail's centre,
+#: with the weights of :data:`IDP_TERMINAL_COST` (diag(1, 10, 10, 0.1, 0.1, 0.1), R = 1), but
+#: ``P`` solved from the planner's model instead of fixed.
+IDP_TERMINAL = TerminalValue(
+    equilibrium=np.zeros(6),
+    action=np.zeros(1),
+    Q=np.diag([1.0, 10.0, 10.0, 0.1, 0.1, 0.1]),
+    R=np.eye(1),
+    to_state=_idp_physics_state,
+    from_state=_idp_observation,
+    env_id="InvertedDoublePendulum-v5",
+    angles=(1, 2),
+)
+
+
+def _pendulum_physics_state(observations: np.ndarray) -> np.ndarray:
+    """Pendulum-v1's observations ``(..., 3)`` → ``(θ, θ̇)``, θ in (-π, π]."""
+    theta = np.arctan2(observations[..., 1], observations[..., 0])
+    return np.stack([theta, observations[..., 2]], axis=-1)
+
+
+def _pendulum_observation(states: np.ndarray) -> np.ndarray:
+    return np.stack([np.cos(states[..., 0]), np.sin(states[..., 0]), states[..., 1]], axis=-1)
+
+
+#: Pendulum-v1's terminal value: about upright at rest, with the environment's own cost
+#: weights (θ² + 0.1 θ̇² + 0.001 u²): near upright it is the cost-to-go of that reward.
+PENDULUM_TERMINAL = TerminalValue(
+    equilibrium=np.zeros(2),
+    action=np.zeros(1),
+    Q=np.diag([1.0, 0.1]),
+    R=np.array([[0.001]]),
+    to_state=_pendulum_physics_state,
+    from_state=_pendulum_observation,
+    env_id="Pendulum-v1",
+    angles=(0,),
+)
+
+
 def _reacher(states: np.ndarray, actions: np.ndarray) -> np.ndarray:
     distance = np.hypot(states[..., 8], states[..., 9])
     return -distance - np.square(actions).sum(axis=-1)
@@ -214,6 +307,7 @@ def register_reward(
     angle_pairs: Any = (),
     description: str = "",
     replace: bool = False,
+    terminal: TerminalValue | None = None,
 ) -> PlanningReward:
     """Adds a planning reward to the registry, so agents planning with it can be saved.
 
@@ -228,6 +322,8 @@ def register_reward(
             ``angle_pairs`` with this reward).
         description: What it computes.
         replace: Whether an existing entry of that name may be replaced.
+        terminal: A :class:`~bam_rl.agents.terminal.TerminalValue` whose LQR cost-to-go is
+            subtracted at every trajectory's last step (beyond the paper; ``None``: none).
 
     Returns:
         The registered entry.
@@ -256,7 +352,11 @@ def register_reward(
         ) from None
     if obs_dim is not None and any(not 0 <= i < obs_dim for pair in pairs for i in pair):
         raise ValueError(f"angle_pairs must index an observation of {obs_dim}, got {pairs}")
-    entry = PlanningReward(name, fn, None if obs_dim is None else int(obs_dim), pairs, description)
+    if terminal is not None and not isinstance(terminal, TerminalValue):
+        raise ValueError(f"terminal must be a TerminalValue or None, got {terminal!r}")
+    entry = PlanningReward(
+        name, fn, None if obs_dim is None else int(obs_dim), pairs, description, terminal
+    )
     REWARDS[name] = entry
     return entry
 
@@ -275,6 +375,10 @@ def get_reward(name: Any) -> PlanningReward:
 class NamedReward:
     """A registered planning reward held by name: what a planner saves (the name only).
 
+    A reward whose entry declares a terminal value also holds the cost-to-go matrix it uses
+    (``cost_to_go``, set by :meth:`bind_dynamics` or :meth:`set_cost_to_go`; until then the
+    environment's nominal model's, :meth:`~bam_rl.agents.terminal.TerminalValue.nominal_cost`).
+
     Args:
         name: A name in :data:`REWARDS`.
     """
@@ -283,16 +387,88 @@ class NamedReward:
         self.name = get_reward(name).name
 
     def _check_restored(self) -> None:
-        """A restored reward must name a registered one (register it before loading)."""
+        """A restored reward must name a registered one (register it before loading), and a
+        stored cost-to-go must fit its terminal value."""
         if not isinstance(self.name, str) or self.name not in REWARDS:
             raise ValueError(
                 f"the saved planning reward {self.name!r} is not registered in this process: "
                 f"call bam_rl.agents.rewards.register_reward({self.name!r}, fn) before loading "
                 f"(registered: {sorted(REWARDS)})"
             )
+        if "cost_to_go" in vars(self):
+            self.set_cost_to_go(self.cost_to_go)
+
+    @property
+    def terminal(self) -> Any:
+        """The :class:`~bam_rl.agents.terminal.TerminalValue` this reward's entry declares, or
+        ``None``."""
+        return REWARDS[self.name].terminal
+
+    def set_cost_to_go(self, cost_to_go: Any) -> None:
+        """Plans from now on with the terminal value's ``P = cost_to_go`` (a learned agent's,
+        :meth:`~bam_rl.agents.terminal.TerminalValue.solve` of its posterior-mean model).
+
+        Raises:
+            ValueError: If this reward has no terminal value, or naming ``cost_to_go`` unless
+                it is a symmetric positive semi-definite matrix of the terminal value's size.
+        """
+        terminal = REWARDS[self.name].terminal
+        if terminal is None:
+            raise ValueError(f"the planning reward {self.name!r} declares no terminal value")
+        self.cost_to_go = check_cost_to_go(cost_to_go, terminal.size)
+
+    def solve_cost_to_go(self, observation_step: Any) -> bool:
+        """Solves the terminal value's ``P`` from a model of observations and plans with it:
+        what a learned agent calls after each readout, with its posterior mean
+        (``RFFDynamicsModel.predict``: ``f(observations (K, dx), actions (K, du)) -> (K, dx)``).
+
+        Returns:
+            Whether ``P`` was replaced; ``False`` (the current ``P`` kept) when the model's
+            linearisation has no finite cost-to-go (a model that has not learned the
+            dynamics about the equilibrium yet).
+
+        Raises:
+            ValueError: If this reward has no terminal value.
+        """
+        terminal = REWARDS[self.name].terminal
+        if terminal is None:
+            raise ValueError(f"the planning reward {self.name!r} declares no terminal value")
+        try:
+            cost_to_go = terminal.solve(observation_step)
+        except ValueError:
+            return False
+        self.cost_to_go = cost_to_go
+        return True
+
+    def bind_dynamics(self, dynamics: Any) -> None:
+        """Called by the planner before it scores a rollout of ``dynamics``: a reward with a
+        terminal value takes ``P`` from ``dynamics.terminal_cost(terminal)`` when the model
+        offers it (the ground truth's live simulator; it caches ``P`` per world), or solves it
+        from a classic-control model's equations (cached per parameter values), and keeps its
+        own otherwise. Nothing for a reward without a terminal value."""
+        terminal = REWARDS[self.name].terminal
+        if terminal is None:
+            return
+        solve = getattr(dynamics, "terminal_cost", None)
+        if callable(solve):
+            cost_to_go = solve(terminal)
+            if cost_to_go is not None:
+                self.cost_to_go = cost_to_go
+        elif isinstance(getattr(dynamics, "parameters", None), dict) and callable(
+            getattr(dynamics, "step", None)
+        ):  # a classic-control model (its internal state is the physics state)
+            self.cost_to_go = terminal.solve_classic(dynamics)
 
     def __call__(self, states: np.ndarray, actions: np.ndarray) -> np.ndarray:
-        return REWARDS[self.name].fn(states, actions)
+        entry = REWARDS[self.name]
+        if entry.terminal is None:
+            return entry.fn(states, actions)
+        rewards = np.array(entry.fn(states, actions), dtype=np.float64)
+        cost_to_go = vars(self).get("cost_to_go")
+        if cost_to_go is None:
+            cost_to_go = entry.terminal.nominal_cost()
+        rewards[..., -1] -= entry.terminal.cost(states[..., -1, :], cost_to_go)
+        return rewards
 
     def __repr__(self) -> str:
         return f"NamedReward({self.name!r})"
@@ -437,6 +613,47 @@ register_reward(
         "(IDP_TERMINAL_COST, s = x, θ1, θ2, ẋ, θ̇1, θ̇2 from the observation): a terminal value "
         "for short horizons, which cannot see the cart's drift into the rail end (beyond the "
         "environment's reward; the recurring-worlds suite plans with the plain one)"
+    ),
+)
+register_reward(
+    "inverted-pendulum-lqr-terminal",
+    _inverted_pendulum,
+    obs_dim=4,
+    terminal=IP_TERMINAL,
+    description=(
+        'InvertedPendulum-v5: the reward of "inverted-pendulum" on every step, minus at the '
+        "plan's last step the LQR cost-to-go sᵀ P s about upright at the rail's centre "
+        "(IP_TERMINAL: Q = diag(1, 1, 0.1, 0.01), R = 1, s = x, θ, ẋ, θ̇), P solved from the "
+        "planner's model (the ground truth's live simulator, again when the world changes; "
+        "else the nominal model); beyond the paper"
+    ),
+)
+register_reward(
+    "inverted-double-pendulum-lqr-terminal",
+    _inverted_double_pendulum,
+    obs_dim=9,
+    angle_pairs=_IDP_ANGLE_PAIRS,
+    terminal=IDP_TERMINAL,
+    description=(
+        'InvertedDoublePendulum-v5: the reward of "inverted-double-pendulum" on every step, '
+        "minus at the plan's last step the LQR cost-to-go sᵀ P s about upright (IDP_TERMINAL: "
+        "the weights of IDP_TERMINAL_COST, s = x, θ1, θ2, ẋ, θ̇1, θ̇2 from the observation), P "
+        "solved from the planner's model (the ground truth's live simulator, again when "
+        "gravity or a mass changes; else the nominal model) instead of fixed; beyond the paper"
+    ),
+)
+register_reward(
+    "pendulum-swingup-lqr-terminal",
+    _pendulum_swingup,
+    obs_dim=3,
+    angle_pairs=((0, 1),),
+    terminal=PENDULUM_TERMINAL,
+    description=(
+        'Pendulum-v1: the reward of "pendulum-swingup" on every step, minus at the plan\'s '
+        "last step the LQR cost-to-go sᵀ P s about upright with the environment's own weights "
+        "(PENDULUM_TERMINAL: Q = diag(1, 0.1), R = 0.001, s = θ, θ̇), P solved from the "
+        "planner's model (the ground truth's equations at the current g, m, l); the "
+        "linearisation holds near upright only, far from the swing-up's start; beyond the paper"
     ),
 )
 register_reward(

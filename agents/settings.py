@@ -12,9 +12,14 @@ benchmarks. A setting resolves, per name, to the first of
 3. ``env``: what the environment says of itself (``announced`` from a wrapper that flags its
    changes; ``planning_reward`` and ``planner_options`` attributes an environment carries);
 4. ``default``: the agent's own defaults (the paper's: horizon 50, 32 samples, temperature
-   0.5, sampling variance 0.4, posterior draws, 200 features).
+   0.5, sampling variance 0.4, posterior draws, 200 features; a memory rule's own, e.g.
+   ``"bam_segments"``' posterior-mean planning, :func:`memory_defaults`);
+5. ``generic``: on an environment without a row, the generic defaults
+   (:func:`generic_defaults`, beyond the paper) take the place of the paper's planner sizes
+   and posterior draws.
 
-An environment without a row gets the defaults and one warning naming the settings to choose.
+An environment without a row gets the generic defaults and one warning naming the settings to
+choose.
 The paper-faithful agents keep the paper's settings on the paper's cart-pole: its rows hold the
 paper's planning reward and nothing else.
 
@@ -48,6 +53,8 @@ __all__ = [
     "DEFAULTS",
     "DOCS_PAGE",
     "ENV_SETTINGS",
+    "GENERIC_DEFAULTS",
+    "GENERIC_SAMPLING_VAR",
     "GT_SETTINGS",
     "LEARNED_SETTINGS",
     "SEGMENT_MODEL_OPTIONS",
@@ -55,6 +62,7 @@ __all__ = [
     "SOURCES",
     "EnvSettings",
     "announces_changes",
+    "generic_defaults",
     "markdown",
     "memory_defaults",
     "resolve",
@@ -62,7 +70,7 @@ __all__ = [
 ]
 
 #: Where each resolved setting came from, in order of precedence (see the module).
-SOURCES = ("user", "table", "env", "default")
+SOURCES = ("user", "table", "env", "default", "generic")
 #: The docs page of this table (named in the warning for an environment without a row).
 DOCS_PAGE = "docs/env_settings.md"
 #: The settings a row gives a learned MPPI agent (planning reward, planner, model).
@@ -94,6 +102,28 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
 )
 _PLANNER = ("horizon", "n_samples", "temperature", "sampling_var")
 _MODEL = ("planning_models", "feature_states", "n_features")
+
+#: Beyond the paper (issue 51): the settings an environment without a row gets in place of the
+#: paper's cart-pole sizes, which drop InvertedPendulum-v5's pole within 17 steps. The
+#: temperature weighs normalised returns (``normalize_returns``, set with it:
+#: :func:`bam_rl.agents.planner.softmax_weights`): a sample at the 90th percentile of the
+#: returns weighs exp(−1 / 0.3) ≈ 4 % of the best, whatever the reward's scale. Learned models
+#: plan with the posterior mean (posterior draws lose the pole on CartPole-v1 and
+#: InvertedPendulum-v5, docs/any_env.md). Chosen on seeds 100-101 with the rows removed and
+#: measured on seeds 0-2 (``scripts/generic_defaults.py``, docs/env_settings.md#generic-defaults).
+GENERIC_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {
+        "horizon": 20,
+        "n_samples": 128,
+        "temperature": 0.3,
+        "planning_models": "mean",
+    }
+)
+#: The generic sampling variance per action dimension, as a share of the squared half-range
+#: of a bounded ``Box`` action (a standard deviation of 0.22 of the half-range: 0.05 on
+#: [-1, 1], 0.45 on InvertedPendulum-v5's [-3, 3]; its row's 0.4 there; 0.9 lost the pole on
+#: a selection seed); an unbounded dimension gets the paper's 0.4.
+GENERIC_SAMPLING_VAR = 0.05
 
 
 def _frozen(options: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -413,6 +443,7 @@ def resolve(
         raise ValueError(f"kind must be 'learned' or 'gt', got {kind!r}")
     row, env_id = settings_for(env)
     table = row.options(kind) if row is not None else {}
+    generic = generic_defaults(env, kind) if row is None else {}
     declared = _env_declared(env)
     own = dict(agent_defaults or {})
     discrete = isinstance(getattr(env, "action_space", None), gym.spaces.Discrete)
@@ -431,11 +462,21 @@ def resolve(
         else:
             if name == "sampling_var" and discrete:
                 continue  # a categorical planner has none
+            if row is None and name in generic:
+                kwargs[name] = generic[name]
+                settings[name] = {"value": recordable(generic[name]), "source": "generic"}
+                continue
             value, source = _default(name, env), "default"
             settings[name] = {"value": recordable(value), "source": source}
             continue
         kwargs[name] = value
         settings[name] = {"value": recordable(value), "source": source}
+    if settings.get("temperature", {}).get("source") == "generic" and (
+        "normalize_returns" not in kwargs
+    ):
+        # the generic temperature weighs normalised returns
+        kwargs["normalize_returns"] = True
+        settings["normalize_returns"] = {"value": True, "source": "generic"}
     if kind == "learned":
         if "announced" in kwargs:
             settings["announced"] = {"value": bool(kwargs["announced"]), "source": "user"}
@@ -450,7 +491,11 @@ def resolve(
         if name not in settings:
             settings[name] = {"value": recordable(value), "source": "user"}
     if row is None and warn:
-        missing = [n for n in names if settings.get(n, {}).get("source") == "default"]
+        missing = [
+            f"{n} ({settings[n]['value']!r})" if settings[n]["source"] == "generic" else n
+            for n in names
+            if settings.get(n, {}).get("source") in ("default", "generic")
+        ]
         if missing:
             warnings.warn(
                 f"no settings for {env_id} in bam_rl.agents.settings.ENV_SETTINGS: the generic "
@@ -459,6 +504,34 @@ def resolve(
                 stacklevel=stacklevel,
             )
     return kwargs, settings
+
+
+def generic_defaults(env: Any, kind: str = "learned") -> dict[str, Any]:
+    """Beyond the paper: the settings of an agent of ``kind`` on ``env`` when ``env`` has no
+    row (:func:`resolve` uses those not given, with the source ``generic``).
+
+    :data:`GENERIC_DEFAULTS` (``planning_models`` for ``"learned"`` agents only) and, on a
+    ``Box`` action, ``sampling_var``: :data:`GENERIC_SAMPLING_VAR` times the squared
+    half-range of each bounded action dimension (0.05 on [-1, 1], 0.45 on
+    InvertedPendulum-v5's [-3, 3]), the paper's 0.4 on an unbounded one. :func:`resolve` adds
+    ``normalize_returns=True`` when the temperature is the generic one (it weighs normalised
+    returns); a temperature given or declared keeps the paper's weights unless
+    ``normalize_returns`` is given too.
+    """
+    names = LEARNED_SETTINGS if kind == "learned" else GT_SETTINGS
+    defaults = {name: value for name, value in GENERIC_DEFAULTS.items() if name in names}
+    space = getattr(env, "action_space", None)
+    if isinstance(space, gym.spaces.Box):
+        low = np.asarray(space.low, dtype=np.float64).ravel()
+        high = np.asarray(space.high, dtype=np.float64).ravel()
+        half = (high - low) / 2.0
+        bounded = np.isfinite(half) & (half > 0)
+        squared = np.where(bounded, half, 1.0) ** 2
+        variance = np.where(bounded, GENERIC_SAMPLING_VAR * squared, hyperparams.MPPI_SAMPLING_VAR)
+        defaults["sampling_var"] = (
+            float(variance[0]) if np.all(variance == variance[0]) else variance
+        )
+    return defaults
 
 
 def _default(name: str, env: Any) -> Any:
@@ -585,4 +658,15 @@ def markdown() -> str:
             f"| `{env_id}` | `{row.reward}` | {_options_text(row.planner)} | "
             f"{_options_text(row.model)} | {gt_text} | {sources} | {row.note} |"
         )
+    planner = {k: v for k, v in GENERIC_DEFAULTS.items() if k in _PLANNER}
+    planner_text = (
+        f"{_options_text(planner)}, `normalize_returns=True`, `sampling_var` "
+        f"{GENERIC_SAMPLING_VAR:g} × the squared half-range of each action"
+    )
+    model = {k: v for k, v in GENERIC_DEFAULTS.items() if k in _MODEL}
+    lines.append(
+        f"| any other (no row) | none: give one | {planner_text} | {_options_text(model)} | "
+        f"the learners' planner | {_link(DOCS_PAGE + '#generic-defaults')} | the generic "
+        "defaults (beyond the paper), with a warning |"
+    )
     return "\n".join(lines) + "\n"

@@ -127,6 +127,25 @@ def _simulator(model_path: str, n_threads: int) -> tuple[Any, list[Any]]:
     return _SIMULATORS[key]
 
 
+#: The MjModel fields whose change makes :meth:`MujocoEnvDynamics.terminal_cost` solve again.
+_WORLD_FIELDS = (
+    "body_mass",
+    "body_inertia",
+    "body_pos",
+    "body_quat",
+    "body_ipos",
+    "body_iquat",
+    "geom_size",
+    "geom_friction",
+    "dof_damping",
+    "dof_armature",
+    "dof_frictionloss",
+    "jnt_stiffness",
+    "actuator_gear",
+    "actuator_gainprm",
+    "actuator_biasprm",
+    "actuator_ctrlrange",
+)
 _NONSTATIONARY = "bam_rl.wrappers.nonstationary.NonStationary"
 #: Wrappers a ground-truth planner may look through (``module.Class``, a subclass counts): they
 #: change neither the observation, nor the action, nor the dynamics (episode bookkeeping, checks,
@@ -329,17 +348,36 @@ class MujocoEnvDynamics:
     environment's own ``do_simulation`` and reads each observation with its own
     ``_get_obs``: one planned step is exactly one ``env.step``.
 
+    InvertedPendulum-v5, InvertedDoublePendulum-v5 and HalfCheetah-v5 are rolled out batched
+    instead, through ``mujoco.rollout`` on a persistent thread pool from the live full physics
+    state (:mod:`bam_rl.agents.mujoco_batch`; the same states as ``env.step``, to 1e-12 in
+    the tests, with the live model itself when following changes); any other environment
+    keeps the loop. :meth:`terminal_cost` solves a planning reward's terminal value from the
+    live model, again only when the world changed.
+
     Args:
         env: A Gymnasium ``MujocoEnv`` (possibly wrapped), read live.
         follow_changes: Copy the live model before every rollout (True), or only here (False:
             a planner blind to later changes of the world).
+        batched: Roll out through ``mujoco.rollout`` (True; ``ValueError`` for an environment
+            whose observation is not known from its physics state), with the loop (False), or
+            batched where known (``None``, default).
+        n_threads: Threads of the batched rollouts (``None``: the CPUs this process may use,
+            for rollouts of at least ``PARALLEL_MIN_STEPS`` physics steps; smaller ones run on
+            the calling thread).
 
     Raises:
         ValueError: When ``env`` is not a MuJoCo environment whose state can be copied and
             whose observation its ``_get_obs`` gives (checked here on a copy).
     """
 
-    def __init__(self, env: Any, follow_changes: bool = True):
+    def __init__(
+        self,
+        env: Any,
+        follow_changes: bool = True,
+        batched: bool | None = None,
+        n_threads: int | None = None,
+    ):
         import copy
 
         base = getattr(env, "unwrapped", env)
@@ -372,6 +410,76 @@ class MujocoEnvDynamics:
                 "env's observation is not what a copy of its MuJoCo state gives (shape "
                 f"{observation.shape}, observation space {env.observation_space.shape})"
             )
+        self._terminal: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.terminal_solves = 0  # how often terminal_cost solved P (once per world)
+        self._batch = self._batched_rollout(batched, n_threads, live)
+
+    def _batched_rollout(self, batched: Any, n_threads: Any, live: np.ndarray) -> Any:
+        """The :class:`~bam_rl.agents.mujoco_batch.BatchedRollout` of the environment, or
+        ``None`` for the loop; its observation of the live state must be ``_get_obs``'s."""
+        from .mujoco_batch import (
+            PARALLEL_MIN_STEPS,
+            BatchedRollout,
+            batched_observation,
+            default_threads,
+        )
+
+        if batched is not None and not isinstance(batched, (bool, np.bool_)):
+            raise ValueError(f"batched must be True, False or None, got {batched!r}")
+        threads = default_threads() if n_threads is None else check_int("n_threads", n_threads)
+        if batched is False:
+            return None
+        fn = batched_observation(self.env)
+        if fn is not None:
+            data = self.env.data
+            observed = np.asarray(fn(self.env, data.qpos, data.qvel), dtype=np.float64)
+            if not np.array_equal(observed.reshape(-1), live):
+                fn = None  # (the constraint force of a cart at the rail's end, at reset)
+        if fn is None:
+            if batched:
+                raise ValueError(
+                    f"batched=True: {type(self.env).__name__}'s observation is not known from "
+                    "its physics state (batched: InvertedPendulum-v5, InvertedDoublePendulum-v5, "
+                    "HalfCheetah-v5); pass batched=None or False for the loop"
+                )
+            return None
+        # threads not given: small rollouts stay on the calling thread (PARALLEL_MIN_STEPS)
+        return BatchedRollout(self.env, fn, threads, PARALLEL_MIN_STEPS if n_threads is None else 0)
+
+    @property
+    def batched(self) -> bool:
+        """Whether rollouts go through ``mujoco.rollout`` (else the copy-and-step loop)."""
+        return self._batch is not None
+
+    def _world(self) -> tuple[Any, int]:
+        """The model and frame skip planned with: the live ones when following changes, else
+        the copy made at construction."""
+        if self.follow_changes:
+            return self.env.model, int(self.env.frame_skip)
+        return self._clone.model, self.frame_skip
+
+    def terminal_cost(self, terminal: Any) -> np.ndarray:
+        """``P`` of ``terminal`` (a :class:`~bam_rl.agents.terminal.TerminalValue`) solved from
+        the model planned with (:meth:`~bam_rl.agents.terminal.TerminalValue.solve_mujoco`),
+        cached until the world changes: a fingerprint of the model's dynamic parameters
+        (gravity, time step, masses, inertias, body and geom geometry, friction, damping,
+        armature, stiffness, actuator gains and ranges) and the frame skip is compared before
+        every plan."""
+        model, frame_skip = self._world()
+        parts: list[np.ndarray] = [
+            np.asarray(model.opt.gravity, dtype=np.float64),
+            np.array([model.opt.timestep, frame_skip, model.opt.integrator], dtype=np.float64),
+        ]
+        parts += [
+            np.asarray(getattr(model, name), dtype=np.float64).ravel() for name in _WORLD_FIELDS
+        ]
+        fingerprint = np.concatenate(parts)
+        cached = self._terminal.get(id(terminal))
+        if cached is None or not np.array_equal(cached[0], fingerprint):
+            cached = (fingerprint, terminal.solve_mujoco(model, frame_skip))
+            self._terminal[id(terminal)] = cached
+            self.terminal_solves += 1
+        return cached[1]
 
     def _refresh_model(self) -> None:
         """The clone plans with a copy of the live model (the current world) and the live
@@ -389,8 +497,17 @@ class MujocoEnvDynamics:
         clone.model = copy.copy(self.env.model)
 
     def rollout_bytes(self, n_samples: int, horizon: int) -> int:
-        """Bytes a rollout allocates: its observations (the copies are made once)."""
-        return n_samples * horizon * 8 * (self.state_dim + self.action_dim)
+        """Bytes a rollout allocates: its observations (the copies are made once), and batched
+        the physics states and inputs of every physics step."""
+        nbytes = n_samples * horizon * 8 * (self.state_dim + self.action_dim)
+        if self._batch is not None:
+            import mujoco
+
+            model = self.env.model
+            width = mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+            width += mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_USER)
+            nbytes += 8 * n_samples * (horizon * self.frame_skip + 1) * (width + model.nv)
+        return nbytes
 
     def __call__(
         self, state: Any, actions: Any, rng: np.random.Generator | None = None
@@ -414,20 +531,32 @@ class MujocoEnvDynamics:
         self, state: np.ndarray, actions: np.ndarray, rng: np.random.Generator | None = None
     ) -> np.ndarray:
         """:meth:`__call__` without its input checks."""
+        if self._batch is None:
+            return self._loop(actions, np.arange(len(actions)))
+        model, frame_skip = self._world()
+        out, redo = self._batch.observations(model, actions, frame_skip)
+        if redo.any():  # near the rail's ends: the exact loop
+            indices = np.flatnonzero(redo)
+            out[indices] = self._loop(actions, indices)
+        return out
+
+    def _loop(self, actions: np.ndarray, indices: np.ndarray) -> np.ndarray:
+        """The rollouts ``indices`` of ``actions`` by copying the live ``MjData`` into the
+        clone and stepping it with the environment's own ``do_simulation``/``_get_obs``."""
         import mujoco
 
         if self.follow_changes:
             self._refresh_model()
         clone, live = self._clone, self.env.data
         model = clone.model
-        k, h, _ = actions.shape
-        out = np.empty((k, h, self.state_dim))
+        h = actions.shape[1]
+        out = np.empty((len(indices), h, self.state_dim))
         frame_skip = int(clone.frame_skip) if self.follow_changes else self.frame_skip
-        for i in range(k):
+        for j, i in enumerate(indices):
             mujoco.mj_copyData(clone.data, model, live)
             for t in range(h):
                 clone.do_simulation(actions[i, t], frame_skip)
-                out[i, t] = clone._get_obs()
+                out[j, t] = clone._get_obs()
         return out
 
     def __repr__(self) -> str:

@@ -283,7 +283,9 @@ def test_an_environment_without_a_row_gets_the_defaults_and_one_warning():
 
     with pytest.warns(UserWarning, match=r"no settings for Swimmer-v5 .*horizon.*env_settings"):
         agent = make_agent("mppi-bam", env, 0, reward=reward)
-    assert agent.planner.horizon == 50 and agent.model.planning_models == "draws"
+    # the generic defaults (tests/agents/test_generic_defaults.py), not the paper's sizes
+    assert agent.planner.horizon == table.GENERIC_DEFAULTS["horizon"]
+    assert agent.model.planning_models == "mean" and agent.planner.normalize_returns
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # everything given: nothing to warn about
         make_agent(

@@ -26,6 +26,8 @@ Groups (``--only``; default all but ``mnist`` when its data are missing):
   subprocess);
 * ``mnist``: :mod:`bam_rl.harness.bench.mnist` (rotated MNIST at full scale) when the data
   are found;
+* ``rollout``: ground truth's batched MuJoCo rollouts (``mujoco.rollout``, 2 threads) against
+  its loop of ``MjData`` copies at equal K and H (bar: at most 0.6 × as long);
 * ``wrappers``: the plain MuJoCo step, ``bam_rl.wrappers.NonStationary`` and NS-Gym's
   wrapper side by side, and a planning copy (not by default: about half a minute);
 * not by default: ``readout`` (Beta-Binomial and BLR greedy against Algorithm 1 loop by loop)
@@ -153,6 +155,12 @@ def _sweeps(args: argparse.Namespace) -> list[Row]:
 
 def _envs(args: argparse.Namespace) -> list[Row]:
     return _rows("envs", workload("envs").env_rows(args.quick))
+
+
+def _rollout(args: argparse.Namespace) -> list[Row]:
+    """Ground truth's ``mujoco.rollout`` against its loop of ``MjData`` copies
+    (:mod:`bam_rl.harness.bench.rollout`)."""
+    return _rows("rollout", workload("rollout").rollout_rows(args.quick))
 
 
 def _wrappers(args: argparse.Namespace) -> list[Row]:
@@ -301,6 +309,7 @@ GROUPS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "readout": _readout,
     "bocd-pkg": _bocd_package,
     "wrappers": _wrappers,
+    "rollout": _rollout,
 }
 #: The reliability drills that were ``--only`` groups: now ``bam-rl drill NAME``.
 MOVED_TO_DRILL = ("soak", "interrupt", "fuzz", "bocd-cap", "address-space", "shared-sweeps")
@@ -325,6 +334,7 @@ DEFAULT_GROUPS = (
     "envs",
     "piecewise",
     "mppi",
+    "rollout",
     "mnist",
 )
 
