@@ -41,6 +41,16 @@ from bam_rl.beliefs import (
     SegmentBAM,
     make_rule,
 )
+from bam_rl.beliefs.peers import (
+    BLOCK_STEPS,
+    CONCENTRATION,
+    PEER_MEMORIES,
+    WINDOW_STEPS,
+    CRPMixture,
+    RecentWindow,
+    make_peer_rule,
+)
+from bam_rl.beliefs.worlds import DEFAULT_THRESHOLD, PredictiveCusum, WorldSegmentBAM
 from bam_rl.checks import check_finite_scalar, check_int
 from bam_rl.families import NaturalParams
 from bam_rl.readout import ReadoutResult
@@ -96,7 +106,15 @@ __all__ = [
 ]
 
 #: Memory rules accepted by :class:`MPPIAgent`.
-MEMORY_RULES = ("bam", "bam_bocd", "bocd", "recursive", "bam_segments", "forgetting")
+MEMORY_RULES = (
+    "bam",
+    "bam_bocd",
+    "bocd",
+    "recursive",
+    "bam_segments",
+    "forgetting",
+    *PEER_MEMORIES,
+)
 #: Spellings of :data:`MEMORY_RULES` before they became :func:`~bam_rl.beliefs.make_rule`'s,
 #: still accepted (and in state files written before).
 MEMORY_ALIASES = {"bam+bocd": "bam_bocd", "bam-segments": "bam_segments"}
@@ -119,6 +137,7 @@ class _TrialRecorder:
     def __init__(self) -> None:
         self.states: list[np.ndarray] = []
         self.actions: list[np.ndarray] = []
+        self.fed = 0  # transitions already fed to a block rule (the peers), else 0
 
 
 #: The :func:`~bam_rl.beliefs.make_rule` name of each ``memory`` (with announced changes or not).
@@ -129,11 +148,16 @@ _RULE_NAMES = {
     "recursive": lambda announced: "recursive",
     "bam_segments": lambda announced: "bam_segments",
     "forgetting": lambda announced: "forgetting",
+    "recent_window": lambda announced: "recent_window",
+    "crp_mixture": lambda announced: "crp_mixture",
 }
 
 
 def _rule_class(memory: str, announced: bool) -> type[BeliefRule]:
-    """The belief rule :class:`MPPIAgent` builds for ``memory`` (through ``make_rule``)."""
+    """The belief rule :class:`MPPIAgent` builds for ``memory`` (through ``make_rule``;
+    ``"bam_segments"`` without announcements: :class:`WorldSegmentBAM`, beyond the paper)."""
+    if memory == "bam_segments" and not announced:
+        return WorldSegmentBAM
     classes: dict[str, type[BeliefRule]] = {
         "episodic_bam": EpisodicBAM,
         "bam": BAM,
@@ -142,6 +166,8 @@ def _rule_class(memory: str, announced: bool) -> type[BeliefRule]:
         "recursive": RecursiveBayes,
         "bam_segments": SegmentBAM,
         "forgetting": ExponentialForgetting,
+        "recent_window": RecentWindow,
+        "crp_mixture": CRPMixture,
     }
     return classes[_RULE_NAMES[memory](announced)]
 
@@ -176,9 +202,18 @@ class MPPIAgent(BaseAgent):
       ``readout_after_steps=k`` the first trial after an announced change plans its first
       ``k`` steps from the base prior, then reads out over the segments with those ``k``
       transitions and plans the rest of the trial with that belief (a tuple of step counts
-      reads out again, with every transition so far, at each). Without announcements, a change
-      BOCD detects at the end of a trial is read out with that trial's first ``k`` steps (the
-      first entry), and the whole trial then updates the new segment.
+      reads out again, with every transition so far, at each). Without announcements
+      (``announced=False``, issue 52) it finds the changes itself, at any step: a CUSUM of
+      one-step predictive log-likelihood ratios (:class:`bam_rl.beliefs.worlds.PredictiveCusum`)
+      weighs the belief it plans with against every other world's posterior and the base
+      prior; at a signal the trial's part splits where the change began, the readout names
+      the world of the transitions since (:class:`bam_rl.beliefs.worlds.WorldSegmentBAM`:
+      one memory record per world, a new world when none explains them) and the rest of the
+      part plans with that world's posterior plus them. :meth:`summary` reports ``world``.
+      With ``change_threshold=None``, BOCD over trials (``hazard``) finds the changes
+      instead (the behaviour before issue 52): a change it detects at the end of a trial is
+      read out with that trial's first ``k`` steps (the first entry), and the whole trial
+      then updates the new segment.
 
     Every rule resets to the base prior at an announced change (the memories of the BAM
     rules are kept).
@@ -255,6 +290,11 @@ class MPPIAgent(BaseAgent):
             on the cart-pole: 0.6 s a step at the start, 22 s after 100 steps, with 1). The
             merged part's datum mixes the worlds of its few transitions. Agents saved before
             this option load with 1, the behaviour they were saved with.
+        change_threshold: ``memory="bam_segments"`` without announcements (beyond the paper):
+            the CUSUM threshold in nats of the change detector (default
+            :data:`~bam_rl.beliefs.worlds.DEFAULT_THRESHOLD`, 100; docs/recurring.md);
+            ``None``: BOCD over trials instead (the behaviour before issue 52). Unused
+            otherwise.
         **planner_options: :class:`MPPI` options (``horizon``, ``n_samples``, ``noise_var``
             is named ``sampling_var`` here, ``temperature``).
 
@@ -268,6 +308,7 @@ class MPPIAgent(BaseAgent):
             aligned with the BAM rules' memory (a trial split by an in-trial change counts
             as two).
         n_in_trial_changes: Changes announced inside a trial and acted on.
+        n_detected_changes: Changes the detector found (unannounced segment BAM).
     """
 
     def __init__(
@@ -294,6 +335,9 @@ class MPPIAgent(BaseAgent):
         reward: Any = None,
         in_trial_changes: bool = True,
         min_change_interval: int = 5,
+        window_steps: int = WINDOW_STEPS,
+        concentration: float = CONCENTRATION,
+        change_threshold: float | None = DEFAULT_THRESHOLD,
         **planner_options: Any,
     ):
         super().__init__(seed)
@@ -334,17 +378,28 @@ class MPPIAgent(BaseAgent):
             planning_models=planning_models,
         )
         family = self.model.family
-        if memory in ("bocd", "bam_bocd"):
+        if memory in ("bocd", "bam_bocd") or (memory == "bam_segments" and not self.announced):
             hazard = check_finite_scalar("hazard", hazard)
             if not 0.0 < hazard < 1.0:
                 raise ValueError(f"hazard must lie in (0, 1), got {hazard!r}")
-        self.rule: BeliefRule = make_rule(
-            family,
-            _RULE_NAMES[memory](self.announced),
-            lam=lam,
-            method=method,
-            hazard=None if memory == "bam_segments" and self.announced else hazard,
-        )
+        self.window_steps = check_int("window_steps", window_steps, minimum=BLOCK_STEPS)
+        self.concentration = check_finite_scalar("concentration", concentration)
+        self.rule: BeliefRule
+        # beyond the paper: unannounced segment BAM finds its changes step by step
+        self._detector: PredictiveCusum | None = None
+        if memory == "bam_segments" and not self.announced and change_threshold is not None:
+            self.rule = WorldSegmentBAM(family, lam=lam, method=method, threshold=change_threshold)
+            self._detector = PredictiveCusum(family.noise_var, change_threshold)
+        elif memory in PEER_MEMORIES:  # beyond the paper: fed a datum per block of steps
+            self.rule = make_peer_rule(family, memory, self.window_steps, self.concentration)
+        else:
+            self.rule = make_rule(
+                family,
+                _RULE_NAMES[memory](self.announced),
+                lam=lam,
+                method=method,
+                hazard=None if memory == "bam_segments" and self.announced else hazard,
+            )
         # the planner gets its dynamics at each call, so the model is held (and saved) once
         self.planner: MPPI | CategoricalMPPI
         if self.n_actions is None:
@@ -374,6 +429,8 @@ class MPPIAgent(BaseAgent):
         self.in_trial_readouts: list[ReadoutResult] = []
         self.segment_pick_fractions: list[float] = []
         self.in_trial_pick_fractions: list[float] = []
+        self.n_detected_changes = 0  # changes the detector found (unannounced segment BAM)
+        self._world_evidence = 0  # transitions of this part in the planning belief after one
 
     @classmethod
     def from_env(
@@ -420,6 +477,8 @@ class MPPIAgent(BaseAgent):
         if not isinstance(self.announced, bool):
             raise ValueError(f"announced must be a bool, got {self.announced!r}")
         rule_class = _rule_class(self.memory, self.announced)
+        if rule_class is WorldSegmentBAM and type(self.rule) is SegmentBAM:
+            rule_class = SegmentBAM  # files written before: BOCD over trials, no detector
         if type(self.rule) is not rule_class:
             raise ValueError(
                 f"rule must be a {rule_class.__name__} for memory={self.memory!r}, got "
@@ -482,6 +541,18 @@ class MPPIAgent(BaseAgent):
         vars(self).setdefault("min_change_interval", 1)
         vars(self).setdefault("_merged_change", False)
         vars(self).setdefault("_merged_split", False)
+        # files written before the detector (unannounced segment BAM had BOCD over trials)
+        vars(self).setdefault("_detector", None)
+        vars(self).setdefault("n_detected_changes", 0)
+        vars(self).setdefault("_world_evidence", 0)
+        if (self._detector is not None) != isinstance(self.rule, WorldSegmentBAM):
+            raise ValueError("_detector must be a PredictiveCusum exactly for WorldSegmentBAM")
+        self.n_detected_changes = int(
+            check_int("n_detected_changes", self.n_detected_changes, minimum=0)
+        )
+        self._world_evidence = int(check_int("_world_evidence", self._world_evidence, minimum=0))
+        if self._world_evidence > len(self._trial.actions):
+            raise ValueError("_world_evidence must count transitions of the pending trial")
         self.min_change_interval = check_int("min_change_interval", self.min_change_interval)
         for name in ("_pending_change", "_merged_change", "_merged_split"):
             if not isinstance(vars(self)[name], bool):
@@ -567,6 +638,49 @@ class MPPIAgent(BaseAgent):
         self._trial_readouts = 0
         # a trial that reads out inside itself plans with its readouts instead
         self._refreshing = self.refresh_every_steps is not None and not self._readouts_due
+        self._world_evidence = 0
+        self._arm_detector()
+
+    def _arm_detector(self) -> None:
+        """Beyond the paper (unannounced segment BAM): the change detector restarts, weighing
+        the belief the model plans with against the other worlds and a new one."""
+        if self._detector is not None:
+            rule = cast(WorldSegmentBAM, self.rule)
+            self._detector.set_candidates(self.model.belief, rule.alternatives())
+
+    def _detect(self) -> bool:
+        """Beyond the paper: the newest transition through the change detector; on a signal
+        the part splits where the change began (the earlier transitions end as a datum of the
+        old world), the readout names the world of the later ones and the rest of the part
+        plans with that world's posterior plus them. Whether a change was found."""
+        assert self._detector is not None
+        states, actions = self._trial.states, self._trial.actions
+        model = self.model
+        x = model.features(model.inputs(states[-2][None, :], actions[-1][None, :]), check=False)
+        y = np.asarray(states[-1], dtype=np.float64) - np.asarray(states[-2], dtype=np.float64)
+        signal = self._detector.step(np.asarray(x[0], dtype=np.float64), y)
+        if signal is None:
+            return False
+        cut = len(actions) - min(signal[1], len(actions))
+        after = _TrialRecorder()
+        after.states, after.actions = states[cut:], actions[cut:]
+        if cut:
+            before = _TrialRecorder()
+            before.states, before.actions = states[: cut + 1], actions[:cut]
+            self._trial = before
+            self._end_trial()
+        self._trial = after
+        evidence = model.stats(np.asarray(after.states), np.asarray(after.actions))
+        rule = cast(WorldSegmentBAM, self.rule)
+        rule.change(evidence)
+        model.set_belief(rule.belief + evidence)
+        self._resolve_terminal_value()
+        self.n_detected_changes += 1
+        self._readouts_due = []
+        self._trial_readouts = 0
+        self._world_evidence = len(after.actions)
+        self._arm_detector()
+        return True
 
     def _changed_in_trial(self, info: Any) -> bool:
         """Whether ``info`` announces a change inside the trial: ``context_changed`` is True
@@ -628,6 +742,8 @@ class MPPIAgent(BaseAgent):
         self._trial.states.append(state)
         self._last_info = dict(info or {})
         self._merged_split = False
+        if self._detector is not None:
+            self._detect()
         if (
             self._merged_change
             and len(self._trial.actions) >= self.min_change_interval
@@ -651,11 +767,18 @@ class MPPIAgent(BaseAgent):
             # the trial's transitions so far join the belief it plans with (the same sum the
             # trial's datum adds at its end)
             self.model.set_belief(self._planning_belief())
+        if (
+            self.memory in PEER_MEMORIES
+            and not (terminated or truncated)
+            and len(self._trial.actions) - self._trial.fed >= BLOCK_STEPS
+        ):
+            self._feed_block()
         if terminated or truncated:
             self._end_trial()
             self._trial = _TrialRecorder()
             self._trial.states.append(state)
             self._trial_readouts = 0  # the next trial's, until reset starts it
+            self._world_evidence = 0  # the ended part's evidence is in the rule's belief now
 
     def _split_trial(self) -> None:
         """A change announced by the step being observed (whose transition is the new
@@ -671,6 +794,16 @@ class MPPIAgent(BaseAgent):
         self._trial.states.append(start)
         self._start_part(True)
 
+    def _feed_block(self) -> None:
+        """Beyond the paper (the peers, :mod:`bam_rl.beliefs.peers`): the trial's transitions
+        since the last block become one datum of the rule, and the model plans with the
+        rule's belief from the next step on."""
+        fed = self._trial.fed
+        states = np.asarray(self._trial.states[fed:])
+        self.rule.update(self.model.stats(states, np.asarray(self._trial.actions[fed:])))
+        self.model.set_belief(self.rule.belief)
+        self._trial.fed = len(self._trial.actions)
+
     def _read_out_in_trial(self) -> None:
         """The in-trial readout: the segments read out with this trial's transitions so far,
         the rest of the trial planned with the resulting belief."""
@@ -678,6 +811,7 @@ class MPPIAgent(BaseAgent):
         s = self.model.stats(np.asarray(self._trial.states), np.asarray(self._trial.actions))
         readout, belief = rule.preview(s)
         self.model.set_belief(belief)
+        self._resolve_terminal_value()
         self._trial_readouts += 1
         if readout is not None:
             self.in_trial_readouts.append(readout)
@@ -688,6 +822,9 @@ class MPPIAgent(BaseAgent):
         in-trial readout, that readout's; after a refresh, the rule's plus the trial up to it;
         otherwise the rule's (recomputed, as the agent made it, to check a restored agent)."""
         states, actions = np.asarray(self._trial.states), np.asarray(self._trial.actions)
+        if self._world_evidence:  # after a detected change: the world's plus its evidence
+            k = self._world_evidence
+            return self.rule.belief + self.model.stats(states[: k + 1], actions[:k])
         if self._trial_readouts:
             k = cast(tuple, self.readout_after_steps)[self._trial_readouts - 1]
             s = self.model.stats(states[: k + 1], actions[:k])
@@ -709,7 +846,12 @@ class MPPIAgent(BaseAgent):
         trial, self._trial = self._trial, _TrialRecorder()
         selections = self.n_selections
         try:
-            s = self.model.stats(np.asarray(trial.states), np.asarray(trial.actions))
+            fed = getattr(trial, "fed", 0)  # the peers' blocks already fed (else 0)
+            s = (
+                self.model.stats(np.asarray(trial.states[fed:]), np.asarray(trial.actions[fed:]))
+                if fed < len(trial.actions)
+                else None  # a peer's trial whose every block was fed
+            )
             gravity = _trial_label(self._last_info)
             steps = self.readout_after_steps
             if isinstance(self.rule, SegmentBAM) and not self.announced and steps:
@@ -718,19 +860,29 @@ class MPPIAgent(BaseAgent):
                 first = self.model.stats(
                     np.asarray(trial.states[: k + 1]), np.asarray(trial.actions[:k])
                 )
-                self.rule.update_with_evidence(s, first)
-            else:
+                self.rule.update_with_evidence(cast(NaturalParams, s), first)
+            elif s is not None:
                 self.rule.update(s)
         except ValueError as error:
             raise ValueError(
                 f"the trial's data were refused and the trial dropped: {error}"
             ) from error
         self.model.set_belief(self.rule.belief)
+        self._resolve_terminal_value()
         self.trial_gravities.append(math.nan if gravity is None else gravity)
         self.n_trials += 1
         if isinstance(self.rule, SegmentBAM) and self.n_selections > selections:
             assert self.last_readout is not None
             self.segment_pick_fractions.append(self._same_gravity(self.last_readout))
+
+    def _resolve_terminal_value(self) -> None:
+        """Beyond the paper (issue 53): a planning reward that declares a terminal value
+        (``…-lqr-terminal``) re-solves its cost-to-go ``P`` from the posterior-mean model after
+        each readout, linearised at the reward's equilibrium; a model whose linearisation has
+        no finite cost-to-go keeps the previous ``P``. Nothing for any other reward."""
+        reward: Any = self.planner.reward
+        if getattr(reward, "terminal", None) is not None:  # a NamedReward with a terminal value
+            reward.solve_cost_to_go(self.model.predict)
 
     # ------------------------------------------------------------------ readout
     @property
@@ -763,6 +915,13 @@ class MPPIAgent(BaseAgent):
         }
         if isinstance(self.rule, SegmentBAM):  # beyond the paper: which segments were picked
             entries.update(self._segment_picks())
+        if isinstance(self.rule, WorldSegmentBAM):  # beyond the paper: the world it names
+            entries["world"] = float(self.rule.world)
+            entries["n_worlds"] = float(max(self.rule.n_worlds, self.rule.world + 1))
+            entries["detected_changes"] = float(self.n_detected_changes)
+        if isinstance(self.rule, CRPMixture):  # beyond the paper: the peer's component
+            entries["world"] = float(self.rule.world) if self.rule.world >= 0 else math.nan
+            entries["n_components"] = float(self.rule.n_components)
         return entries
 
     def _segment_picks(self) -> dict[str, float]:

@@ -253,11 +253,15 @@ def _segment_defaults(env: gym.Env, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_mppi_bam_segments(env: gym.Env, seed: int | None = None, **kwargs: Any) -> Any:
-    """Beyond the paper: MPPI whose BAM readout is tied within segments of trials (BOCD over
-    trials, hazard 0.11), reading out early in an announced change's first trial.
+    """Beyond the paper: MPPI whose BAM readout is tied within segments of trials, reading out
+    early in an announced change's first trial; unannounced, it finds changes at any step
+    and names the world (issue 52).
 
-    Segments are the trials between two changes; BOCD finds them when changes are not
-    announced. It reads out after the first ``readout_after_steps`` ((5, 10, 25): after 5,
+    Segments are the trials between two changes. When changes are not announced, a CUSUM of
+    one-step predictive log-likelihood ratios finds them inside trials and the readout names
+    the world of the transitions since (one memory record per world; ``summary()["world"]``;
+    ``change_threshold=None``: BOCD over trials, hazard 0.11, as before). It reads out
+    after the first ``readout_after_steps`` ((5, 10, 25): after 5,
     again after 10 and 25; by default only those inside the trial) steps of an announced
     change's first trial (``None``: only at the trial's end). Below the settings table, it
     plans with the posterior mean, and on the cart-pole's 5-D state its model defaults to
@@ -533,6 +537,21 @@ AGENTS: dict[str, Callable[..., Any]] = {
             "MPPI with exponential forgetting over trials (forgetting 0.8), reset to the prior "
             "at announced changes.",
         ),
+        Builder(
+            _mppi,
+            "recent_window",
+            "mppi-recent-window",
+            "Peer, beyond the paper (GrBAL-style): MPPI on the BLR fitted on the last 200 "
+            "transitions only (blocks of 10 steps, inside trials too).",
+        ),
+        Builder(
+            _mppi,
+            "crp_mixture",
+            "mppi-crp-mixture",
+            "Peer, beyond the paper (MOLe/DPGP-style): MPPI on the current component of a CRP "
+            "mixture of BLRs (each 10-step block joins the component of largest predictive x "
+            "CRP weight, or opens one; concentration 1).",
+        ),
     ),
     "mppi-gt": build_mppi_gt,
     "mppi-bam-segments": build_mppi_bam_segments,
@@ -661,6 +680,8 @@ MPPI_AGENTS: dict[str, tuple[str, str]] = {
     "mppi-bocd": ("learned", "bocd"),
     "mppi-recursive": ("learned", "recursive"),
     "mppi-forgetting": ("learned", "forgetting"),
+    "mppi-recent-window": ("learned", "recent_window"),
+    "mppi-crp-mixture": ("learned", "crp_mixture"),
     "mppi-bam-segments": ("learned", "bam_segments"),
     "mppi-gt": ("gt", ""),
 }

@@ -70,6 +70,25 @@ TIMING_FILE = "timing.json"
 NOT_RUN_FILE = "not_run.json"
 #: Larger PNG files are not embedded (the paper's figures are ~100–300 kB).
 MAX_FIGURE_BYTES = 32 * 2**20
+#: Tables an experiment may write beside its summary, shown under its figures when present:
+#: experiment -> ((file, title), ...) (issue 52: the recurring worlds' recovery measures).
+EXTRA_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "recurring-worlds": (
+        (
+            "recovery.csv",
+            "Revisits (beyond the paper, issue 52): (seed, revisit) pairs whose first trial "
+            "reaches 0.7 × GT MPC, the median first trial, the L2M recovery time (trials until "
+            "the previous visit's last-trial level), identification accuracy and believed worlds",
+        ),
+        (
+            "unannounced.csv",
+            "Unannounced in-trial and stationary settings (issue 52): mean return, its paired "
+            "difference from recursive Bayes (± s.e.), identification and believed worlds",
+        ),
+    ),
+}
+#: Most rows of an extra table shown.
+MAX_TABLE_ROWS = 200
 
 
 # ---------------------------------------------------------------------------- claims
@@ -272,6 +291,25 @@ def _unsafe_entry(folder: Path) -> str | None:
     return None
 
 
+def _extra_tables(name: str, folder: Path) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The :data:`EXTRA_TABLES` of experiment ``name`` found in ``folder``, as (title, header,
+    rows of text; numbers to 3 significant digits)."""
+    import pandas as pd
+
+    tables = []
+    for file, title in EXTRA_TABLES.get(name, ()):
+        path = folder / file
+        if not path.is_file() or path.is_symlink():
+            continue
+        frame = pd.read_csv(path).head(MAX_TABLE_ROWS)
+        rows = [
+            [f"{v:.3g}" if isinstance(v, float) else str(v) for v in row]
+            for row in frame.itertuples(index=False)
+        ]
+        tables.append((title, [str(c) for c in frame.columns], rows))
+    return tables
+
+
 def _results(folder: Path) -> list[Path]:
     """The entries of an experiment folder other than the not-run note and the temporary
     files of an atomic write."""
@@ -346,10 +384,12 @@ def collect(
         claims: list[dict[str, str]] = []
         figures = _figures(folder) if ran else []
         captions: dict[Path, str] = {}
+        tables: list[tuple[str, list[str], list[list[str]]]] = []
         if problem is None:
             try:
                 claims = get_claims(name)(folder if ran else None)
                 captions = {figure: describe(name, figure.parent) for figure in figures}
+                tables = _extra_tables(name, folder) if ran else []
             except Exception as error:  # untrusted files: any failure is this folder's
                 problem = f"{type(error).__name__}: {error}".splitlines()[0][:300]
         if problem is not None:
@@ -376,6 +416,7 @@ def collect(
                 "figures": figures if ran else [],
                 "timing": read_timing(folder) if ran else None,
                 "claims": claims,
+                "tables": tables if ran else [],
             }
         )
     return {
@@ -657,6 +698,9 @@ def render_html(data: dict[str, Any]) -> str:
                 f"<figcaption><code>{html.escape(relative)}</code>: "
                 f"{html.escape(_caption(experiment, figure))}</figcaption></figure>"
             )
+        for title, header, rows in experiment.get("tables", ()):
+            parts.append(f"<p>{html.escape(title)}</p>")
+            parts.append(_html_table(header, rows))
         parts.append(
             _html_table(
                 ["§", "experiment", "paper's claim", "measured", "holds?"],
@@ -749,6 +793,8 @@ def render_markdown(data: dict[str, Any]) -> str:
                 f"*{_md_cell(relative)}: {_md_cell(_caption(experiment, figure))}*",
                 "",
             ]
+        for title, header, rows in experiment.get("tables", ()):
+            lines += [f"{_md_cell(title)}:", "", _md_table(header, rows), ""]
     env = data["environment"]
     lines += [
         "## Software and machine",

@@ -116,9 +116,9 @@ def test_refresh_adds_the_trials_transitions_so_far_except_on_readout_trials():
         assert agent.model.belief.allclose(agent.rule.belief + trial_so_far())
 
 
-def test_unannounced_changes_use_bocd_over_trials():
+def test_unannounced_changes_use_bocd_over_trials_without_the_detector():
     env = short_env(steps=8)
-    agent = segment_agent(env, hazard=0.3)
+    agent = segment_agent(env, hazard=0.3, change_threshold=None)  # before issue 52
     assert agent.rule.detector is not None
     Runner(env, agent).start(seed=0).run(40)
     assert agent.n_trials == 5
@@ -234,7 +234,7 @@ def test_bad_arguments(kwargs, name):
 
 def test_unannounced_detected_change_is_read_out_with_the_first_k_steps(monkeypatch):
     env = short_env(steps=8)
-    agent = segment_agent(env, hazard=0.3, readout_after_steps=3)
+    agent = segment_agent(env, hazard=0.3, readout_after_steps=3, change_threshold=None)
     seen = []
     original = agent.rule.update_with_evidence
 

@@ -107,6 +107,7 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from bam_rl.harness.report import NOT_RUN_FILE, build_report, write_not_run, write_timing
 
     names = _reproductions(args, parser)
+    _check_recurring_options(args, parser, names)
     if args.backend is not None and any(takes_backend(name) for name in names):
         from bam_rl.harness.sweeps import check_backend
 
@@ -162,6 +163,8 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             extra = {"data": args.data, "side": args.side, "download": args.download}
         elif takes_backend(name):
             extra = {"backend": args.backend}
+        if name == "recurring-worlds":
+            extra.update(_recurring_options(args))
         summary = get_reproduction(name)(
             out,
             seeds=args.seeds,
@@ -203,6 +206,37 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         )
         print(f"\nreport: {html_path.resolve()} (and {md_path.name})")
     return 0
+
+
+def _recurring_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``reproduce recurring-worlds``' own options, those given only (issue 52)."""
+    options: dict[str, Any] = {}
+    if split_names(args.envs):
+        options["envs"] = split_names(args.envs)
+    if split_names(args.settings):
+        options["settings"] = split_names(args.settings)
+    if args.peers:
+        options["peers"] = True
+    return options
+
+
+def _check_recurring_options(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, names: list[str]
+) -> None:
+    """A usage error for ``--envs``/``--settings``/``--peers`` without recurring-worlds, or
+    naming an unknown environment or setting."""
+    given = _recurring_options(args)
+    if not given:
+        return
+    if "recurring-worlds" not in names:
+        parser.error(f"--{next(iter(given))} applies to recurring-worlds only")
+    from bam_rl.harness.experiments.recurring import EXTRA_SETTINGS, SETTINGS
+    from bam_rl.wrappers.recurring import SUITE
+
+    for option, known in (("envs", tuple(SUITE)), ("settings", (*SETTINGS, *EXTRA_SETTINGS))):
+        unknown = [value for value in given.get(option, ()) if value not in known]
+        if unknown:
+            parser.error(f"--{option}: unknown {', '.join(map(repr, unknown))}; one of {known}")
 
 
 def _scale_note(args: argparse.Namespace) -> str:
@@ -274,6 +308,27 @@ def add(commands: Any) -> None:
         help="all: experiments not to run (e.g. --skip mnist,piecewise-bandits); the report "
         "marks them not run",
     )
+    reproduce.add_argument(
+        "--envs",
+        action="append",
+        default=None,
+        metavar="NAME[,NAME]",
+        help="recurring-worlds: suite environments to run (default: all seven)",
+    )
+    reproduce.add_argument(
+        "--settings",
+        action="append",
+        default=None,
+        metavar="NAME[,NAME]",
+        help="recurring-worlds: of episodic, continual, in_trial, stationary (default: "
+        "episodic,continual)",
+    )
+    reproduce.add_argument(
+        "--peers",
+        action="store_true",
+        help="recurring-worlds: add the peers (recent window, CRP mixture; beyond the paper) "
+        "where nothing is announced",
+    )
 
 
 def _reproduce_command(name: str, args: argparse.Namespace) -> str:
@@ -293,8 +348,15 @@ def _reproduce_command(name: str, args: argparse.Namespace) -> str:
         ("--data", args.data if every or name == "mnist" else None),
         ("--side", args.side if every or name == "mnist" else None),
         ("--skip", ",".join(split_names(args.skip)) or None if every else None),
+        *(
+            (f"--{key}", value if isinstance(value, bool) else ",".join(value))
+            for key, value in _recurring_options(args).items()
+            if name == "recurring-worlds"
+        ),
     ):
-        if value is not None and not (option == "--jobs" and value == 1):
+        if value is True:
+            words.append(option)
+        elif value is not None and not (option == "--jobs" and value == 1):
             words += [option, str(value)]
     if (every or name == "mnist") and args.download:
         words.append("--download")

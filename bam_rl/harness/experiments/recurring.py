@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from bam_rl.agents.settings import ENV_SETTINGS
+from bam_rl.beliefs.peers import CONCENTRATION, WINDOW_STEPS
 from bam_rl.harness import experiments, naming, plotting
 from bam_rl.harness.experiments.options import RunOptions, claims_from, reproduction, sweep_backend
 from bam_rl.harness.files import write_frame
@@ -52,6 +53,9 @@ LEARNED = {
     "recursive": "mppi-recursive",
     "forgetting": "mppi-forgetting",
 }
+#: Peers (issue 52, beyond the paper; label -> registered agent), run with ``peers=True`` in the
+#: settings without announcements only: GrBAL-style recent window, MOLe/DPGP-style CRP mixture.
+PEERS = {"recent_window": "mppi-recent-window", "crp_mixture": "mppi-crp-mixture"}
 #: Every method: the learned ones and GT MPC (the reference, label ``"gt"``).
 METHODS = {**LEARNED, "gt": "mppi-gt"}
 #: The reference method's label.
@@ -60,10 +64,24 @@ REFERENCE = "gt"
 LABELS = {
     **{key: naming.label("cartpole", key) for key in METHODS},
     "forgetting": "Exponential forgetting (0.8)",
+    "recent_window": "Recent window (peer, GrBAL-style)",
+    "crp_mixture": "CRP mixture (peer, MOLe-style)",
 }
 #: The methods the figures draw strong; the others are grey context.
 HIGHLIGHTED = ("bam_segments", "recursive", "gt")
 SETTINGS = ("episodic", "continual")
+#: Settings beyond the default (issue 52), chosen with ``settings=``: ``in_trial`` (nothing
+#: announced, the world changing every :data:`IN_TRIAL_EVERY` steps, inside trials, along
+#: A B A C B twice) and ``stationary`` (world A held for :data:`STATIONARY_TRIALS` trials,
+#: nothing announced: what a learner believes there beyond one world is a false split).
+EXTRA_SETTINGS = ("in_trial", "stationary")
+#: Settings without announcements: where the peers run.
+UNANNOUNCED = ("continual", "in_trial", "stationary")
+IN_TRIAL_EVERY = 150
+#: The in-trial setting's environments when none are named (Pendulum-v1 and our cart-pole).
+IN_TRIAL_ENVS = ("Pendulum", "CartPoleSwingUp")
+IN_TRIAL_ROUNDS = 2
+STATIONARY_TRIALS = 12
 EXPERIMENT = "recurring-worlds"
 SECTION = "beyond the paper"
 #: The settings of every method come from the settings table
@@ -74,6 +92,11 @@ SECTION = "beyond the paper"
 #: the table; ``bam-rl run --env bam_rl/Recurring<Name>-v0`` builds the same agents without
 #: them. The learners' dtype is named too (the agents' default), for the same reason.
 KEY_OPTIONS: dict[str, Any] = {"planning_dtype": "float32"}
+#: The peers' own options, named so that a run file's key changes with them.
+PEER_KEY_OPTIONS: dict[str, dict[str, Any]] = {
+    "recent_window": {"window_steps": WINDOW_STEPS},
+    "crp_mixture": {"concentration": CONCENTRATION},
+}
 FIRST_TRIAL_RATIO = 0.7
 WITHIN = 0.9
 #: ``--quick``: two classic-control environments, one trial per world of 30 steps, a short
@@ -92,18 +115,41 @@ QUICK_PLANNER = {"horizon": 10, "n_samples": 8}
 def relative(score: Any, gt: Any) -> Any:
     """A return relative to GT MPC's: ``score / gt`` where GT's return is positive, ``gt /
     score`` where it is a cost (negative; a non-negative score then counts as 1). 1 = as good
-    as GT MPC, 0.5 = half its reward or twice its cost."""
+    as GT MPC, 0.5 = half its reward or twice its cost; ``NaN`` without a GT return."""
     score = np.asarray(score, dtype=np.float64)
     gt = np.asarray(gt, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         cost = np.where(score < 0, gt / np.where(score < 0, score, 1.0), 1.0)
         reward = score / np.where(gt != 0, gt, np.nan)
-    return np.where(gt > 0, reward, cost)
+    # a missing GT trial (NaN) scores NaN, never the cost branch's 1
+    return np.where(np.isnan(gt), np.nan, np.where(gt > 0, reward, cost))
 
 
 def config_label(name: str, setting: str) -> str:
     """The ``config`` column of a run: ``<Name>-episodic`` / ``<Name>-continual``."""
     return f"{name}-{setting}"
+
+
+def _extra_config(name: str, setting: str, quick: bool) -> tuple[str, dict[str, Any], int]:
+    """``(env_id, env_kwargs, trials)`` of an :data:`EXTRA_SETTINGS` config: the suite's
+    environment in ``bam_rl/NonStationary-v0``, nothing announced."""
+    spec = SUITE[name]
+    by_name = dict(zip("ABC", spec.worlds, strict=True))
+    limit = "max_steps" if spec.env_id.startswith("bam_rl/") else "max_episode_steps"
+    steps = QUICK["trial_steps"] if quick else spec.max_episode_steps
+    kwargs: dict[str, Any] = {"env": spec.env_id, "notify": "none", **spec.env_kwargs}
+    if steps is not None:
+        kwargs[limit] = steps
+    if setting == "stationary":
+        trials = 4 if quick else STATIONARY_TRIALS
+        kwargs["changes"] = {spec.parameter: {"piecewise": {"points": {"0": by_name["A"]}}}}
+        return "bam_rl/NonStationary-v0", kwargs, trials
+    every = 10 if quick else IN_TRIAL_EVERY
+    worlds = ORDER * (1 if quick else IN_TRIAL_ROUNDS)
+    points = {str(i * every): by_name[world] for i, world in enumerate(worlds)}
+    kwargs["changes"] = {spec.parameter: {"piecewise": {"points": points, "unit": "step"}}}
+    trial_steps = steps if steps is not None else 200  # Pendulum-v1's and the cart-pole's
+    return "bam_rl/NonStationary-v0", kwargs, -(-(every * len(worlds) + 1) // trial_steps)
 
 
 def grid(
@@ -112,33 +158,48 @@ def grid(
     envs: Any = None,
     settings: Any = SETTINGS,
     methods: Any = None,
+    peers: bool = False,
 ) -> list[Any]:
     """The runs: every method (GT MPC too) × environment × setting × seed over the whole
     schedule, each (environment, setting) one config ``<Name>-<setting>``, so trial *t* of
-    seed *s* starts from the same state for every method (see the module)."""
+    seed *s* starts from the same state for every method (see the module). With ``peers``
+    the :data:`PEERS` run too, in the settings without announcements; the ``in_trial``
+    setting runs on the named environments, else on :data:`IN_TRIAL_ENVS`."""
     from bam_rl.harness import make_grid
     from bam_rl.wrappers.recurring import recurring_id
 
+    named = envs
     envs = list(QUICK_ENVS if quick and envs is None else envs or SUITE)
     methods = list(METHODS if methods is None else methods)
     runs: list[Any] = []
     for name in envs:
         spec = SUITE[name]
         quick_planner = QUICK_PLANNER if quick else {}
-        env_kwargs: dict[str, Any] = (
-            dict(QUICK) if quick else {"trials_per_world": TRIALS_PER_WORLD}
-        )
-        n = env_kwargs.get("trials_per_world", spec.trials_per_world)
         for setting in settings:
-            env_id = recurring_id(name, setting == "continual")
+            env_kwargs: dict[str, Any] = (
+                dict(QUICK) if quick else {"trials_per_world": TRIALS_PER_WORLD}
+            )
+            n_episodes = env_kwargs.get("trials_per_world", spec.trials_per_world) * len(ORDER)
+            env_id = recurring_id(name, setting != "episodic")
             row = ENV_SETTINGS[env_id]
+            if setting in EXTRA_SETTINGS:
+                if setting == "in_trial" and named is None and name not in IN_TRIAL_ENVS:
+                    continue
+                env_id, env_kwargs, n_episodes = _extra_config(name, setting, quick)
             chosen: dict[str, tuple[str, dict[str, Any]]] = {}
-            for label in methods:
-                if label in LEARNED:
+            labels = [*methods, *(PEERS if peers and setting in UNANNOUNCED else ())]
+            for label in labels:
+                if label in LEARNED or label in PEERS:
+                    agent = LEARNED.get(label) or PEERS[label]
                     options = {**row.options("learned"), **quick_planner}
                     chosen[label] = (
-                        LEARNED[label],
-                        {"announced": setting == "episodic", **KEY_OPTIONS, **options},
+                        agent,
+                        {
+                            "announced": setting == "episodic",
+                            **KEY_OPTIONS,
+                            **PEER_KEY_OPTIONS.get(label, {}),
+                            **options,
+                        },
                     )
                 elif label == REFERENCE:
                     chosen[label] = (METHODS[label], {**row.options("gt"), **quick_planner})
@@ -147,7 +208,7 @@ def grid(
                     chosen,
                     {config_label(name, setting): (env_id, env_kwargs)},
                     seeds=seeds,
-                    n_episodes=n * len(ORDER),
+                    n_episodes=n_episodes,
                 )
     return runs
 
@@ -174,7 +235,7 @@ def per_trial(steps: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
         .rename(columns={"episode": "trial"})
     )
-    per_world = (rows.groupby("env")["trial"].transform("max") + 1) // len(ORDER)
+    per_world = (rows.groupby(["env", "setting"])["trial"].transform("max") + 1) // len(ORDER)
     rows["visit"] = np.minimum(rows["trial"] // per_world.clip(lower=1), len(ORDER) - 1)
     rows["world"] = [ORDER[v] for v in rows["visit"]]
     return rows
@@ -320,17 +381,26 @@ def _overview_limits(values: list[Any], pad: float = 0.08) -> tuple[float, float
     return low - margin, high + margin
 
 
-def plot_overview(visits: pd.DataFrame, path: str | Path | None = None) -> Any:
+def plot_overview(
+    visits: pd.DataFrame, path: str | Path | None = None, settings: Any = SETTINGS
+) -> Any:
     """The first trial of the revisits relative to GT MPC (median over seeds and the two
-    revisits), per method and environment, in each setting."""
+    revisits), per method and environment, in each of ``settings`` run; the peers, where
+    run, in colour beside the highlighted methods."""
     revisits = visits[visits["revisit"]]
-    settings = [s for s in SETTINGS if s in set(revisits["setting"])]
+    settings = [s for s in settings if s in set(revisits["setting"])]
     figure, axes = plotting.new_figure(
         1, max(1, len(settings)), figsize=(7 * max(1, len(settings)), 4.5), squeeze=False
     )
     envs = [e for e in SUITE if e in set(revisits["env"])]
-    keys = [k for k in LEARNED if k in set(revisits["method"])]
-    styles = plotting.highlight_styles(keys, [k for k in HIGHLIGHTED if k in keys])
+    keys = [k for k in {**LEARNED, **PEERS} if k in set(revisits["method"])]
+    highlighted = (*HIGHLIGHTED, *PEERS)
+    peer_colors = {"recent_window": "green", "crp_mixture": "purple"}  # never GT's black
+    styles = plotting.highlight_styles(
+        keys,
+        [k for k in highlighted if k in keys],
+        colors={k: plotting.PALETTE[c] for k, c in peer_colors.items() if k in keys},
+    )
     for column, setting in enumerate(settings):
         axis = axes[0][column]
         rows = revisits[revisits["setting"] == setting]
@@ -345,7 +415,7 @@ def plot_overview(visits: pd.DataFrame, path: str | Path | None = None) -> Any:
             for key in keys
             if key in table.index
         }
-        lines = plotting.plot_highlighted(axis, curves, HIGHLIGHTED, labels=LABELS, styles=styles)
+        lines = plotting.plot_highlighted(axis, curves, highlighted, labels=LABELS, styles=styles)
         for line in lines.values():
             line.set_marker("o")
             line.set_linestyle("none")
@@ -356,14 +426,14 @@ def plot_overview(visits: pd.DataFrame, path: str | Path | None = None) -> Any:
         axis.set_ylim(*_overview_limits([curve[1] for curve in curves.values()]))
         axis.set(title=setting, ylabel="first revisit trial / GT MPC")
         if column == len(settings) - 1:  # the highlighted methods named at their last dot
-            plotting.label_line_ends(axis, {LABELS[k]: lines[k] for k in HIGHLIGHTED if k in lines})
-    below = plotting.context_legend(figure, [LABELS[k] for k in keys if k not in HIGHLIGHTED])
+            plotting.label_line_ends(axis, {LABELS[k]: lines[k] for k in highlighted if k in lines})
+    below = plotting.context_legend(figure, [LABELS[k] for k in keys if k not in highlighted])
     plotting.add_caption(
         figure,
         "Median over seeds and both revisits (A at visit 3, B at visit 5) of the first trial's "
         "return relative to GT MPC's trial from the same start state; dotted: GT MPC; dashed: "
         "0.7 × GT. In colour, named at their last dot: "
-        + ", ".join(LABELS[k] for k in HIGHLIGHTED if k in keys)
+        + ", ".join(LABELS[k] for k in highlighted if k in keys)
         + "; thin grey, the others.",
         width=140,
         below=below,
@@ -372,7 +442,13 @@ def plot_overview(visits: pd.DataFrame, path: str | Path | None = None) -> Any:
 
 
 @reproduction(default_seeds=SEEDS, quick_seeds=1)
-def reproduce(options: RunOptions, backend: str | None = None, envs: Any = None) -> pd.DataFrame:
+def reproduce(
+    options: RunOptions,
+    backend: str | None = None,
+    envs: Any = None,
+    settings: Any = SETTINGS,
+    peers: bool = False,
+) -> pd.DataFrame:
     """``bam-rl reproduce recurring-worlds``: every environment of the suite,
     :data:`TRIALS_PER_WORLD` trials per world (``quick``: two classic-control ones, one
     30-step trial per world, a short planner, one seed).
@@ -386,11 +462,22 @@ def reproduce(options: RunOptions, backend: str | None = None, envs: Any = None)
         progress: Show a progress bar over runs.
         backend: ``"serial"``, ``"loky"`` or ``"ray"`` (default: serial for one job, else loky).
         envs: Suite names to run (default: all seven).
+        settings: Settings to run, of :data:`SETTINGS` and :data:`EXTRA_SETTINGS` (default:
+            episodic and continual).
+        peers: Run the :data:`PEERS` too, in the settings without announcements (issue 52).
+
+    Besides ``trials.csv``, ``visits.csv`` and ``summary.csv`` (the episodic and continual
+    settings; unchanged by issue 52) it writes ``recovery.csv`` (per environment, setting and
+    method: the revisit pairs passing 0.7 × GT MPC, the median first trial, the L2M recovery
+    time, identification accuracy and believed worlds; :mod:`.recurring_metrics`) and, for
+    the :data:`EXTRA_SETTINGS`, ``unannounced.csv`` (returns paired with recursive Bayes',
+    identification and believed worlds), and with the peers ``recurring_peers.png``.
     """
     from bam_rl.harness import run_many
 
     out, quick = options.out, options.quick
-    runs = grid(options.seeds, quick, envs)
+    settings = _check_settings(settings)
+    runs = grid(options.seeds, quick, envs, settings, peers=peers)
     steps = run_many(
         runs,
         backend=sweep_backend(backend, options.n_jobs),
@@ -399,17 +486,69 @@ def reproduce(options: RunOptions, backend: str | None = None, envs: Any = None)
         progress=options.progress,
     )
     trials = per_trial(steps)
-    visits = visit_table(trials)
+    main = trials[trials["setting"].isin(SETTINGS)]
+    visits = visit_table(main)
     summary = summarize(visits)
     write_frame(trials, out / "trials.csv")
     write_frame(visits, out / "visits.csv")
+    frames = _issue52_frames(steps, trials)
 
     def draw() -> None:
-        for name in sorted(set(trials["env"])):
-            plot_environment(trials, name, out / f"recurring_{name}.png")
+        for name in sorted(set(main["env"])):
+            plot_environment(main, name, out / f"recurring_{name}.png")
         plot_overview(visits, out / "recurring_overview.png")
+        if peers and (visits["method"].isin(list(PEERS))).any():
+            plot_overview(visits, out / "recurring_peers.png", settings=("continual",))
 
-    return plotting.write_summary(quick, summary, out / "summary.csv", draw=draw)
+    return plotting.write_summary(
+        quick,
+        summary,
+        out / "summary.csv",
+        draw=draw,
+        frames={out / name: frame for name, frame in frames.items()},
+    )
+
+
+def _check_settings(settings: Any) -> tuple[str, ...]:
+    """``settings`` as a tuple of known settings, in :data:`SETTINGS` + :data:`EXTRA_SETTINGS`
+    order, or a ``ValueError`` naming the accepted ones."""
+    known = (*SETTINGS, *EXTRA_SETTINGS)
+    chosen = [settings] if isinstance(settings, str) else list(settings)
+    unknown = [s for s in chosen if s not in known]
+    if unknown or not chosen:
+        raise ValueError(f"settings must be some of {known}, got {settings!r}")
+    return tuple(s for s in known if s in chosen)
+
+
+def _issue52_frames(steps: pd.DataFrame, trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The measures of issue 52 (:mod:`.recurring_metrics`): ``recovery.csv`` for the
+    episodic and continual settings and, when run, ``unannounced.csv`` for the others."""
+    from bam_rl.harness.experiments import recurring_metrics as metrics
+
+    parts = steps["config"].str.rsplit("-", n=1, expand=True)
+    labelled = steps.assign(env=parts[0], setting=parts[1])
+    worlds = metrics.world_table(labelled, {name: spec.parameter for name, spec in SUITE.items()})
+    worlds = worlds[worlds["method"] != REFERENCE]
+    scored = with_reference(trials)
+    learned = scored[scored["method"] != REFERENCE]
+    main = learned["setting"].isin(SETTINGS)
+    revisits = metrics.recovery_table(learned[main], ORDER)
+    frames = {}
+    if not revisits.empty:
+        frames["recovery.csv"] = metrics.recovery_summary(
+            revisits, worlds, FIRST_TRIAL_RATIO, LABELS
+        )
+    if (~main).any():
+        paired = metrics.paired_returns(learned[~main], "recursive")
+        frames["unannounced.csv"] = paired.join(
+            worlds.groupby(["env", "setting", "method"]).agg(
+                identification=("identification", "median"),
+                worlds=("worlds", "median"),
+                named_30=("named_30", "mean"),
+            ),
+            on=["env", "setting", "method"],
+        )
+    return frames
 
 
 #: The issue's acceptance criterion (a row per environment of the report's claim table).

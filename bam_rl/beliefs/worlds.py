@@ -1,0 +1,334 @@
+"""Segment BAM that finds its own changes and names the world it is in (beyond the paper).
+
+Without announcements, :class:`~bam_rl.beliefs.SegmentBAM` has no segment boundary to close
+(docs/recurring.md). :class:`WorldSegmentBAM` closes the open segment when the transitions
+stop fitting it and keeps one memory record per *world*:
+
+* **Detection** (:class:`PredictiveCusum`): per transition ``(x, y)`` the one-step posterior
+  predictive log-likelihood under the belief the agent plans with, ``ℓ_cur``, is compared
+  with the same under each other world's posterior (``η0 + s_k``) and under the base prior
+  (a new world). A CUSUM per alternative, ``S_c ← max(0, S_c + clip(ℓ_c − ℓ_cur))`` (each
+  ratio clipped to ``±clip`` nats), signals a change when one exceeds ``threshold`` (nats);
+  the change began after the alternative's last zero. So the test is the model's own
+  evidence at every step, not only at a trial's end.
+* **Identification** (:meth:`WorldSegmentBAM.change`): the readout scores every world record
+  on the transitions since the change by BAM's objective ``J(w) = log p(evidence | η0 + Σ_k
+  w_k s_k)``, restricted to one world (one-hot ``w``); the base prior alone (``w = 0``) wins
+  when no world explains the evidence better, and a new world opens.
+* **Merging**: a closed segment joins its world's record (statistics add, so the record is
+  exactly the world's data). A segment opened as a new world is scored against every world
+  record by the same objective on its own data when it closes, and joins the best one that
+  explains it better than the base prior, so segments do not pile up.
+
+:attr:`WorldSegmentBAM.world` names the world the current data come from (an integer,
+learned without labels: the index of its record, or the number of records for a world not
+yet stored).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy.linalg import solve_triangular
+
+from bam_rl.beliefs.bam import BAM
+from bam_rl.beliefs.rules import check_posterior
+from bam_rl.checks import check_finite_scalar, check_int
+from bam_rl.families.base import ConjugateFamily, NaturalParams
+from bam_rl.memory import Memory
+from bam_rl.readout import ReadoutResult
+
+__all__ = ["DEFAULT_THRESHOLD", "PredictiveCusum", "WorldSegmentBAM"]
+
+#: The CUSUM threshold in nats (docs/recurring.md, "Finding the change without being told").
+DEFAULT_THRESHOLD = 100.0
+#: The most one transition adds to (or takes from) a CUSUM, in nats: a change needs at least
+#: ``threshold / clip`` transitions of evidence, so one transition the model predicts badly
+#: (its error is far beyond the noise ``σ = 1e-3``) is no change.
+DEFAULT_CLIP = 20.0
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def _check_threshold(threshold: Any, name: str = "threshold") -> float:
+    value = check_finite_scalar(name, threshold)
+    if not value > 0:
+        raise ValueError(f"{name} must be a number > 0 (nats), got {threshold!r}")
+    return float(value)
+
+
+class _Predictive:
+    """A belief of a Bayesian linear regression solved for one-step predictions: the Cholesky
+    factor ``L`` of ``Λ`` and the posterior mean ``Λ⁻¹B`` ``(dim_in, dim_out)``."""
+
+    def __init__(self, belief: NaturalParams):
+        precision = belief.fields["precision"]
+        try:
+            self.factor = np.linalg.cholesky(precision)
+        except np.linalg.LinAlgError as error:
+            raise ValueError("belief precision must be positive definite") from error
+        whitened = solve_triangular(self.factor, belief.fields["B"], lower=True)
+        self.mean = solve_triangular(self.factor, whitened, lower=True, trans=1)
+
+    def log_likelihood(self, x: np.ndarray, y: np.ndarray, noise_var: float) -> float:
+        """``log N(y; M̄x, (σ² + xᵀΛ⁻¹x) I)``."""
+        whitened = solve_triangular(self.factor, x, lower=True, check_finite=False)
+        variance = noise_var + float(whitened @ whitened)
+        residual = y - x @ self.mean
+        return float(
+            -0.5 * y.size * (_LOG_2PI + math.log(variance))
+            - 0.5 * float(residual @ residual) / variance
+        )
+
+
+class PredictiveCusum:
+    """CUSUM over one-step predictive log-likelihood ratios (beyond the paper).
+
+    Args:
+        noise_var: The regression's known noise variance ``σ²``.
+        threshold: Nats a CUSUM must exceed to signal a change (> 0).
+        clip: The most one transition's log-likelihood ratio counts, either way (> 0).
+
+    Attributes:
+        sums: The CUSUM of each alternative (label -> nats).
+        n: Transitions seen since the candidates were set.
+    """
+
+    def __init__(
+        self, noise_var: float, threshold: float = DEFAULT_THRESHOLD, clip: float = DEFAULT_CLIP
+    ):
+        self.noise_var = float(noise_var)
+        self.threshold = _check_threshold(threshold)
+        self.clip = _check_threshold(clip, "clip")
+        self._current: _Predictive | None = None
+        self._alternatives: dict[int, _Predictive] = {}
+        self.sums: dict[int, float] = {}
+        self._zeros: dict[int, int] = {}
+        self.n = 0
+
+    def set_candidates(
+        self, current: NaturalParams, alternatives: dict[int, NaturalParams]
+    ) -> None:
+        """Restarts the test with the belief the agent plans with and the alternatives
+        (label -> belief; the label ``-1`` by convention for a new world's base prior)."""
+        self._current = _Predictive(current)
+        self._alternatives = {label: _Predictive(b) for label, b in alternatives.items()}
+        self.sums = dict.fromkeys(self._alternatives, 0.0)
+        self._zeros = dict.fromkeys(self._alternatives, 0)
+        self.n = 0
+
+    def step(self, x: np.ndarray, y: np.ndarray) -> tuple[int, int] | None:
+        """One transition (features ``x``, target ``y``): ``None``, or the alternative that
+        signals and how many of the transitions seen so far (this one included) follow its
+        last zero, i.e. belong to the new world."""
+        if self._current is None:
+            return None
+        self.n += 1
+        here = self._current.log_likelihood(x, y, self.noise_var)
+        best: tuple[float, int] | None = None
+        for label, alternative in self._alternatives.items():
+            ratio = alternative.log_likelihood(x, y, self.noise_var) - here
+            total = self.sums[label] + min(max(ratio, -self.clip), self.clip)
+            if total <= 0.0:
+                total = 0.0
+                self._zeros[label] = self.n
+            self.sums[label] = total
+            if total > self.threshold and (best is None or total > best[0]):
+                best = (total, label)
+        if best is None:
+            return None
+        label = best[1]
+        return label, self.n - self._zeros[label]
+
+
+class WorldSegmentBAM(BAM):
+    """Segment BAM with one memory record per world, for changes no one announces (beyond
+    the paper; see the module).
+
+    Data arrive as :meth:`update` calls (one datum per trial, or per part of a trial split by a
+    change) and join the open segment recursively; :meth:`change` (a detected change) closes
+    the open segment into its world's record and identifies the world of the new evidence.
+    :meth:`reset` (an announced change) closes it too, and the next datum is the evidence.
+
+    Args:
+        model: The conjugate family.
+        lam: Complexity penalty ``λ >= 0``: a world must beat the base prior by ``λ`` nats.
+        method: Kept for :class:`~bam_rl.beliefs.BAM`'s checks (the identification scores one
+            world at a time).
+        threshold: The detector's CUSUM threshold in nats (:class:`PredictiveCusum`).
+
+    Attributes:
+        world: The world the current data come from (``n_worlds`` for one not yet stored).
+        memory: One record per world, labelled with its integer.
+        n_merges: Segments opened as new worlds that joined an old one when they closed.
+        n_changes: Changes acted on (detected or announced).
+    """
+
+    def __init__(
+        self,
+        model: ConjugateFamily,
+        lam: float = 0.0,
+        method: str = "greedy",
+        threshold: float = DEFAULT_THRESHOLD,
+    ):
+        super().__init__(model, lam=lam, method=method)
+        self.threshold = _check_threshold(threshold)
+        self._worlds: list[NaturalParams] = []
+        self._open: NaturalParams | None = None
+        self.world = 0
+        self.n_merges = 0
+        self.n_changes = 0
+        self._pending = False
+
+    @property
+    def n_worlds(self) -> int:
+        """Worlds stored so far."""
+        return len(self._worlds)
+
+    def _check_restored(self) -> None:
+        """BAM's checks, then the worlds': records of the family, a world index within them
+        (or one past them), counts >= 0."""
+        super()._check_restored()
+        self.threshold = _check_threshold(self.threshold)
+        if not isinstance(self._worlds, list):
+            raise ValueError("_worlds must be a list of statistics")
+        for s in [*self._worlds, *([self._open] if self._open is not None else [])]:
+            self.model.check_params(s, "world statistics")
+        self.world = check_int("world", self.world, minimum=0)
+        if self.world > len(self._worlds):
+            raise ValueError(f"world must be at most n_worlds = {len(self._worlds)}")
+        self.n_merges = check_int("n_merges", self.n_merges, minimum=0)
+        self.n_changes = check_int("n_changes", self.n_changes, minimum=0)
+        if not isinstance(self._pending, bool):
+            raise ValueError("_pending must be a bool")
+
+    # ------------------------------------------------------------------ beliefs
+    def world_belief(self, world: int) -> NaturalParams:
+        """The posterior of a stored world (the base prior for one past them)."""
+        if world < len(self._worlds):
+            return self.model.prior + self._worlds[world]
+        return self.model.prior
+
+    def alternatives(self) -> dict[int, NaturalParams]:
+        """What the detector weighs against the current belief: every other stored world's
+        posterior, and the base prior (label ``-1``, a new world) once the current segment
+        holds data."""
+        others = {k: self.world_belief(k) for k in range(len(self._worlds)) if k != self.world}
+        if self._open is not None or self.world < len(self._worlds):
+            others[-1] = self.model.prior
+        return others
+
+    def _update(self, s: NaturalParams) -> NaturalParams:
+        if self._pending:  # an announced change: this datum is the evidence
+            self._pending = False
+            return self._identify(s, s)
+        belief = self.belief + s
+        check_posterior(self.model, belief)
+        self._open = s if self._open is None else self._open + s
+        return belief
+
+    # ------------------------------------------------------------------- changes
+    def change(self, evidence: NaturalParams | None = None) -> int:
+        """A detected change: closes the open segment into its world's record and identifies
+        the world of ``evidence`` (the statistics of the transitions since the change; they
+        are not absorbed, the caller's next :meth:`update` brings them). Returns the world.
+        ``None``: no evidence yet, a new world until the next datum (as :meth:`reset`)."""
+        self._close()
+        self.n_changes += 1
+        if evidence is None:
+            self.belief = self.model.prior
+            self.world = len(self._worlds)
+            self._pending = True
+            return self.world
+        self.model.check_params(evidence, "evidence")
+        self.belief = self._identify(evidence, None)
+        return self.world
+
+    def _identify(self, evidence: NaturalParams, absorb: NaturalParams | None) -> NaturalParams:
+        """The readout restricted to one world: ``J`` of every record and of the base prior
+        on ``evidence``; sets :attr:`world` and returns its posterior (plus ``absorb``, which
+        then opens the segment)."""
+        scores = np.array([self._score(k, evidence) for k in range(len(self._worlds))])
+        base = self._score(len(self._worlds), evidence)
+        weights = np.zeros(len(self._worlds))
+        if scores.size and float(np.max(scores)) - self.lam > base:
+            self.world = int(np.argmax(scores))
+            weights[self.world] = 1.0
+            objective = float(np.max(scores)) - self.lam
+        else:
+            self.world = len(self._worlds)
+            objective = base
+        belief = self.world_belief(self.world)
+        if absorb is not None:
+            belief = belief + absorb
+            check_posterior(self.model, belief)
+            self._open = absorb
+        if scores.size:
+            self._record(ReadoutResult(weights, objective, base, [scores], "worlds", scores.size))
+        return belief
+
+    def _score(self, world: int, evidence: NaturalParams) -> float:
+        return float(self.model.log_marginal(self.world_belief(world), evidence))
+
+    def _close(self) -> None:
+        """The open segment joins its world's record; a new world's segment first joins the
+        stored world that explains it best, if one does better than the base prior."""
+        segment, self._open = self._open, None
+        if segment is None:
+            return
+        world = self.world
+        if world >= len(self._worlds) and self._worlds:
+            scores = [self._score(k, segment) for k in range(len(self._worlds))]
+            if max(scores) - self.lam > self._score(len(self._worlds), segment):
+                world = int(np.argmax(scores))
+                self.n_merges += 1
+        if world < len(self._worlds):
+            self._worlds[world] = self._worlds[world] + segment
+        else:
+            self._worlds.append(segment)
+            world = len(self._worlds) - 1
+        self.world = world
+        self._rebuild_memory()
+
+    def _rebuild_memory(self) -> None:
+        memory = Memory()
+        for k, s in enumerate(self._worlds):
+            memory.add(s, label=k, time=k)
+        self.memory = memory
+
+    def reset(self) -> None:
+        """An announced change: the open segment closes, the belief is the base prior and the
+        next datum identifies the world."""
+        self._close()
+        super().reset()
+        self.world = len(self._worlds)
+        self._pending = True
+        self.n_changes += 1
+
+    def clear_memory(self) -> None:
+        """Forgets every world and the open segment."""
+        super().clear_memory()
+        self._worlds = []
+        self._open = None
+        self.world = 0
+
+    def preview(self, s: NaturalParams) -> tuple[ReadoutResult | None, NaturalParams]:
+        """The readout and belief of a change whose evidence so far is ``s`` (changes
+        nothing; the agent's in-trial readout after an announced change plans with it)."""
+        self.model.check_params(s, "s")
+        worlds = list(self._worlds)
+        if self._open is not None:
+            worlds = [*worlds, self._open]
+        scores = np.array([float(self.model.log_marginal(self.model.prior + w, s)) for w in worlds])
+        base = float(self.model.log_marginal(self.model.prior, s))
+        if not scores.size or float(np.max(scores)) - self.lam <= base:
+            return None, self.model.prior + s
+        k = int(np.argmax(scores))
+        weights = np.zeros(len(worlds))
+        weights[k] = 1.0
+        result = ReadoutResult(weights, float(scores[k]), base, [scores], "worlds", scores.size)
+        return result, self.model.prior + worlds[k] + s
+
+    def __repr__(self) -> str:
+        return f"WorldSegmentBAM({self.model!r}, lam={self.lam:g}, threshold={self.threshold:g})"

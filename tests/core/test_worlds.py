@@ -1,0 +1,86 @@
+"""Segment BAM that finds its changes and names its worlds (issue 52, beyond the paper):
+the CUSUM detector over one-step predictive log-likelihoods and the world bookkeeping."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bam_rl.beliefs.worlds import PredictiveCusum, WorldSegmentBAM
+from bam_rl.families import BayesianLinearRegression
+
+NOISE = 0.01
+MODEL = BayesianLinearRegression(dim_in=3, dim_out=2, prior_precision=1.0, noise_var=NOISE)
+WEIGHTS = {
+    "A": np.array([[1.0, -0.5, 0.2], [0.3, 0.8, -1.0]]),
+    "B": np.array([[-1.0, 0.5, 0.7], [0.9, -0.8, 0.1]]),
+}
+
+
+def data(world, n, rng):
+    x = rng.normal(size=(n, 3))
+    y = x @ WEIGHTS[world].T + rng.normal(scale=NOISE**0.5, size=(n, 2))
+    return x, y
+
+
+def test_cusum_signals_a_change_and_where_it_began_not_on_the_same_world():
+    rng = np.random.default_rng(0)
+    trained = MODEL.prior + MODEL.stats(*data("A", 200, rng))
+    other = MODEL.prior + MODEL.stats(*data("B", 200, rng))
+    detector = PredictiveCusum(NOISE, threshold=50.0, clip=20.0)
+    detector.set_candidates(trained, {1: other, -1: MODEL.prior})
+    x, y = data("A", 300, rng)
+    assert all(detector.step(xi, yi) is None for xi, yi in zip(x, y, strict=True))
+    x, y = data("B", 10, rng)
+    signals = [detector.step(xi, yi) for xi, yi in zip(x, y, strict=True)]
+    first = next(i for i, s in enumerate(signals) if s is not None)
+    assert first >= 2  # 50 nats at 20 a transition at most: three transitions at least
+    label, after = signals[first]
+    assert label == 1 and after == first + 1  # every transition since the change counted
+
+
+def test_worlds_are_identified_merged_and_opened():
+    rng = np.random.default_rng(1)
+    rule = WorldSegmentBAM(MODEL)
+    for _ in range(3):
+        rule.update(MODEL.stats(*data("A", 40, rng)))
+    assert rule.world == 0 and rule.n_worlds == 0  # world 0, not stored until it closes
+    assert rule.change(MODEL.stats(*data("B", 10, rng))) == 1  # none explains B: a new world
+    assert rule.n_worlds == 1
+    rule.update(MODEL.stats(*data("B", 40, rng)))
+    assert rule.change(MODEL.stats(*data("A", 10, rng))) == 0  # back in A: identified
+    assert rule.n_worlds == 2 and len(rule.memory) == 2
+    np.testing.assert_array_equal(rule.last_readout.weights, [1.0, 0.0])
+    before = rule.memory.stats[0].fields["precision"].copy()
+    rule.update(MODEL.stats(*data("A", 40, rng)))
+    rule.change(MODEL.stats(*data("B", 10, rng)))
+    # the A segment joined A's record: still two worlds, A's data grown
+    assert rule.n_worlds == 2 and rule.world == 1
+    assert np.trace(rule.memory.stats[0].fields["precision"]) > np.trace(before)
+
+
+def test_a_segment_opened_as_a_new_world_joins_the_old_one_it_fits():
+    rng = np.random.default_rng(2)
+    rule = WorldSegmentBAM(MODEL)
+    rule.update(MODEL.stats(*data("A", 100, rng)))
+    rule.change(MODEL.stats(*data("B", 50, rng)))  # world 1 opens
+    rule.update(MODEL.stats(*data("B", 50, rng)))
+    rule.change(None)  # no evidence yet: a new world (2) until the next datum
+    assert rule.world == 2 and rule.n_worlds == 2
+    rule.update(MODEL.stats(*data("A", 50, rng)))  # the evidence: A's data
+    assert rule.world == 0
+    rule.change(MODEL.stats(*data("B", 5, rng)))
+    assert rule.n_worlds == 2 and rule.n_merges == 0
+    # a segment taken for a new world whose data are B's joins B when it closes
+    rule.update(MODEL.stats(*data("B", 20, rng)))
+    rule.world = rule.n_worlds  # as if B's data had opened a new world
+    rule.change(MODEL.stats(*data("A", 5, rng)))
+    assert rule.n_merges == 1 and rule.n_worlds == 2
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, float("nan"), "x"])
+def test_bad_threshold_and_clip(value):
+    with pytest.raises(ValueError, match="threshold"):
+        WorldSegmentBAM(MODEL, threshold=value)
+    with pytest.raises(ValueError, match="clip"):
+        PredictiveCusum(NOISE, clip=value)
