@@ -156,7 +156,7 @@ class RFFDynamicsModel:
     :class:`~bam_rl.features.CosineTable`, accurate to rounding).
     One float32 step agrees with float64 to within 1e-4, a tenth of the model noise
     ``σ = 1e-3`` every planning step adds, so the two dtypes plan equally well (same swing-up
-    learning curves, ``python -m bam_rl.harness.experiments.mppi_checks learn``) but not
+    learning curves, ``python -m bam_rl.experiments.mppi_checks learn``) but not
     identically: draws of
     ``M`` have large entries along directions the data do not determine, which amplify any
     rounding difference over the 50-step horizon. Two float64 evaluations that round

@@ -260,7 +260,7 @@ class MPPIAgent(BaseAgent):
             (``()``: none, the paper's plain rollout). Without it the learned
             model's predicted ``(cos, sin)`` drift off the circle over the 50-step horizon
             and the agent learns the swing-up more slowly
-            (``bam_rl.harness.experiments.mppi_checks``).
+            (``bam_rl.experiments.mppi_checks``).
         planning_models: ``"draws"`` (default, the paper's: one draw of ``M`` per planning
             trajectory, rolled out with the model noise) or ``"mean"`` (beyond the paper: the
             posterior mean for every trajectory, no noise); see

@@ -110,7 +110,8 @@ _MODEL = ("planning_models", "feature_states", "n_features")
 #: returns weighs exp(−1 / 0.3) ≈ 4 % of the best, whatever the reward's scale. Learned models
 #: plan with the posterior mean (posterior draws lose the pole on CartPole-v1 and
 #: InvertedPendulum-v5, docs/any_env.md). Chosen on seeds 100-101 with the rows removed and
-#: measured on seeds 0-2 (``scripts/generic_defaults.py``, docs/env_settings.md#generic-defaults).
+#: measured on seeds 0-2 (``scripts/any_env/generic_defaults.py``,
+#: docs/env_settings.md#generic-defaults).
 GENERIC_DEFAULTS: Mapping[str, Any] = MappingProxyType(
     {
         "horizon": 20,

@@ -1,6 +1,6 @@
 """``python -m bam_rl``: the ``bam-rl`` command line."""
 
-from bam_rl.harness.cli import main
+from bam_rl.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

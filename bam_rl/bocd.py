@@ -160,7 +160,7 @@ class ChangepointDetector:
         of the most probable of them. So the detector keeps at most ``R + 1`` rows, and on a
         stationary stream longer than ``R`` the tail is the whole stream, as without a cap
         (its run length keeps counting past ``R``): the posterior of θ agrees with the
-        uncapped detector's (``scripts/bocd_cap_check.py``). The tail's belief
+        uncapped detector's (``bam-rl drill bocd-cap``). The tail's belief
         stands for every segment it absorbed; after a change, a new segment reaches the tail
         ``R`` steps later and takes it over once it is the most probable.
 

@@ -25,8 +25,9 @@ source declares (``self.memory = Memory(...)``, ``self.belief: NaturalParams``, 
 ``self.rule = rule`` from a parameter annotated ``rule: BeliefRule`` and never rebound) or
 annotates at class level must hold an object of that class — the items of ``list[T]``,
 ``tuple[T, ...]`` and the values of ``dict[K, T]`` included — so a ``Memory`` swapped for
-another project object does not load; objects of the run layer (``bam_rl.harness``) are never
-state. Attributes a class never declares are not refused (they are restored as data).
+another project object does not load; objects of the run layer (``bam_rl.harness``,
+``.experiments``, ``.cli``, ``.bench``, ``.drills``) are never state. Attributes a class
+never declares are not refused (they are restored as data).
 A class that defines ``_check_restored(self)`` has it called once its attributes are set (its
 nested objects are restored, and checked, first); it validates every restored field as the
 constructor validates its arguments, and raises ``ValueError`` for a state the class could not
@@ -89,8 +90,15 @@ LEGACY_PREFIXES = {
     "bam_rl.agents.mppi.EpisodicBAM": "bam_rl.beliefs.EpisodicBAM",
     "bam_rl.segments.": "bam_rl.beliefs.",
 }
-#: Modules whose classes are never state (the run layer: sweeps, specs, the CLI).
-REFUSED_PREFIXES = ("bam_rl.harness.",)
+#: Modules whose classes are never state (the run layer: sweeps, specs, the experiments, the
+#: CLI, the benchmarks and the drills).
+REFUSED_PREFIXES = (
+    "bam_rl.harness.",
+    "bam_rl.experiments.",
+    "bam_rl.cli.",
+    "bam_rl.bench.",
+    "bam_rl.drills.",
+)
 #: Default bound on the bytes of all entries of an archive once read (1 GiB).
 MAX_BYTES = 1 << 30
 #: Bytes a state file may hold beyond ``max_bytes`` of entries: the zip archive's headers and

@@ -7,6 +7,7 @@ including the deferred ones inside functions: a deferred import is still a depen
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -17,7 +18,24 @@ ROOT = Path(__file__).resolve().parents[1]
 #: top of the repository but install as ``bam_rl.envs`` and ``bam_rl.agents`` (the symlinks
 #: ``bam_rl/envs`` and ``bam_rl/agents`` point at them).
 FOLDERS = {"bam_rl": "bam_rl", "agents": "bam_rl.agents", "envs": "bam_rl.envs"}
+#: The run layer, split by role (issue 54): the run layer proper (run loop, registry, sweeps,
+#: claims, report, record, plotting), the paper's and the suite's experiments, the CLI, the
+#: benchmarks and the reliability drills. Together they are the one layer that sees everything.
 RUN_LAYER = "bam_rl.harness"
+EXPERIMENTS, CLI, BENCH, DRILLS = (
+    "bam_rl.experiments",
+    "bam_rl.cli",
+    "bam_rl.bench",
+    "bam_rl.drills",
+)
+RUN_LAYERS = (RUN_LAYER, EXPERIMENTS, CLI, BENCH, DRILLS)
+#: Within the run layer, what each package must not import (the arrows point one way: the CLI
+#: and the drills sit on top, the run layer proper at the bottom).
+RUN_LAYER_NEVER_IMPORTS = {
+    RUN_LAYER: (EXPERIMENTS, CLI, BENCH, DRILLS),
+    EXPERIMENTS: (CLI, DRILLS),
+    BENCH: (CLI, DRILLS),
+}
 ENVS = "bam_rl.envs"
 AGENTS = "bam_rl.agents"
 WRAPPERS = "bam_rl.wrappers"
@@ -116,7 +134,7 @@ def _core_modules() -> list[str]:
         m
         for m in MODULES
         if m not in ("bam_rl", "bam_rl.__main__")
-        and not any(_within(m, layer) for layer in (RUN_LAYER, ENVS, AGENTS, WRAPPERS, INTEROP))
+        and not any(_within(m, layer) for layer in (*RUN_LAYERS, ENVS, AGENTS, WRAPPERS, INTEROP))
     ]
 
 
@@ -136,7 +154,7 @@ def test_core_modules_need_only_numpy_scipy_and_each_other(module):
         name
         for name in imports_of(module)
         if _top(name) in NOT_IN_CORE
-        or any(_within(name, layer) for layer in (RUN_LAYER, ENVS, AGENTS, WRAPPERS, INTEROP))
+        or any(_within(name, layer) for layer in (*RUN_LAYERS, ENVS, AGENTS, WRAPPERS, INTEROP))
         or name == "bam_rl"
     )
     assert not bad, f"{module} (math core) imports {bad}"
@@ -203,7 +221,7 @@ def test_nothing_below_the_run_layer_imports_interop():
     reaching = sorted(
         m
         for m in MODULES
-        if not (_within(m, RUN_LAYER) or _within(m, INTEROP))
+        if not (any(_within(m, layer) for layer in RUN_LAYERS) or _within(m, INTEROP))
         and any(_within(name, INTEROP) for name in imports_of(m))
     )
     assert not reaching, reaching
@@ -214,7 +232,7 @@ def test_agents_never_import_the_run_layer_or_envs(module):
     bad = sorted(
         name
         for name in imports_of(module)
-        if _within(name, RUN_LAYER) or _within(name, ENVS) or name == "bam_rl"
+        if any(_within(name, layer) for layer in (*RUN_LAYERS, ENVS)) or name == "bam_rl"
     )
     assert not bad, f"{module} imports {bad}"
 
@@ -249,7 +267,7 @@ def test_only_the_package_init_reaches_envs():
     reaching = sorted(
         m
         for m in MODULES
-        if not any(_within(m, layer) for layer in (RUN_LAYER, ENVS))
+        if not any(_within(m, layer) for layer in (*RUN_LAYERS, ENVS))
         and any(_within(name, ENVS) for name in imports_of(m))
     )
     assert reaching == ["bam_rl"]
@@ -258,7 +276,7 @@ def test_only_the_package_init_reaches_envs():
 def test_nothing_imports_the_folders_by_their_source_names():
     """``agents`` and ``envs`` are folder names, not install names: PyPI has other projects of
     those names, so no module, test or script imports them."""
-    paths = [*MODULES.values(), *ROOT.glob("tests/**/*.py"), *ROOT.glob("scripts/*.py")]
+    paths = [*MODULES.values(), *ROOT.glob("tests/**/*.py"), *ROOT.glob("scripts/**/*.py")]
     offenders = []
     for path in paths:
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
@@ -357,21 +375,21 @@ def test_the_readout_package_imports_no_private_names_across_its_files():
 
 
 def test_the_cli_is_one_module_per_command_behind_one_table():
-    """Issue 43: ``bam_rl.harness.cli`` is a package; each command is a module owning its parser
+    """Issue 43: ``bam_rl.cli`` is a package; each command is a module owning its parser
     (``add``) and handler (``handle``), listed in ``COMMANDS``; the modules share only the
     public names of ``cli.common`` (no private names across its files)."""
-    from bam_rl.harness.cli import COMMANDS
+    from bam_rl.cli import COMMANDS
 
-    folder = ROOT / "bam_rl" / "harness" / "cli"
+    folder = ROOT / "bam_rl" / "cli"
     files = {path.stem for path in folder.glob("*.py")} - {"__init__", "__main__", "common"}
     assert set(COMMANDS) == files
     for name, module in COMMANDS.items():
-        assert module.__name__ == f"bam_rl.harness.cli.{name}"
+        assert module.__name__ == f"bam_rl.cli.{name}"
         assert callable(module.add) and callable(module.handle)
     offending = []
     for path in sorted(folder.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(RUN_LAYER):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(RUN_LAYERS):
                 private = [a.name for a in node.names if a.name.startswith("_")]
                 if private:
                     offending.append(f"{path.name}: {node.module} {private}")
@@ -379,16 +397,16 @@ def test_the_cli_is_one_module_per_command_behind_one_table():
 
 
 def test_bench_times_and_the_drills_check():
-    """Issue 43: the reliability drills are ``bam_rl.harness.drills`` (``bam-rl drill``), not
+    """Issue 43: the reliability drills are ``bam_rl.drills`` (``bam-rl drill``), not
     benchmark groups; the benchmarks never import the drills."""
-    from bam_rl.harness import bench, drills
+    from bam_rl import bench, drills
 
     assert not set(drills.DRILLS) & set(bench.GROUPS)
-    bench_modules = [m for m in MODULES if _within(m, f"{RUN_LAYER}.bench")]
+    bench_modules = [m for m in MODULES if _within(m, BENCH)]
     assert bench_modules
     for module in bench_modules:
-        assert not any(_within(name, f"{RUN_LAYER}.drills") for name in imports_of(module))
-    drill_files = {p.stem for p in (ROOT / "bam_rl" / "harness" / "drills").glob("*.py")}
+        assert not any(_within(name, DRILLS) for name in imports_of(module))
+    drill_files = {p.stem for p in (ROOT / "bam_rl" / "drills").glob("*.py")}
     assert {
         "soak",
         "fuzz",
@@ -397,3 +415,40 @@ def test_bench_times_and_the_drills_check():
         "shared_sweeps",
         "bocd_cap",
     } <= drill_files
+
+
+@pytest.mark.parametrize("package", sorted(RUN_LAYER_NEVER_IMPORTS))
+def test_the_run_layer_packages_import_one_way(package):
+    """Issue 54: the run layer is split by role, and its packages import one way: the run layer
+    proper never reaches the experiments, the CLI, the benchmarks or the drills; the experiments
+    and the benchmarks never reach the CLI or the drills."""
+    modules = [m for m in MODULES if _within(m, package)]
+    assert modules, package
+    bad = sorted(
+        f"{module}: {name}"
+        for module in modules
+        for name in imports_of(module)
+        if any(_within(name, other) for other in RUN_LAYER_NEVER_IMPORTS[package])
+    )
+    assert not bad, bad
+
+
+def test_the_run_layer_packages_are_where_the_layers_say():
+    for package in RUN_LAYERS:
+        assert (ROOT / Path(*package.split(".")) / "__init__.py").is_file(), package
+    for old in ("experiments", "cli", "bench", "drills", "report.py", "record.py"):
+        assert not (ROOT / "bam_rl" / "harness" / old).exists(), old  # moved; old paths alias
+
+
+def test_scripts_are_experiments_not_shims():
+    """Issue 54: every script is grouped under the docs page it serves (its folder) and names
+    that page in its first docstring line; none is a forwarding shim (under 20 lines)."""
+    scripts = sorted((ROOT / "scripts").rglob("*.py"))
+    assert scripts
+    for path in scripts:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        assert len(lines) >= 20, f"{path.relative_to(ROOT)} has {len(lines)} lines"
+        assert path.parent != ROOT / "scripts", f"{path.name} is not grouped by its docs page"
+        first = (ast.get_docstring(ast.parse("\n".join(lines))) or "").split("\n")[0]
+        page = re.search(r"docs/\w+\.md", first)
+        assert page and (ROOT / page.group()).is_file(), (path.name, first)

@@ -45,7 +45,7 @@ def test_every_page_is_in_the_navigation():
 
 ROOT = DOCS.parent
 _spec = importlib.util.spec_from_file_location(
-    "check_docs_site", ROOT / "scripts/check_docs_site.py"
+    "check_docs_site", ROOT / "scripts/development/check_docs_site.py"
 )
 check_docs_site = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(check_docs_site)
@@ -139,7 +139,7 @@ def test_the_site_checker_finds_raw_roles_raw_math_and_duplicates(tmp_path):
         """The checker script over a site whose one page is ``page``."""
         (tmp_path / "api/index.html").write_text(page)
         return subprocess.run(
-            [sys.executable, str(ROOT / "scripts/check_docs_site.py"), str(tmp_path)],
+            [sys.executable, str(ROOT / "scripts/development/check_docs_site.py"), str(tmp_path)],
             capture_output=True,
             text=True,
             check=False,

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from bam_rl.harness.bench import import_time
+from bam_rl.bench import import_time
 
 #: Loaded on first use only; each was a large share of ``import bam_rl`` when imported eagerly.
 DEFERRED = ("scipy.optimize", "scipy.linalg", "scipy.stats", "numba", "pandas", "matplotlib")

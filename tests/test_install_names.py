@@ -51,7 +51,7 @@ def test_a_wheel_writes_only_bam_rl(tmp_path):
     assert tops == {"bam_rl", record.split("/")[0]}
     assert "bam_rl/envs/assets/gravity_cartpole.xml" in listed
     assert "bam_rl/agents/mppi.py" in listed and "bam_rl/envs/__init__.py" in listed
-    assert "bam_rl/harness/bench/bocd.py" in listed  # the benchmarks ship with the package
+    assert "bam_rl/bench/bocd.py" in listed  # the benchmarks ship with the package
     assert "bam_rl/py.typed" in listed  # PEP 561: the type hints are for users' checkers
 
     # `bam-rl bench` works from the installed wheel, outside the repository (issue 25)
@@ -65,8 +65,8 @@ def test_a_wheel_writes_only_bam_rl(tmp_path):
     outside.mkdir()
     environment = {**os.environ, "PYTHONPATH": str(site), "MUJOCO_GL": "egl"}
     code = (
-        "import sys, bam_rl.harness.bench as b; print(b.__file__); "
-        "from bam_rl.harness.cli import main; "
+        "import sys, bam_rl.bench as b; print(b.__file__); "
+        "from bam_rl.cli import main; "
         "sys.exit(main(['bench', '--quick', '--only', 'envs', '--json', 'rows.json']))"
     )
     done = subprocess.run(

@@ -28,7 +28,7 @@ import pytest
 
 import bam_rl  # registers the environments
 import bam_rl.checks as core_checks
-from bam_rl.harness.cli import main
+from bam_rl.cli import main
 
 resource = pytest.importorskip("resource")
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS and /proc")
@@ -194,7 +194,7 @@ def test_the_issue_reproducers_under_a_2_gib_address_space_limit():
         sys.executable,
         "-c",
         "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30)); "
-        "from bam_rl.harness.cli import main; sys.exit(main(sys.argv[1:]))",
+        "from bam_rl.cli import main; sys.exit(main(sys.argv[1:]))",
         "run",
         "--env",
         "bam_rl/SwitchingBandit-v0",

@@ -1,4 +1,4 @@
-"""Smoke tests of the soak (:mod:`bam_rl.harness.drills.soak`; the soak itself takes hours,
+"""Smoke tests of the soak (:mod:`bam_rl.drills.soak`; the soak itself takes hours,
 and ``bam-rl drill soak`` runs a fraction of it)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 @pytest.fixture
 def soak():
-    return importlib.import_module("bam_rl.harness.drills.soak")
+    return importlib.import_module("bam_rl.drills.soak")
 
 
 def test_soak_runs_every_workload_briefly(soak, capsys):

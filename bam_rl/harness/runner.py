@@ -11,7 +11,7 @@ One run is one agent acting in one environment::
     frame = rollout(env, agent, n_steps=2_000, seed=0)   # tidy: one row per step
 
 This module is the one run loop of the package: sweeps (:mod:`bam_rl.harness.sweeps`) and the
-paper's experiments (:mod:`bam_rl.harness.experiments`) run their agents through
+paper's experiments (:mod:`bam_rl.experiments`) run their agents through
 :func:`rollout`.
 """
 

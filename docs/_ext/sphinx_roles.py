@@ -14,7 +14,7 @@ module's imports, its parents), then as a full dotted path, then as a unique suf
 the package. A ``~`` prefix shows only the last component; ``!`` never links; ``title <target>``
 sets the text; ``:func:``/``:meth:`` show trailing ``()`` as Sphinx does. The Python sources are
 not edited. Wired up in ``mkdocs.yml`` (``plugins: mkdocstrings: handlers: python: options:
-extensions``); checked by ``scripts/check_docs_site.py`` and ``tests/test_docs.py``.
+extensions``); checked by ``scripts/development/check_docs_site.py`` and ``tests/test_docs.py``.
 
 It also turns reST *simple tables* (columns under ``====  ====`` borders, as in the docstrings of
 ``bam_rl.schedules`` and ``bam_rl.agents.rewards``) into Markdown tables

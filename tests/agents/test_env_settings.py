@@ -131,8 +131,8 @@ def test_a_wrapped_or_class_built_environment_finds_its_row():
 def test_every_door_resolves_the_same_settings_on_a_recurring_id(name, env_id):
     """make_agent(name, env), ``bam-rl run`` (its --dry-run prints what its make_agent
     resolves) and the recurring benchmark's grid (its RunSpec's kwargs) agree."""
-    from bam_rl.harness.cli import main
-    from bam_rl.harness.experiments.recurring import METHODS, grid
+    from bam_rl.cli import main
+    from bam_rl.experiments.recurring import METHODS, grid
 
     env = gym.make(env_id)
     alone = resolved_settings(name, env)
@@ -360,7 +360,7 @@ def test_every_run_file_records_its_resolved_settings_and_their_sources(tmp_path
 
 
 def test_bam_rl_run_dry_run_prints_the_settings_and_runs_nothing(tmp_path):
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     out = io.StringIO()
     argv = ["run", "--env", "InvertedDoublePendulum-v5", "--agent", "mppi-gt", "--steps", "5"]

@@ -1,7 +1,7 @@
 """Generic defaults for an environment without a settings row (issue 51, beyond the paper): a
 temperature that does not depend on the reward's scale (``normalize_returns``), posterior-mean
-planning, and planner sizes from the action space. Measured in ``scripts/generic_defaults.py``
-(docs/env_settings.md#generic-defaults)."""
+planning, and planner sizes from the action space. Measured in
+``scripts/any_env/generic_defaults.py`` (docs/env_settings.md#generic-defaults)."""
 
 from __future__ import annotations
 

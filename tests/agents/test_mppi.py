@@ -2,7 +2,7 @@
 
 Short horizons, few samples and short trials keep this file fast; the paper-scale runs
 (swing-up, memory on the episodic schedule, latency) live in
-``bam_rl.harness.experiments.mppi_checks`` and ``bam_rl/harness/bench/mppi.py``.
+``bam_rl.experiments.mppi_checks`` and ``bam_rl/bench/mppi.py``.
 """
 
 from __future__ import annotations
@@ -329,7 +329,7 @@ def test_float32_planning_rollouts_agree_with_float64_for_one_step(cartpole_data
         outs[dtype] = model(states[0], plan, np.random.default_rng(1))
     assert outs["float32"].dtype == np.float32
     # one step: float32 rounding is a tenth of the model noise σ = 1e-3 the rollout adds (over
-    # many steps sampled models with large entries amplify it: bam_rl/harness/bench/mppi.py)
+    # many steps sampled models with large entries amplify it: bam_rl/bench/mppi.py)
     np.testing.assert_allclose(outs["float32"], outs["float64"], atol=1e-4)
 
 

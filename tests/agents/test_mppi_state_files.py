@@ -15,7 +15,7 @@ import pytest
 
 import bam_rl  # registers the environments
 from bam_rl.agents.mppi import GroundTruthMPPI, MPPIAgent
-from bam_rl.harness.drills import fuzz as FUZZ
+from bam_rl.drills import fuzz as FUZZ
 from bam_rl.serialization import FORMAT, read_archive, write_archive
 
 del bam_rl

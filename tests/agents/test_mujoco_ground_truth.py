@@ -62,7 +62,7 @@ def test_the_ground_truth_refuses_an_observation_that_is_not_the_live_one():
 
 
 def test_ground_truth_with_the_lqr_reward_balances_the_double_pendulum():
-    # 100 steps, K = 64, H = 5 (scripts/gt_double_pendulum.py holds 1000 with changes); the
+    # 100 steps, K = 64, H = 5 (scripts/any_env/gt_double_pendulum.py holds 1000 with changes); the
     # plain reward's planner dropped the poles within 7-152 steps (seed 7: 24)
     env = gym.make("InvertedDoublePendulum-v5")
     obs, info = env.reset(seed=7)

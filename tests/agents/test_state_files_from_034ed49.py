@@ -2,8 +2,8 @@
 checked on restore) load with the current code and continue as the old code did.
 
 ``tests/data/legacy_034ed49`` holds one small file per agent registered then, written by
-``scripts/write_legacy_state_files.py`` with that commit's code on ``PYTHONPATH``, and in
-``expected.json`` the steps that code's agent took after the save. Each file is loaded, fed the
+``scripts/development/write_legacy_state_files.py`` with that commit's code on ``PYTHONPATH``, and
+in ``expected.json`` the steps that code's agent took after the save. Each file is loaded, fed the
 recorded steps (observation, reward, next observation, info and resets: no environment runs)
 and must choose the recorded actions: integers exactly, floats to a relative 1e-4 (MPPI plans
 through BLAS and MuJoCo, whose rounding differs between processors and releases: a fresh

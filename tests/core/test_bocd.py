@@ -579,7 +579,7 @@ def _moments_close(a, b, rtol):
 
 def test_the_cap_keeps_the_tail_mass_on_a_stationary_stream():
     """Issue 28's reproducer, scaled down (cap 200, 2,000 steps; the default cap of 10⁴ on 10⁵
-    steps, within 1 %, is ``scripts/bocd_cap_check.py``). Before, the run lengths past the cap
+    steps, within 1 %, is ``bam-rl drill bocd-cap``). Before, the run lengths past the cap
     were dropped: the MAP run length fell to 0, the mean moved by ~10 % and the variance
     grew ~100-fold."""
     model = NormalGamma()

@@ -347,7 +347,7 @@ def test_offline_download_is_one_line_and_leaves_no_files(tmp_path, monkeypatch)
 
 def test_cli_download_offline_is_one_line_nonzero_and_no_files(tmp_path, monkeypatch, capsys):
     """Issues 26 and 27: `bam-rl reproduce mnist --quick --download --data DIR` offline."""
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     _offline(monkeypatch)
     data, out = tmp_path / "data", tmp_path / "results"
@@ -386,7 +386,7 @@ def test_cli_download_without_a_network_in_a_real_process(tmp_path):
 
 def test_the_missing_files_error_names_the_cli_download_option(tmp_path, capsys):
     """Issue 27: the error named load_mnist(..., download=True) but not `--download`."""
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     with pytest.raises(FileNotFoundError, match=r"--download.*download=True"):
         load_mnist(tmp_path)

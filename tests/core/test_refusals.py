@@ -117,7 +117,9 @@ def test_bam_with_changepoints_keeps_its_detector_when_selection_fails(monkeypat
     def failing_select(*args, **kwargs):
         raise ValueError("selection failed")
 
-    monkeypatch.setattr(beliefs, "select", failing_select)
+    # the rule selects through the unchecked select or the one-point fast path (issue 50)
+    monkeypatch.setattr(beliefs, "select_checked", failing_select)
+    monkeypatch.setattr(beliefs, "one_point_select", failing_select)
     with pytest.raises(ValueError, match="selection failed"):
         for _ in range(5):  # a jump: the detector signals a change, the selection raises
             rule.update(model.stats([50.0]))

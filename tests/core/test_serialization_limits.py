@@ -287,7 +287,7 @@ def test_a_run_layer_name_is_refused_before_its_module_is_imported(tmp_path):
     path = tmp_path / "state.npz"
     document = {
         "format": FORMAT,
-        "root": {"__object__": "bam_rl.harness.report.Anything", "state": {}},
+        "root": {"__object__": "bam_rl.experiments.report.Anything", "state": {}},
     }
     write_archive(path, document, {})
     code = (
@@ -297,7 +297,7 @@ def test_a_run_layer_name_is_refused_before_its_module_is_imported(tmp_path):
         f"    load_object({json.dumps(str(path))})\n"
         "except ValueError as error:\n"
         "    assert 'run layer' in str(error), error\n"
-        "assert 'bam_rl.harness.report' not in sys.modules, 'imported before refusing'\n"
+        "assert 'bam_rl.experiments.report' not in sys.modules, 'imported before refusing'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bam_rl.harness.experiments.tracking import (
+from bam_rl.experiments.tracking import (
     estimate_lag,
     run_tracking,
     summarize,
@@ -46,7 +46,7 @@ def test_same_seed_same_stream_for_every_method():
 def test_reproduce_tracking_through_the_cli(tmp_path, capsys):
     import pandas as pd
 
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     assert (
         main(

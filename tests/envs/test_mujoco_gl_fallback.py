@@ -59,7 +59,7 @@ def test_a_bad_platform_leaves_the_simulation_and_refuses_rendering(platform):
 
 
 def test_a_cartpole_sweep_runs_with_a_bad_platform():
-    code = "import sys; from bam_rl.harness.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from bam_rl.cli import main; sys.exit(main(sys.argv[1:]))"
     argv = ["run", "--env", "bam_rl/GravityCartPole-v0", "--agent", "random", "--steps", "5"]
     done = _run(code, "garbage", *argv, "--no-progress")
     assert done.returncode == 0, done.stderr

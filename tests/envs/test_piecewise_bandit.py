@@ -158,7 +158,7 @@ def test_noise_stream_only_at_the_start_of_an_episode() -> None:
 
 
 # Horizons of the published columns, from Besson's thesis Tables 6.3/6.4 as the reproduction
-# (bam_rl/harness/experiments/piecewise.py, HORIZONS) runs them; written out here so that a
+# (bam_rl/experiments/piecewise.py, HORIZONS) runs them; written out here so that a
 # changed constant in the environment fails this test.
 PUBLISHED = {1: 5000, 2: 5000, 3: 100_000, 4: 5000, 5: 20_000}
 

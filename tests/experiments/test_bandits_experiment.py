@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bam_rl.harness.experiments.bandits import (
+from bam_rl.experiments.bandits import (
     METHODS,
     SETTINGS,
     bandit_configs,

@@ -7,12 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bam_rl.harness.experiments.cartpole import QUICK_SCHEDULES, SETTINGS, cartpole_grid
+from bam_rl.experiments.cartpole import QUICK_SCHEDULES, SETTINGS, cartpole_grid
 
 
 @pytest.mark.parametrize("setting", ["episodic", "continual"])
 def test_quick_reproduction_writes_sane_files(tmp_path, setting):
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     assert (
         main(

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bam_rl.harness.experiments import cartpole_readout
+from bam_rl.experiments import cartpole_readout
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def test_a_short_schedule_is_analysed_end_to_end(analysis):
 
 def test_naive_readout_scores_the_visit_with_log_marginal(analysis):
     from bam_rl.agents.mppi import MPPIAgent
-    from bam_rl.harness.bench.mppi import random_trial
+    from bam_rl.experiments.mppi_checks import random_trial
 
     env = gym.make("bam_rl/GravityCartPole-v0")
     agent = MPPIAgent(env.observation_space, env.action_space, memory="bam", seed=0)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bam_rl.harness.experiments import cartpole, cartpole_segments
+from bam_rl.experiments import cartpole, cartpole_segments
 
 
 @pytest.fixture(scope="module")

@@ -11,18 +11,17 @@ import pytest
 import scipy.ndimage
 from scipy.stats import multivariate_normal
 
+from bam_rl.cli import main
 from bam_rl.datasets import MNIST_ENV, load_mnist
-from bam_rl.families import BayesianLinearRegression, BayesianLinearRegressionNIG
-from bam_rl.harness.cli import main
-from bam_rl.harness.experiments import REPRODUCTIONS
-from bam_rl.harness.experiments.mnist import (
+from bam_rl.experiments import REPRODUCTIONS
+from bam_rl.experiments.mnist import (
     METHODS,
     _posterior,
     parallel_readout,
     reproduce,
     run_seed,
 )
-from bam_rl.harness.experiments.mnist_domains import (
+from bam_rl.experiments.mnist_domains import (
     DomainMoments,
     domain_features,
     domain_spectra,
@@ -32,6 +31,7 @@ from bam_rl.harness.experiments.mnist_domains import (
     pooling_operator,
     rotation_operator,
 )
+from bam_rl.families import BayesianLinearRegression, BayesianLinearRegressionNIG
 from bam_rl.memory import Memory
 from bam_rl.readout import select
 

@@ -1,4 +1,4 @@
-"""The public ``reproduce`` and ``claims`` that :mod:`bam_rl.harness.experiments.options`
+"""The public ``reproduce`` and ``claims`` that :mod:`bam_rl.experiments.options`
 makes: every experiment shows the documented signatures, and their type hints resolve."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import typing
 
 import pytest
 
-from bam_rl.harness import experiments
+from bam_rl import experiments
 
 COMMON = ["out", "seeds", "quick", "n_jobs", "progress"]
 

@@ -123,7 +123,7 @@ def test_registry_mppi_agents_default_to_the_ids_reward_and_planner():
 
 
 def test_bam_rl_run_plans_on_a_recurring_id_without_agent_kwargs(tmp_path):
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     argv = ["run", "--env", recurring_id("Pendulum"), "--agent", "mppi-bam-segments,mppi-gt"]
     assert main([*argv, "--steps", "12", "--out", str(tmp_path)]) == 0
@@ -160,15 +160,15 @@ def test_mppi_forgetting_is_registered_and_learns_over_trials():
 
 
 def test_relative_score():
-    from bam_rl.harness.experiments.recurring import relative
+    from bam_rl.experiments.recurring import relative
 
     np.testing.assert_allclose(relative([50.0, 100.0], [100.0, 100.0]), [0.5, 1.0])
     np.testing.assert_allclose(relative([-200.0, -100.0, 5.0], [-100.0] * 3), [0.5, 1.0, 1.0])
 
 
 def test_quick_reproduction_writes_sane_files(tmp_path):
-    from bam_rl.harness.cli import main
-    from bam_rl.harness.experiments.recurring import METHODS, QUICK_ENVS, claims, scale
+    from bam_rl.cli import main
+    from bam_rl.experiments.recurring import METHODS, QUICK_ENVS, claims, scale
 
     out = ["reproduce", "recurring-worlds", "--quick", "--out", str(tmp_path), "--no-progress"]
     assert main(out) == 0
@@ -196,13 +196,13 @@ def test_quick_reproduction_writes_sane_files(tmp_path):
 def test_gt_as_a_learner_scores_exactly_one(tmp_path):
     """Paired scoring: every method's trial t of seed s starts from the same state as GT MPC's
     (one config per environment and setting), so GT MPC in a learner's place scores 1."""
-    from bam_rl.harness import make_grid, run_many
-    from bam_rl.harness.experiments.recurring import (
+    from bam_rl.experiments.recurring import (
         config_label,
         per_trial,
         summarize,
         visit_table,
     )
+    from bam_rl.harness import make_grid, run_many
 
     options = {"reward": "pendulum-swingup", "horizon": 5, "n_samples": 4}
     env = (recurring_id("Pendulum"), {"trials_per_world": 2, "trial_steps": 8})
@@ -229,7 +229,7 @@ def test_overview_draws_dots_names_the_highlighted_and_has_no_legend_in_the_axes
     import matplotlib
 
     matplotlib.use("Agg")
-    from bam_rl.harness.experiments import recurring as R
+    from bam_rl.experiments import recurring as R
 
     envs, methods = ["Pendulum", "CartPole"], ["bam_segments", "bam", "recursive", "bocd"]
     visits = pd.DataFrame(
@@ -257,7 +257,7 @@ def test_overview_dots_on_the_reference_lines_are_drawn_whole_inside_the_axis():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from bam_rl.harness.experiments import recurring as R
+    from bam_rl.experiments import recurring as R
 
     methods = ["bam_segments", "bam", "recursive"]
     for values in ({"Pendulum": 1.0, "CartPole": 0.7}, {"Pendulum": 1.6, "CartPole": -2.0}):
@@ -291,7 +291,7 @@ def test_per_environment_figures_tick_whole_trials():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from bam_rl.harness.experiments import recurring as R
+    from bam_rl.experiments import recurring as R
 
     trials = pd.DataFrame(
         [

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bam_rl.harness.experiments import recurring_metrics as metrics
+from bam_rl.experiments import recurring_metrics as metrics
 
 
 def test_recovery_time_counts_trials_until_the_previous_level():
@@ -127,7 +127,7 @@ def test_paired_returns_against_a_baseline():
 
 
 def test_grid_adds_the_peers_and_settings_only_when_asked():
-    from bam_rl.harness.experiments import recurring
+    from bam_rl.experiments import recurring
 
     default = recurring.grid(1, envs=["Pendulum"])
     assert {r.method for r in default} == set(recurring.METHODS)
@@ -158,7 +158,7 @@ def test_grid_adds_the_peers_and_settings_only_when_asked():
 
 
 def test_report_shows_the_issue52_tables_when_present(tmp_path):
-    from bam_rl.harness.report import _extra_tables
+    from bam_rl.experiments.report import _extra_tables
 
     assert _extra_tables("recurring-worlds", tmp_path) == []
     pd.DataFrame({"env": ["Pendulum"], "first": [0.8123456]}).to_csv(
@@ -171,7 +171,7 @@ def test_report_shows_the_issue52_tables_when_present(tmp_path):
 
 
 def test_cli_recurring_options_are_checked(capsys):
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     for argv, message in (
         (["reproduce", "tracking", "--peers"], "recurring-worlds only"),
@@ -187,7 +187,7 @@ def test_cli_recurring_options_are_checked(capsys):
 def test_a_missing_gt_trial_scores_nan_not_one():
     """Regression: a trial without GT MPC's (an unfinished grid) scored 1 when its return
     was non-negative (the cost branch), which counted as a pass."""
-    from bam_rl.harness.experiments.recurring import relative
+    from bam_rl.experiments.recurring import relative
 
     np.testing.assert_array_equal(np.isnan(relative([5.0, -3.0], [np.nan, np.nan])), [True, True])
     np.testing.assert_allclose(relative([5.0, -200.0], [10.0, -100.0]), [0.5, 0.5])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bam_rl.harness.cli import main
+from bam_rl.cli import main
 
 
 def run_argv(env: str, agents: str, steps: int, *extra: str) -> list[str]:

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from bam_rl.harness import bench
-from bam_rl.harness.cli import main
+from bam_rl import bench
+from bam_rl.cli import main
 
 
 def test_format_table_reports_missing_peers_and_bars():

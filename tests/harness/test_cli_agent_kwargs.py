@@ -14,8 +14,8 @@ import pytest
 from harness_testutils import run_argv, usage_error
 
 from bam_rl.agents import RandomAgent
+from bam_rl.cli import _summary, main
 from bam_rl.harness import AGENTS
-from bam_rl.harness.cli import _summary, main
 from bam_rl.harness.runner import check_fit
 
 PIECEWISE = "bam_rl/PiecewiseBandit-v0"
@@ -80,7 +80,7 @@ def test_list_prints_every_description_whole(capsys):
 
 def test_list_into_a_closed_pipe_exits_quietly():
     """``bam-rl list | head -1``: no BrokenPipeError traceback."""
-    code = "import sys; from bam_rl.harness.cli import main; sys.exit(main(['list']))"
+    code = "import sys; from bam_rl.cli import main; sys.exit(main(['list']))"
     process = subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )

@@ -48,7 +48,7 @@ COLUMNS = "100"
 
 def render(argv: list[str]) -> tuple[int, str, str]:
     """``bam-rl argv``'s exit status, stdout and stderr (in this process)."""
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -13,7 +13,7 @@ import pytest
 from harness_testutils import run_argv, usage_error
 
 from bam_rl.agents.rewards import REWARDS
-from bam_rl.harness.cli import main
+from bam_rl.cli import main
 
 REWARD = "issue49-upright"
 SMALL = '"horizon": 4, "n_samples": 4, "n_features": 10'

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from bam_rl.harness.cli import main
+from bam_rl.cli import main
 
 RUN = ["run", "--env", "bam_rl/SwitchingBandit-v0", "--agent", "ucb", "--steps", "5"]
 #: ``bam-rl run`` on ``bam_rl/NonStationary-v0`` with these ``--env-kwargs``.

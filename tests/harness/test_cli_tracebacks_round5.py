@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bam_rl.harness.cli import main
+from bam_rl.cli import main
 
 RECORD = ["record", "--recurring", "InvertedPendulum", "--quick", "--no-progress"]
 
@@ -44,7 +44,7 @@ def test_record_refuses_an_every_above_the_trial_before_rendering(capsys, tmp_pa
 
 
 def test_the_cart_pole_recording_bounds_every_by_its_200_steps():
-    from bam_rl.harness.record import check_frame_size
+    from bam_rl.experiments.record import check_frame_size
 
     assert check_frame_size((32, 24), 200) == ((32, 24), 200)
     with pytest.raises(ValueError, match=r"every must be an int in \[1, 200\].*got 201"):
@@ -52,7 +52,7 @@ def test_the_cart_pole_recording_bounds_every_by_its_200_steps():
 
 
 def test_write_gif_refuses_a_frame_longer_than_a_gif_holds(tmp_path):
-    from bam_rl.harness.record import check_fps, write_gif
+    from bam_rl.experiments.record import check_fps, write_gif
 
     black = np.zeros((8, 8, 3), dtype=np.uint8)
     white = np.full((8, 8, 3), 255, dtype=np.uint8)
@@ -151,7 +151,7 @@ def _visits() -> pd.DataFrame:
 
 @pytest.mark.parametrize("cut", ["in the first row", "in the last row"])
 def test_report_says_a_visits_csv_cut_mid_row_is_damaged(cut, capsys, tmp_path):
-    from bam_rl.harness.report import collect
+    from bam_rl.experiments.report import collect
 
     folder = tmp_path / "recurring-worlds"
     folder.mkdir()
@@ -175,7 +175,7 @@ def test_report_says_a_visits_csv_cut_mid_row_is_damaged(cut, capsys, tmp_path):
 
 
 def test_a_whole_visits_csv_is_read_as_before(tmp_path):
-    from bam_rl.harness.report import collect
+    from bam_rl.experiments.report import collect
 
     folder = tmp_path / "recurring-worlds"
     folder.mkdir()
@@ -193,7 +193,7 @@ def test_a_recorded_trial_takes_its_length_from_whichever_limit_the_run_gave():
     replayed with that trial length, as with ``trial_steps`` (issue 50's review)."""
     from types import SimpleNamespace
 
-    from bam_rl.harness.record_recurring import recurring_trial_steps
+    from bam_rl.experiments.record_recurring import recurring_trial_steps
 
     for key in ("trial_steps", "max_steps", "max_episode_steps"):
         assert recurring_trial_steps(SimpleNamespace(env_kwargs={key: 37}), "Pendulum") == 37

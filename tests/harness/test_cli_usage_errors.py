@@ -10,7 +10,7 @@ import time
 import pytest
 from harness_testutils import run_argv, usage_error
 
-from bam_rl.harness.cli import main
+from bam_rl.cli import main
 
 BANDIT = "bam_rl/SwitchingBandit-v0"
 RUN = run_argv(BANDIT, "ucb", 20)
@@ -102,7 +102,7 @@ def test_python_dash_m_bam_rl():
 
 def test_option_prefixes_are_not_accepted(capsys):
     """``run --seed 3`` once ran seeds 0-2 (argparse read it as ``--seeds 3``)."""
-    from bam_rl.harness.cli import build_parser, main
+    from bam_rl.cli import build_parser, main
 
     argv = ["run", "--env", "bam_rl/SwitchingBandit-v0", "--agent", "ucb", "--steps", "5"]
     with pytest.raises(SystemExit) as exit_info:
@@ -121,7 +121,7 @@ def test_the_cli_runs_blas_single_threaded_unless_told(monkeypatch):
     with one (idle cores), and OpenBLAS's spin-waiting threads slow down beside a busy core."""
     from threadpoolctl import ThreadpoolController
 
-    from bam_rl.harness import cli
+    from bam_rl import cli
 
     controller = ThreadpoolController()
     blas = controller.select(user_api="blas")

@@ -22,7 +22,7 @@ import pytest
     ],
 )
 def test_a_drill_that_would_check_nothing_is_a_usage_error(drill, argv, message, capsys):
-    main = importlib.import_module(f"bam_rl.harness.drills.{drill}").main
+    main = importlib.import_module(f"bam_rl.drills.{drill}").main
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 2

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from harness_testutils import run_argv
 
+from bam_rl.cli import main
 from bam_rl.harness import AGENTS, ENV_IDS
-from bam_rl.harness.cli import main
 
 BANDIT = "bam_rl/SwitchingBandit-v0"
 RUN = run_argv(BANDIT, "ucb,random", 200, "--seeds", "2")
@@ -174,7 +174,7 @@ def test_console_script_unknown_agent_exit_code():
 
 
 def test_reproduce_takes_runs_as_the_seeds_count() -> None:
-    from bam_rl.harness.cli import build_parser
+    from bam_rl.cli import build_parser
 
     args = build_parser().parse_args(["reproduce", "piecewise-bandits", "--runs", "7"])
     assert args.seeds == 7

@@ -236,7 +236,7 @@ def test_a_local_ray_cluster_of_two_workers_runs_the_cli_sweep(tmp_path, monkeyp
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'bam-rl[ray]')")
     from ray.cluster_utils import Cluster
 
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     argv = ["run", "--env", "bam_rl/SwitchingBandit-v0", "--agent", "ucb,thompson"]
     argv += ["--steps", "200", "--seeds", "2", "--no-progress", "--format", "csv"]

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bam_rl.harness.experiments import piecewise
-from bam_rl.harness.experiments.piecewise import (
+from bam_rl.experiments import piecewise
+from bam_rl.experiments.piecewise import (
     agent_kwargs,
     claims,
     piecewise_experiment,

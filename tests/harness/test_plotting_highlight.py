@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bam_rl.harness.experiments import piecewise
+from bam_rl.experiments import piecewise
 from bam_rl.harness.plotting import (
     CONTEXT_STYLE,
     HIGHLIGHT_COLORS,

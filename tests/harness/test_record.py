@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bam_rl.harness.record import revisited_trial
+from bam_rl.experiments.record import revisited_trial
 
 
 def test_revisited_trial_is_the_second_trial_of_the_first_revisit():
@@ -24,7 +24,7 @@ def test_revisited_trial_is_the_second_trial_of_the_first_revisit():
 def test_record_writes_a_small_gif(tmp_path):
     import imageio.v2 as imageio
 
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     path = tmp_path / "swingup.gif"
     assert main(["record", "--quick", "--out", str(path), "--no-progress", "--every", "10"]) == 0
@@ -50,8 +50,8 @@ def test_the_recording_replays_the_experiments_runs_trial_for_trial():
     """``run_until`` on a run of the (quick) episodic experiment gives that run's reward."""
     import numpy as np
 
+    from bam_rl.experiments.record import experiment_runs, run_until
     from bam_rl.harness import execute_run
-    from bam_rl.harness.record import experiment_runs, run_until
 
     runs = experiment_runs(1, quick=True)
     assert set(runs) >= {"bam", "recursive"}
@@ -69,7 +69,7 @@ def test_the_recording_replays_the_experiments_runs_trial_for_trial():
     [(["--quick", "--revisit", "2"], "revisits a gravity 1 times"), (["--seed", "5000"], "seed")],
 )
 def test_record_refuses_a_run_the_experiment_does_not_have(arguments, message, capsys, tmp_path):
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["record", "--out", str(tmp_path / "x.gif"), "--no-progress", *arguments])
@@ -81,7 +81,7 @@ def test_record_refuses_a_run_the_experiment_does_not_have(arguments, message, c
 def test_cartpole_runs_name_their_planning_dtype():
     """The dtype is part of every learned-model run's options, so of its file key: a sweep
     resumed in a folder of runs made with other planning numerics recomputes them."""
-    from bam_rl.harness.experiments.cartpole import cartpole_grid
+    from bam_rl.experiments.cartpole import cartpole_grid
 
     for setting in ("episodic", "continual"):
         for spec in cartpole_grid(setting, seeds=1):
@@ -92,7 +92,7 @@ def test_cartpole_runs_name_their_planning_dtype():
 def test_record_shows_the_first_trial_of_a_revisit_with_the_methods_asked_for():
     """Issue 22: segment BAM's first trial on a revisit beside the paper's BAM."""
     from bam_rl import envs
-    from bam_rl.harness.record import check_methods, replay_plan
+    from bam_rl.experiments.record import check_methods, replay_plan
 
     assert check_methods(["bam_segments", "bam"])[0] == (
         "bam_segments",
@@ -112,7 +112,7 @@ def test_record_shows_the_first_trial_of_a_revisit_with_the_methods_asked_for():
 def test_record_writes_a_gif_of_three_methods_on_the_first_trial(tmp_path):
     import imageio.v2 as imageio
 
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     path = tmp_path / "first.gif"
     arguments = ["record", "--quick", "--out", str(path), "--no-progress", "--every", "20"]
@@ -126,8 +126,8 @@ def test_record_writes_to_the_working_directory_unless_told(tmp_path, monkeypatc
     """Issue 38: the default never overwrites the committed docs figure."""
     import inspect
 
-    from bam_rl.harness.cli import build_parser
-    from bam_rl.harness.record import DEFAULT_PATH, record_swingup
+    from bam_rl.cli import build_parser
+    from bam_rl.experiments.record import DEFAULT_PATH, record_swingup
 
     default = build_parser().parse_args(["record"]).out
     assert default == DEFAULT_PATH == "swingup.gif"
@@ -143,7 +143,7 @@ def _fake_replay(monkeypatch):
 
     import numpy as np
 
-    from bam_rl.harness import record
+    from bam_rl.experiments import record
 
     runs = {m: SimpleNamespace(agent_name=f"mppi-{m}") for m in ("bam", "recursive")}
     monkeypatch.setattr(record, "replay_plan", lambda *a: (runs, (9.81, 9.81, 3.72), 1))
@@ -169,7 +169,7 @@ def _red(frame) -> int:
 def test_a_quick_gif_carries_the_smoke_test_label_in_every_frame(quick, tmp_path, monkeypatch):
     import imageio.v2 as imageio
 
-    from bam_rl.harness.record import record_swingup
+    from bam_rl.experiments.record import record_swingup
 
     _fake_replay(monkeypatch)
     path = tmp_path / "quick.gif"
@@ -183,7 +183,7 @@ def test_a_quick_gif_carries_the_smoke_test_label_in_every_frame(quick, tmp_path
 def test_the_label_is_drawn_above_the_caption():
     import numpy as np
 
-    from bam_rl.harness.record import SMOKE_LABEL, label_frame
+    from bam_rl.experiments.record import SMOKE_LABEL, label_frame
 
     frame = np.full((40, 400, 3), 90, np.uint8)
     plain, marked = label_frame(frame, ["caption"]), label_frame(frame, ["caption"], SMOKE_LABEL)
@@ -198,7 +198,7 @@ def test_a_gif_that_fails_to_write_leaves_the_old_file(tmp_path, monkeypatch):
     import imageio.v2 as imageio
     import numpy as np
 
-    from bam_rl.harness.record import write_gif
+    from bam_rl.experiments.record import write_gif
 
     frames = [np.full((8, 10, 3), 40 * i, np.uint8) for i in range(3)]
     path = tmp_path / "run.gif"
@@ -222,8 +222,8 @@ def test_a_gif_that_fails_to_write_leaves_the_old_file(tmp_path, monkeypatch):
 def test_recurring_recording_replays_the_experiments_own_runs():
     """The runs are the ones ``reproduce recurring-worlds`` builds at its default size (the
     same specification, so the same file key and seeds), episodic, of one seed."""
-    from bam_rl.harness.experiments import recurring
-    from bam_rl.harness.record_recurring import recurring_plan, recurring_runs
+    from bam_rl.experiments import recurring
+    from bam_rl.experiments.record_recurring import recurring_plan, recurring_runs
 
     default = {spec.key for spec in recurring.grid(recurring.SEEDS)}
     runs = recurring_runs("Reacher", 3, methods=["bam_segments", "recursive", "gt"])
@@ -241,8 +241,8 @@ def _trials_csv(folder, runs):
     """``folder/trials.csv`` as ``reproduce recurring-worlds`` writes it, of ``runs``."""
     import pandas as pd
 
+    from bam_rl.experiments.recurring import per_trial
     from bam_rl.harness import execute_run
-    from bam_rl.harness.experiments.recurring import per_trial
     from bam_rl.harness.files import write_frame
 
     trials = per_trial(pd.concat([execute_run(spec) for spec in runs], ignore_index=True))
@@ -253,8 +253,8 @@ def _trials_csv(folder, runs):
 def test_recurring_replay_gives_the_experiments_return_and_is_deterministic(tmp_path):
     import numpy as np
 
-    from bam_rl.harness.record import replay_trial
-    from bam_rl.harness.record_recurring import record_recurring, recurring_plan
+    from bam_rl.experiments.record import replay_trial
+    from bam_rl.experiments.record_recurring import record_recurring, recurring_plan
 
     runs, _, trial = recurring_plan("InvertedPendulum", 1, quick=True)
     trials = _trials_csv(tmp_path, runs.values())
@@ -290,7 +290,7 @@ def test_record_recurring_writes_two_labelled_panels(tmp_path, monkeypatch, caps
 
     import imageio.v2 as imageio
 
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     monkeypatch.chdir(tmp_path)  # the default path: recurring_<Name>.gif here
     arguments = ["record", "--recurring", "InvertedPendulum", "--quick", "--no-progress"]
@@ -321,7 +321,7 @@ def test_record_recurring_writes_two_labelled_panels(tmp_path, monkeypatch, caps
     ],
 )
 def test_record_recurring_refuses_what_it_cannot_record(arguments, message, capsys, tmp_path):
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(["record", "--out", str(tmp_path / "x.gif"), "--no-progress", *arguments])
@@ -337,7 +337,7 @@ def test_the_progress_lines_name_the_trial_as_the_printed_result_does(
     0-based index now (the ``trial`` column of trials.csv); the screen adds the count."""
     import json
 
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     monkeypatch.chdir(tmp_path)
     arguments = ["record", "--recurring", "InvertedPendulum", "--quick", "--every", "10"]

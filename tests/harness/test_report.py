@@ -17,14 +17,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bam_rl.harness.experiments import REPRODUCTIONS, get_claims, get_entry
-from bam_rl.harness.experiments import bandits as bandits_module
-from bam_rl.harness.experiments import cartpole as cartpole_module
-from bam_rl.harness.experiments import cartpole_readout as cartpole_readout_module
-from bam_rl.harness.experiments import mnist as mnist_module
-from bam_rl.harness.experiments import piecewise as piecewise_module
-from bam_rl.harness.experiments import recurring as recurring_module
-from bam_rl.harness.experiments import tracking as tracking_module
+from bam_rl.experiments import REPRODUCTIONS, get_claims, get_entry
+from bam_rl.experiments import bandits as bandits_module
+from bam_rl.experiments import cartpole as cartpole_module
+from bam_rl.experiments import cartpole_readout as cartpole_readout_module
+from bam_rl.experiments import mnist as mnist_module
+from bam_rl.experiments import piecewise as piecewise_module
+from bam_rl.experiments import recurring as recurring_module
+from bam_rl.experiments import tracking as tracking_module
 
 #: Claims of §4 per experiment: the report must have exactly these rows.
 CLAIM_COUNTS = {
@@ -76,7 +76,7 @@ def _fake_cartpole(folder: Path, setting: str) -> None:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     out = tmp_path_factory.mktemp("results")
     assert (
@@ -229,14 +229,14 @@ def test_claims_of_experiments_not_run(tmp_path):
         assert all(row["holds"] == "not run" and row["measured"] == "not run" for row in rows)
     (tmp_path / "tracking").mkdir()
     (tmp_path / "tracking" / "note.txt").write_text("started, nothing written yet")
-    from bam_rl.harness.report import build_report
+    from bam_rl.experiments.report import build_report
 
     html_path, md_path = build_report(tmp_path)
     assert "not run" in md_path.read_text() and html_path.stat().st_size > 1_000
 
 
 def test_report_command_rejects_missing_directory(tmp_path, capsys):
-    from bam_rl.harness.cli import main
+    from bam_rl.cli import main
 
     with pytest.raises(SystemExit) as error:
         main(["report", str(tmp_path / "missing")])

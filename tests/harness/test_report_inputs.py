@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bam_rl.harness.cli import main
-from bam_rl.harness.report import build_report
+from bam_rl.cli import main
+from bam_rl.experiments.report import build_report
 
 
 @pytest.fixture(scope="module")

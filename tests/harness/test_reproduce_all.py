@@ -15,9 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bam_rl.harness import experiments
-from bam_rl.harness.cli import NO_MNIST_DATA, main
-from bam_rl.harness.report import NOT_RUN_FILE, read_not_run, write_not_run
+from bam_rl import experiments
+from bam_rl.cli import NO_MNIST_DATA, main
+from bam_rl.experiments.report import NOT_RUN_FILE, read_not_run, write_not_run
 
 ALL = experiments.REPRODUCTIONS
 #: what ``reproduce all`` runs: every experiment but those run by name only (``in_all=False``)

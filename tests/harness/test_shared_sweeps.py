@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from bam_rl.cli import main
 from bam_rl.harness.claims import ClaimBook
-from bam_rl.harness.cli import main
 from bam_rl.harness.sweeps import make_grid, run_many, shard
 
 GRID = [
@@ -32,7 +32,7 @@ def _run_files(folder: Path) -> dict[str, bytes]:
 
 
 def _start(out: Path, *extra: str) -> subprocess.Popen[str]:
-    code = "import sys; from bam_rl.harness.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from bam_rl.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.Popen(
         [sys.executable, "-c", code, *GRID, "--out", str(out), *extra],
         stdout=subprocess.PIPE,

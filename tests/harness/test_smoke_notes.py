@@ -8,7 +8,7 @@ import pandas as pd
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from bam_rl.harness.cli import main
+from bam_rl.cli import main
 from bam_rl.harness.plotting import (
     SMOKE_NOTE,
     count_text,
@@ -47,8 +47,8 @@ def test_paper_scale_summaries_are_unchanged_and_counts_agree():
 def test_a_reproduction_ends_with_its_claims_counted(tmp_path, capsys):
     """Issue 49: after its (long) table, ``reproduce`` prints one line counting the verdicts
     of the experiment's claims, the ones ``bam-rl report`` tabulates."""
-    from bam_rl.harness.cli.reproduce import _claims_line
-    from bam_rl.harness.experiments import get_claims
+    from bam_rl.cli.reproduce import _claims_line
+    from bam_rl.experiments import get_claims
 
     argv = ["reproduce", "tracking", "--quick", "--seeds", "1", "--out", str(tmp_path)]
     assert main([*argv, "--no-progress"]) == 0
@@ -61,7 +61,7 @@ def test_a_reproduction_ends_with_its_claims_counted(tmp_path, capsys):
 
 
 def test_the_claims_line_counts_every_verdict():
-    from bam_rl.harness.cli.reproduce import _claims_line
+    from bam_rl.cli.reproduce import _claims_line
 
     rows = [{"holds": v} for v in ("yes", "yes", "partly", "no", "not run", "not run")]
     assert _claims_line(rows) == "2 of 6 hold, 1 partly, 1 does not, 2 not run"

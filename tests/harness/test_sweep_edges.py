@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from bam_rl.cli import main
 from bam_rl.harness import sweeps
-from bam_rl.harness.cli import main
 from bam_rl.harness.sweeps import make_grid, run_many
 
 RUN = [
@@ -40,7 +40,7 @@ FULL_DISK = """
 import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG, as on a full disk
 resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))
-from bam_rl.harness.cli import main
+from bam_rl.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
+from bam_rl.cli import main
 from bam_rl.harness import make_grid, run_many
-from bam_rl.harness.cli import main
 from bam_rl.harness.sweeps import MAX_JOBS
 
 SWEEP = """

@@ -101,7 +101,7 @@ def test_a_change_at_t0_of_every_episode_is_one_world_not_two_changes():
 
 
 def test_a_world_held_for_episodes_is_announced_once_at_its_first_step():
-    """Between-episode worlds in NS-Gym (scripts/any_env_acceptance.py --nsgym): with
+    """Between-episode worlds in NS-Gym (scripts/any_env/any_env_acceptance.py --nsgym): with
     ``persistent_params`` and an update at each episode's t = 0, Pendulum-v1's g is 10 for two
     episodes, then 3.72 for two; only the first step of episode 2 is flagged, and the values
     survive the resets."""

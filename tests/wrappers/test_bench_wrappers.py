@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from bam_rl.harness.bench import GROUPS, wrappers
+from bam_rl.bench import GROUPS, wrappers
 
 
 def test_the_wrappers_group_is_registered_and_gives_its_rows():

@@ -12,7 +12,7 @@ import pytest
 
 import bam_rl  # noqa: F401  (registers bam_rl/NonStationary-v0)
 from bam_rl.agents.random_agent import RandomAgent
-from bam_rl.harness.cli import main
+from bam_rl.cli import main
 from bam_rl.harness.runner import rollout
 from bam_rl.schedules import cycle, markov
 from bam_rl.wrappers import NonStationary, make_nonstationary

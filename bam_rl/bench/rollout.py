@@ -1,0 +1,98 @@
+"""Ground truth's MuJoCo rollouts: ``mujoco.rollout`` against the loop of ``MjData`` copies.
+
+One planning rollout of ``GroundTruthMPPI``'s model at equal K and H, side by side in one
+process: :class:`~bam_rl.agents.simulator.MujocoEnvDynamics` batched (``mujoco.rollout`` on a
+persistent pool of 2 threads, and of 1 for reference) against the same class with
+``batched=False`` (the loop that copies the live ``MjData`` and steps the environment's own
+``do_simulation``, the only path before issue 53). Calls alternate between the two, so a
+change of the machine's load hits both; each row is the median wall time. The peer column is
+the loop; the bar is issue 53's: the batched rollout takes at most 0.6 × the loop's time on
+2 threads (ratio = loop / batched ≥ 1/0.6).
+
+Usage: ``python -m bam_rl.bench.rollout [--calls 60]`` (or ``bam-rl bench --only
+rollout``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import Any
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np
+
+#: (environment, K, H): the ground truth's sizes with a terminal value, and the suite's IDP.
+WORKLOADS = (
+    ("InvertedPendulum-v5", 16, 5),
+    ("InvertedDoublePendulum-v5", 32, 5),
+    ("InvertedDoublePendulum-v5", 128, 10),
+)
+BAR = 0.6
+
+
+def _side_by_side(env_id: str, k: int, h: int, threads: int, calls: int) -> tuple[float, float]:
+    """Median seconds of one rollout, batched on ``threads`` and by the loop, alternating."""
+    import gymnasium as gym
+
+    import bam_rl  # noqa: F401
+    from bam_rl.agents.simulator import MujocoEnvDynamics
+
+    env: Any = gym.make(env_id).unwrapped
+    observation, _ = env.reset(seed=0)
+    actions = np.random.default_rng(0).uniform(-0.3, 0.3, size=(k, h, env.model.nu))
+    batched = MujocoEnvDynamics(env, batched=True, n_threads=threads)
+    loop = MujocoEnvDynamics(env, batched=False)
+    if not np.array_equal(
+        batched.rollout_unchecked(observation, actions),
+        loop.rollout_unchecked(observation, actions),
+    ):
+        raise RuntimeError(f"{env_id}: the batched rollout differs from the loop")
+    times: dict[str, list[float]] = {"batched": [], "loop": []}
+    for _ in range(calls):
+        for name, dynamics in (("batched", batched), ("loop", loop)):
+            start = time.perf_counter()
+            dynamics.rollout_unchecked(observation, actions)
+            times[name].append(time.perf_counter() - start)
+    env.close()
+    return float(np.median(times["batched"])), float(np.median(times["loop"]))
+
+
+def rollout_rows(quick: bool = False, calls: int = 60) -> list[tuple]:
+    """Bench rows (workload, ours = batched, peer = loop, bar, met)."""
+    n_calls = 5 if quick else calls
+    rows: list[tuple] = []
+    for env_id, k, h in WORKLOADS[:1] if quick else WORKLOADS:
+        for threads in (2, 1):
+            ours, peer = _side_by_side(env_id, k, h, threads, n_calls)
+            label = (
+                f"GT rollout {env_id} K = {k}, H = {h}: mujoco.rollout on {threads} thread"
+                f"{'s' if threads > 1 else ''} (peer: the loop of MjData copies)"
+            )
+            if threads == 2:
+                rows.append((label, ours, peer, f"ours ≤ {BAR:g} × peer", ours <= BAR * peer))
+            else:
+                rows.append((label, ours, peer, None, None))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Prints the rows."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=60)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    for workload, ours, peer, bar, met in rollout_rows(args.quick, args.calls):
+        verdict = "" if bar is None else f"; bar {bar}: {met}"
+        print(
+            f"{workload}: {ours * 1e3:.2f} ms, loop {peer * 1e3:.2f} ms, "
+            f"ratio {ours / peer:.2f}{verdict}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,9 +1,0 @@
-"""``python scripts/benchmark_bocd.py [options]``: runs :mod:`bam_rl.harness.bench.bocd`.
-
-The workload lives in the package, so ``bam-rl bench`` runs it from an installed wheel too.
-"""
-
-from bam_rl.harness.bench.bocd import main
-
-if __name__ == "__main__":
-    raise SystemExit(main())

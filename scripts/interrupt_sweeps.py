@@ -1,9 +1,0 @@
-"""``python scripts/interrupt_sweeps.py [options]``: runs :mod:`bam_rl.harness.drills.interrupt`.
-
-The workload lives in the package (``bam-rl drill``), so it runs from a wheel too.
-"""
-
-from bam_rl.harness.drills.interrupt import main
-
-if __name__ == "__main__":
-    raise SystemExit(main())
