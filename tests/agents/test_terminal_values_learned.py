@@ -9,19 +9,11 @@ import numpy as np
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.agents.mppi import MPPIAgent
 from bam_rl.agents.rewards import NamedReward
+from bam_rl.harness.runner import rollout
 
 
-def _two_trials(agent: MPPIAgent, env: gym.Env, steps: int = 15) -> None:
-    for episode in range(2):
-        observation, info = env.reset(seed=episode)
-        agent.reset(observation, info)
-        for _ in range(steps):
-            action = agent.act(observation)
-            next_observation, reward, terminated, truncated, info = env.step(action)
-            agent.observe(action, reward, next_observation, terminated, truncated, info)
-            observation = next_observation
-            if terminated or truncated:
-                break
+def _two_trials(agent: MPPIAgent, env: gym.Env) -> None:
+    rollout(env, agent, n_episodes=2, seed=0)
     agent.reset(*env.reset(seed=9))  # closes the second trial
 
 
@@ -34,7 +26,7 @@ def test_the_cost_to_go_is_solved_from_the_model_after_each_trial(monkeypatch):
         return solve(self, observation_step)
 
     monkeypatch.setattr(NamedReward, "solve_cost_to_go", recording)
-    env = gym.make("InvertedPendulum-v5")
+    env = gym.make("InvertedPendulum-v5", max_episode_steps=15)
     agent = MPPIAgent.from_env(
         env, memory="recursive", reward="inverted-pendulum-lqr-terminal", horizon=3, n_samples=8
     )
@@ -52,7 +44,7 @@ def test_the_cost_to_go_is_solved_from_the_model_after_each_trial(monkeypatch):
 def test_a_reward_without_a_terminal_value_solves_nothing(monkeypatch):
     calls = []
     monkeypatch.setattr(NamedReward, "solve_cost_to_go", lambda self, f: calls.append(f))
-    env = gym.make("InvertedPendulum-v5")
+    env = gym.make("InvertedPendulum-v5", max_episode_steps=15)
     agent = MPPIAgent.from_env(
         env, memory="recursive", reward="inverted-pendulum", horizon=3, n_samples=8
     )
