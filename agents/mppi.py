@@ -296,7 +296,8 @@ class MPPIAgent(BaseAgent):
             ``None``: BOCD over trials instead (the behaviour before issue 52). Unused
             otherwise.
         **planner_options: :class:`MPPI` options (``horizon``, ``n_samples``, ``noise_var``
-            is named ``sampling_var`` here, ``temperature``).
+            is named ``sampling_var`` here, ``temperature``, and ``normalize_returns``, beyond
+            the paper: the returns' scale divided out of the weights).
 
     Attributes:
         model: The :class:`~bam_rl.agents.dynamics.RFFDynamicsModel`.
@@ -547,6 +548,21 @@ class MPPIAgent(BaseAgent):
         vars(self).setdefault("_world_evidence", 0)
         if (self._detector is not None) != isinstance(self.rule, WorldSegmentBAM):
             raise ValueError("_detector must be a PredictiveCusum exactly for WorldSegmentBAM")
+        if self._detector is not None:
+            rule = cast(WorldSegmentBAM, self.rule)
+            if not isinstance(self._detector, PredictiveCusum) or (
+                self._detector.threshold != rule.threshold
+            ):
+                raise ValueError("_detector must be a PredictiveCusum at the rule's threshold")
+        # files written before the peers: their options at the defaults, nothing fed
+        vars(self).setdefault("window_steps", WINDOW_STEPS)
+        vars(self).setdefault("concentration", CONCENTRATION)
+        vars(self._trial).setdefault("fed", 0)
+        self.window_steps = check_int("window_steps", self.window_steps, minimum=BLOCK_STEPS)
+        self.concentration = check_finite_scalar("concentration", self.concentration)
+        fed = check_int("fed", self._trial.fed, minimum=0)
+        if fed > len(self._trial.actions):
+            raise ValueError("the pending trial's fed count must be within its transitions")
         self.n_detected_changes = int(
             check_int("n_detected_changes", self.n_detected_changes, minimum=0)
         )

@@ -410,7 +410,7 @@ class MujocoEnvDynamics:
                 "env's observation is not what a copy of its MuJoCo state gives (shape "
                 f"{observation.shape}, observation space {env.observation_space.shape})"
             )
-        self._terminal: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._terminal: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
         self.terminal_solves = 0  # how often terminal_cost solved P (once per world)
         self._batch = self._batched_rollout(batched, n_threads, live)
 
@@ -474,10 +474,11 @@ class MujocoEnvDynamics:
             np.asarray(getattr(model, name), dtype=np.float64).ravel() for name in _WORLD_FIELDS
         ]
         fingerprint = np.concatenate(parts)
-        cached = self._terminal.get(id(terminal))
+        key = terminal.cache_key()  # not id(terminal): a collected value's id is reused
+        cached = self._terminal.get(key)
         if cached is None or not np.array_equal(cached[0], fingerprint):
             cached = (fingerprint, terminal.solve_mujoco(model, frame_skip))
-            self._terminal[id(terminal)] = cached
+            self._terminal[key] = cached
             self.terminal_solves += 1
         return cached[1]
 

@@ -46,8 +46,8 @@ Batch = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 #: Central-difference step of :func:`linearise` (relative to 1 + |coordinate|).
 FD_STEP = 1e-5
-_NOMINAL: dict[tuple[str, bytes, bytes], np.ndarray] = {}
-_CLASSIC: dict[tuple[int, tuple[tuple[str, float], ...]], np.ndarray] = {}
+_NOMINAL: dict[tuple[Any, ...], np.ndarray] = {}
+_CLASSIC: dict[tuple[Any, ...], np.ndarray] = {}
 
 
 def _square(name: str, value: Any, size: int) -> np.ndarray:
@@ -254,11 +254,25 @@ class TerminalValue:
             step, self.equilibrium, self.Q, self.R, action=self.action, eps=eps
         )
 
+    def cache_key(self) -> tuple[Any, ...]:
+        """What ``P`` depends on besides the model: the equilibrium, the action, ``Q``, ``R``,
+        the angles and the state maps (the functions themselves, so the key holds them and no
+        other value can take their place), and the environment id."""
+        arrays = (self.equilibrium, self.action, self.Q, self.R)
+        return (
+            self.env_id,
+            *(np.asarray(a, dtype=np.float64).tobytes() for a in arrays),
+            tuple(self.angles),
+            self.to_state,
+            self.from_state,
+        )
+
     def solve_classic(self, dynamics: Any) -> np.ndarray:
         """``P`` of a classic-control model (:mod:`bam_rl.agents.classic_models`, whose
         internal state is this value's physics state), cached per value of its parameters:
         the ground truth of ``Pendulum-v1`` solves it again when ``g``, ``m``… change."""
-        key = (id(self), tuple(sorted((k, float(v)) for k, v in dynamics.parameters.items())))
+        values = tuple(sorted((k, float(v)) for k, v in dynamics.parameters.items()))
+        key = (self.cache_key(), values)
         if key not in _CLASSIC:
             _CLASSIC[key] = solve_terminal_value(
                 dynamics.step, self.equilibrium, self.Q, self.R, action=self.action
@@ -267,7 +281,7 @@ class TerminalValue:
 
     def nominal_cost(self) -> np.ndarray:
         """``P`` of the environment as Gymnasium builds it (solved once per process)."""
-        key = (self.env_id, np.asarray(self.Q).tobytes(), np.asarray(self.R).tobytes())
+        key = self.cache_key()
         if key not in _NOMINAL:
             import gymnasium as gym
 

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from bam_rl.beliefs.rules import BeliefRule, check_posterior
-from bam_rl.checks import as_float_array, check_int, check_real
+from bam_rl.checks import as_float_array, check_finite_params, check_int, check_real
 from bam_rl.families.base import ConjugateFamily, NaturalParams, stack
 
 __all__ = [
@@ -99,6 +99,17 @@ def crp_assignment_log_probs(log_predictive: Any, counts: Any, concentration: fl
     return joint - logsumexp(joint)
 
 
+def _check_statistics(model: ConjugateFamily, items: Any, name: str) -> None:
+    """``items`` is a list of finite, unbatched statistics of ``model`` (a restored file's)."""
+    if not isinstance(items, list):
+        raise ValueError(f"{name} must be a list of statistics, got {type(items).__name__}")
+    for item in items:
+        if not isinstance(item, NaturalParams) or item.batch_shape != ():
+            raise ValueError(f"{name} must hold unbatched NaturalParams, got {item!r}")
+        model.check_params(item, name)
+        check_finite_params(name, item)
+
+
 class RecentWindow(BeliefRule):
     """Beyond the paper (GrBAL-style peer): the posterior of the last ``window`` data,
     ``η0 + Σ_{j > t − window} s_j``, re-summed from the kept data at every update (no
@@ -113,6 +124,15 @@ class RecentWindow(BeliefRule):
         super().__init__(model)
         self.window = check_int("window", window, minimum=1)
         self._kept: list[NaturalParams] = []
+
+    def _check_restored(self) -> None:
+        """The rule's checks, then the window (>= 1) and the kept data: at most ``window``
+        finite, unbatched statistics of the family."""
+        super()._check_restored()
+        self.window = check_int("window", self.window, minimum=1)
+        _check_statistics(self.model, self._kept, "_kept")
+        if len(self._kept) > self.window:
+            raise ValueError(f"_kept must hold at most window = {self.window} data")
 
     def _update(self, s: NaturalParams) -> NaturalParams:
         kept = [*self._kept[max(0, len(self._kept) + 1 - self.window) :], s]
@@ -163,6 +183,23 @@ class CRPMixture(BeliefRule):
         self.counts: list[int] = []
         self.world = -1
         self.last_log_probs = np.zeros(1)
+
+    def _check_restored(self) -> None:
+        """The rule's checks, then the options as the constructor checks them and the
+        components: finite, unbatched statistics, one count (>= 1) each, at most
+        ``max_components``, and ``world`` one of them (``-1`` before the first datum)."""
+        super()._check_restored()
+        crp_log_weights([], self.concentration)  # checks it
+        self.max_components = check_int("max_components", self.max_components, minimum=1)
+        _check_statistics(self.model, self._components, "_components")
+        if not isinstance(self.counts, list) or len(self.counts) != len(self._components):
+            raise ValueError("counts must be a list with one count per component")
+        self.counts = [check_int("counts", count, minimum=1) for count in self.counts]
+        if len(self._components) > self.max_components:
+            raise ValueError(f"at most max_components = {self.max_components} components")
+        self.world = check_int("world", self.world, minimum=-1)
+        if self.world >= len(self._components):
+            raise ValueError(f"world must be below n_components = {len(self._components)}")
 
     @property
     def n_components(self) -> int:

@@ -27,6 +27,7 @@ yet stored).
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -44,8 +45,9 @@ __all__ = ["DEFAULT_THRESHOLD", "PredictiveCusum", "WorldSegmentBAM"]
 
 #: The CUSUM threshold in nats (docs/recurring.md, "Finding the change without being told").
 DEFAULT_THRESHOLD = 100.0
-#: The most one transition adds to (or takes from) a CUSUM, in nats: a change needs at least
-#: ``threshold / clip`` transitions of evidence, so one transition the model predicts badly
+#: The most one transition adds to (or takes from) a CUSUM, in nats: a change needs more than
+#: ``threshold / clip`` transitions of evidence (6 at the defaults), so one transition the
+#: model predicts badly
 #: (its error is far beyond the noise ``σ = 1e-3``) is no change.
 DEFAULT_CLIP = 20.0
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -56,6 +58,13 @@ def _check_threshold(threshold: Any, name: str = "threshold") -> float:
     if not value > 0:
         raise ValueError(f"{name} must be a number > 0 (nats), got {threshold!r}")
     return float(value)
+
+
+def _check_positive(value: Any, name: str) -> float:
+    checked = check_finite_scalar(name, value)
+    if not checked > 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(checked)
 
 
 class _Predictive:
@@ -98,7 +107,7 @@ class PredictiveCusum:
     def __init__(
         self, noise_var: float, threshold: float = DEFAULT_THRESHOLD, clip: float = DEFAULT_CLIP
     ):
-        self.noise_var = float(noise_var)
+        self.noise_var = _check_positive(noise_var, "noise_var")
         self.threshold = _check_threshold(threshold)
         self.clip = _check_threshold(clip, "clip")
         self._current: _Predictive | None = None
@@ -106,6 +115,27 @@ class PredictiveCusum:
         self.sums: dict[int, float] = {}
         self._zeros: dict[int, int] = {}
         self.n = 0
+
+    def _check_restored(self) -> None:
+        """A loaded detector's fields, checked as the constructor checks its arguments: the
+        numbers > 0, one CUSUM (finite, >= 0) and one last zero (within ``[0, n]``) per
+        alternative, and a current belief whenever there are alternatives."""
+        self.noise_var = _check_positive(self.noise_var, "noise_var")
+        self.threshold = _check_threshold(self.threshold)
+        self.clip = _check_threshold(self.clip, "clip")
+        self.n = check_int("n", self.n, minimum=0)
+        labels = set(self._alternatives)
+        if set(self.sums) != labels or set(self._zeros) != labels:
+            raise ValueError("the detector's sums and zeros must have one entry per alternative")
+        if labels and self._current is None:
+            raise ValueError("a detector with alternatives must hold the current belief")
+        for label in labels:
+            total = check_finite_scalar(f"sums[{label}]", self.sums[label])
+            if total < 0:
+                raise ValueError(f"sums[{label}] must be >= 0 (a CUSUM), got {total!r}")
+            zero = check_int(f"zeros[{label}]", self._zeros[label], minimum=0)
+            if zero > self.n:
+                raise ValueError(f"zeros[{label}] must be at most n = {self.n}, got {zero}")
 
     def set_candidates(
         self, current: NaturalParams, alternatives: dict[int, NaturalParams]
@@ -206,6 +236,7 @@ class WorldSegmentBAM(BAM):
     # ------------------------------------------------------------------ beliefs
     def world_belief(self, world: int) -> NaturalParams:
         """The posterior of a stored world (the base prior for one past them)."""
+        world = check_int("world", world, minimum=0)
         if world < len(self._worlds):
             return self.model.prior + self._worlds[world]
         return self.model.prior
@@ -233,16 +264,32 @@ class WorldSegmentBAM(BAM):
         """A detected change: closes the open segment into its world's record and identifies
         the world of ``evidence`` (the statistics of the transitions since the change; they
         are not absorbed, the caller's next :meth:`update` brings them). Returns the world.
-        ``None``: no evidence yet, a new world until the next datum (as :meth:`reset`)."""
-        self._close()
-        self.n_changes += 1
-        if evidence is None:
-            self.belief = self.model.prior
-            self.world = len(self._worlds)
-            self._pending = True
-            return self.world
-        self.model.check_params(evidence, "evidence")
-        self.belief = self._identify(evidence, None)
+        ``None``: no evidence yet, a new world until the next datum (as :meth:`reset`).
+
+        Raises:
+            ValueError: Naming ``evidence`` unless it is one finite datum of the family; the
+                rule is then as it was (nothing closed).
+        """
+        if evidence is not None:
+            if not isinstance(evidence, NaturalParams) or evidence.batch_shape != ():
+                raise ValueError(f"evidence must be one datum's NaturalParams, got {evidence!r}")
+            self.model.check_params(evidence, "evidence")
+            if not all(np.isfinite(v).all() for v in evidence.fields.values()):
+                raise ValueError("evidence must be finite statistics (NaN or inf found)")
+        # all or nothing: a refusal inside the identification leaves the rule as it was
+        saved = {k: copy.deepcopy(v) for k, v in vars(self).items() if k != "model"}
+        try:
+            self._close()
+            self.n_changes += 1
+            if evidence is None:
+                self.belief = self.model.prior
+                self.world = len(self._worlds)
+                self._pending = True
+                return self.world
+            self.belief = self._identify(evidence, None)
+        except ValueError:
+            vars(self).update(saved)
+            raise
         return self.world
 
     def _identify(self, evidence: NaturalParams, absorb: NaturalParams | None) -> NaturalParams:

@@ -169,6 +169,9 @@ def grid(
     from bam_rl.harness import make_grid
     from bam_rl.wrappers.recurring import recurring_id
 
+    envs, settings, methods = _check_envs(envs), _check_settings(settings), _check_methods(methods)
+    if not isinstance(peers, bool):
+        raise ValueError(f"peers must be a bool, got {peers!r}")
     named = envs
     envs = list(QUICK_ENVS if quick and envs is None else envs or SUITE)
     methods = list(METHODS if methods is None else methods)
@@ -508,6 +511,29 @@ def reproduce(
         draw=draw,
         frames={out / name: frame for name, frame in frames.items()},
     )
+
+
+def _check_envs(envs: Any) -> list[str] | None:
+    """``envs`` (``None``: the default) as a list of suite names, or a ``ValueError`` naming
+    the accepted ones (one name may be given as a string)."""
+    if envs is None:
+        return None
+    chosen = [envs] if isinstance(envs, str) else list(envs)
+    unknown = [name for name in chosen if name not in SUITE]
+    if unknown or not chosen:
+        raise ValueError(f"envs must be some of {tuple(SUITE)}, got {envs!r}")
+    return chosen
+
+
+def _check_methods(methods: Any) -> list[str] | None:
+    """``methods`` (``None``: all) as a list of :data:`METHODS` keys, or a ``ValueError``."""
+    if methods is None:
+        return None
+    chosen = [methods] if isinstance(methods, str) else list(methods)
+    unknown = [name for name in chosen if name not in METHODS]
+    if unknown or not chosen:
+        raise ValueError(f"methods must be some of {tuple(METHODS)}, got {methods!r}")
+    return chosen
 
 
 def _check_settings(settings: Any) -> tuple[str, ...]:

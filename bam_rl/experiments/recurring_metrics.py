@@ -106,7 +106,7 @@ def identification_accuracy(belief: Any, truth: Any, skip: int = SKIP_STEPS) -> 
     return float(named.mean())
 
 
-def named_within(belief: Any, truth: Any, steps: int = 30) -> np.ndarray:
+def named_within(belief: Any, truth: Any, steps: int = NAMED_WITHIN) -> np.ndarray:
     """For each change of ``truth`` (not the run's start) that lasts more than ``steps``
     steps: whether the believed world ``steps`` steps after it maps to the true world under
     the majority mapping over the whole run (the run's believed worlds named once).

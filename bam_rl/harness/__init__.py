@@ -1,4 +1,4 @@
-"""The run layer proper: named agents, the run loop, resumable sweeps, reports and recordings.
+"""The run layer proper: named agents, the run loop, resumable sweeps, claims and plotting.
 
 This subpackage is the only part of ``bam_rl`` that sees everything (the math core, ``agents``,
 ``envs``, pandas, joblib, Ray); the math core never imports it (see ``ARCHITECTURE.md``)::

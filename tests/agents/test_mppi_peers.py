@@ -98,3 +98,27 @@ def test_save_load_continues_identically(tmp_path, name):
         actions.append(acts)
     np.testing.assert_array_equal(actions[0], actions[1])
     np.testing.assert_equal(agent.summary(), loaded.summary())
+
+
+@pytest.mark.parametrize(
+    ("name", "where", "field", "value"),
+    [
+        ("mppi-crp-mixture", "rule", "world", 42),
+        ("mppi-crp-mixture", "rule", "concentration", -1.0),
+        ("mppi-crp-mixture", "rule", "counts", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]),
+        ("mppi-recent-window", "rule", "window", 0),
+        ("mppi-recent-window", "_trial", "fed", -7),
+        ("mppi-recent-window", "agent", "window_steps", 3),
+    ],
+)
+def test_a_tampered_state_file_is_refused(tmp_path, name, where, field, value):
+    """Review of issue 52: the peers' restored fields are checked as their constructors check
+    their arguments (each loaded and ran, or failed later, before)."""
+    env = _env(steps=25)
+    agent = make_agent(name, env, seed=0, **SMALL)
+    _drive(agent, env, trials=1)
+    target = {"rule": agent.rule, "_trial": agent._trial, "agent": agent}[where]
+    setattr(target, field, value)
+    path = agent.save(tmp_path / "tampered.npz")
+    with pytest.raises(ValueError):
+        MPPIAgent.load(path)

@@ -190,3 +190,17 @@ def test_pendulum_value_is_the_riccati_solution_of_its_equations_at_the_current_
     agent.reset(obs, info)
     agent.act(obs)
     np.testing.assert_allclose(agent.planner.reward.cost_to_go, analytic(3.72), rtol=1e-6)
+
+
+def test_the_nominal_cost_is_cached_per_terminal_value_not_per_environment():
+    """Review of issue 53: a value with another equilibrium on the same environment and costs
+    gets its own ``P``, not the cached one of the first."""
+    import dataclasses
+
+    from bam_rl.agents.rewards import PENDULUM_TERMINAL
+
+    upright = PENDULUM_TERMINAL.nominal_cost()
+    moved = dataclasses.replace(PENDULUM_TERMINAL, equilibrium=np.array([3.0, 0.0]))
+    assert moved.cache_key() != PENDULUM_TERMINAL.cache_key()
+    assert not np.allclose(moved.nominal_cost(), upright)
+    np.testing.assert_array_equal(PENDULUM_TERMINAL.nominal_cost(), upright)  # still cached

@@ -84,3 +84,46 @@ def test_bad_threshold_and_clip(value):
         WorldSegmentBAM(MODEL, threshold=value)
     with pytest.raises(ValueError, match="clip"):
         PredictiveCusum(NOISE, clip=value)
+
+
+def test_refused_evidence_leaves_the_rule_as_it_was():
+    """Review of issue 52: a change with evidence the family refuses closes nothing."""
+    rng = np.random.default_rng(3)
+    rule = WorldSegmentBAM(MODEL)
+    rule.update(MODEL.stats(*data("A", 40, rng)))
+    bad = MODEL.stats(*data("B", 5, rng))
+    bad.fields["B"][0, 0] = np.nan  # past the constructor's check, as a corrupted input
+    state = (rule.n_worlds, rule.n_changes, rule.world, rule._open is not None)
+    with pytest.raises(ValueError, match="evidence"):
+        rule.change(bad)
+    assert (rule.n_worlds, rule.n_changes, rule.world, rule._open is not None) == state
+    with pytest.raises(ValueError, match="evidence"):
+        rule.change(MODEL.stats(*data("B", 5, rng)).__class__)  # not a datum at all
+    with pytest.raises(ValueError, match="world"):
+        rule.world_belief(-1)
+
+
+def test_the_detector_refuses_a_bad_noise_and_a_bad_restored_state():
+    with pytest.raises(ValueError, match="noise_var"):
+        PredictiveCusum(-1.0)
+    with pytest.raises(ValueError, match="noise_var"):
+        PredictiveCusum(float("nan"))
+    rng = np.random.default_rng(4)
+    detector = PredictiveCusum(NOISE)
+    trained = MODEL.prior + MODEL.stats(*data("A", 50, rng))
+    detector.set_candidates(trained, {-1: MODEL.prior})
+    for xi, yi in zip(*data("A", 5, rng), strict=True):
+        detector.step(xi, yi)
+    detector._check_restored()  # a consistent state passes
+    for field, value, match in [
+        ("threshold", float("nan"), "threshold"),
+        ("n", -4, "n"),
+        ("sums", {5: 1.0}, "one entry per alternative"),
+        ("sums", {-1: -3.0}, "sums"),
+        ("_zeros", {-1: 99}, "zeros"),
+    ]:
+        broken = PredictiveCusum(NOISE)
+        vars(broken).update({k: v for k, v in vars(detector).items()})
+        setattr(broken, field, value)
+        with pytest.raises(ValueError, match=match):
+            broken._check_restored()

@@ -202,3 +202,28 @@ def test_named_within_reads_the_belief_steps_after_each_change():
     with pytest.raises(ValueError, match="steps"):
         metrics.named_within(belief, truth, steps=-1)
     assert metrics.named_within([0, 0, 0], [1, 1, 1]).size == 0  # a stationary run
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"envs": ["Nope"]},
+        {"envs": []},
+        {"peers": "yes"},
+        {"settings": ["nope"]},
+        {"methods": ["nope"]},
+    ],
+)
+def test_the_grid_refuses_what_it_cannot_run(options):
+    """Review of issue 52: the Python door checks what the CLI checks (a misspelt name ran
+    nothing or raised a KeyError; a string was iterated letter by letter)."""
+    from bam_rl.experiments.recurring import grid
+
+    with pytest.raises(ValueError, match=next(iter(options))):
+        grid(1, quick=True, **options)
+
+
+def test_one_environment_may_be_named_by_a_string():
+    from bam_rl.experiments.recurring import grid
+
+    assert grid(1, quick=True, envs="Pendulum") == grid(1, quick=True, envs=["Pendulum"])
