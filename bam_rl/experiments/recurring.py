@@ -513,37 +513,30 @@ def reproduce(
     )
 
 
-def _check_envs(envs: Any) -> list[str] | None:
-    """``envs`` (``None``: the default) as a list of suite names, or a ``ValueError`` naming
-    the accepted ones (one name may be given as a string)."""
-    if envs is None:
-        return None
-    chosen = [envs] if isinstance(envs, str) else list(envs)
-    unknown = [name for name in chosen if name not in SUITE]
-    if unknown or not chosen:
-        raise ValueError(f"envs must be some of {tuple(SUITE)}, got {envs!r}")
+def _chosen(name: str, value: Any, known: Any) -> list[str]:
+    """``value`` (one name as a string, or several) as a non-empty list of ``known`` names, or
+    a ``ValueError`` naming ``name`` and the accepted ones."""
+    chosen = [value] if isinstance(value, str) else list(value)
+    if not chosen or any(item not in known for item in chosen):
+        raise ValueError(f"{name} must be some of {tuple(known)}, got {value!r}")
     return chosen
+
+
+def _check_envs(envs: Any) -> list[str] | None:
+    """``envs`` (``None``: the default) as a list of suite names (:func:`_chosen`)."""
+    return None if envs is None else _chosen("envs", envs, SUITE)
 
 
 def _check_methods(methods: Any) -> list[str] | None:
-    """``methods`` (``None``: all) as a list of :data:`METHODS` keys, or a ``ValueError``."""
-    if methods is None:
-        return None
-    chosen = [methods] if isinstance(methods, str) else list(methods)
-    unknown = [name for name in chosen if name not in METHODS]
-    if unknown or not chosen:
-        raise ValueError(f"methods must be some of {tuple(METHODS)}, got {methods!r}")
-    return chosen
+    """``methods`` (``None``: all) as a list of :data:`METHODS` keys (:func:`_chosen`)."""
+    return None if methods is None else _chosen("methods", methods, METHODS)
 
 
 def _check_settings(settings: Any) -> tuple[str, ...]:
     """``settings`` as a tuple of known settings, in :data:`SETTINGS` + :data:`EXTRA_SETTINGS`
     order, or a ``ValueError`` naming the accepted ones."""
     known = (*SETTINGS, *EXTRA_SETTINGS)
-    chosen = [settings] if isinstance(settings, str) else list(settings)
-    unknown = [s for s in chosen if s not in known]
-    if unknown or not chosen:
-        raise ValueError(f"settings must be some of {known}, got {settings!r}")
+    chosen = _chosen("settings", settings, known)
     return tuple(s for s in known if s in chosen)
 
 
