@@ -7,9 +7,9 @@ plugins), its solver warm start (``qacc_warmstart``) and every user input (``mjS
 ``ctrl``, applied forces, active equality constraints, mocap, user data), each action written
 to ``ctrl`` and held for ``frame_skip`` physics steps, as ``MujocoEnv.do_simulation``: one
 planned step is one ``env.step`` (``tests/agents/test_mujoco_batch.py`` checks the states to
-1e-12 after gravity and mass changes). The rollouts run on a persistent ``mujoco.rollout``
-thread pool, in the live model itself (``mujoco.rollout`` only reads it), so every parameter
-the ``NonStationary`` wrapper changed is planned with and no copy is made.
+1e-12 after gravity and mass changes). The rollouts run on the calling thread and
+persistent helper threads, in the live model itself (``mujoco.rollout`` only reads it), so
+every parameter the ``NonStationary`` wrapper changed is planned with and no copy is made.
 
 The observation is computed from the recorded physics states, so only environments whose
 ``_get_obs`` is known here take this path (:data:`OBSERVATIONS`, matched by exact class: a
@@ -53,18 +53,24 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-_POOLS: dict[int, Any] = {}
+_HELPERS: dict[int, Any] = {}
 
 
-def _pool(n_threads: int) -> Any:
-    """The process's persistent ``mujoco.rollout.Rollout`` pool of ``n_threads`` threads (0
-    threads, the calling one, for 1), shared by every batched rollout of the process (the
-    planner calls them one at a time)."""
-    if n_threads not in _POOLS:
-        from mujoco import rollout as mj_rollout
+def _helpers(n: int) -> Any:
+    """The process's persistent pool of ``n`` helper threads, shared by every batched rollout
+    of the process (the planner calls them one at a time).
 
-        _POOLS[n_threads] = mj_rollout.Rollout(nthread=0 if n_threads == 1 else n_threads)
-    return _POOLS[n_threads]
+    Why not ``mujoco.rollout``'s own pool: its ``nthread`` workers run while the calling thread
+    waits, and on a 2-core machine the scheduler often put both workers on one core, so the
+    same IDP rollout took 4.8 or 9 ms from one process to the next (the one-thread time). Here
+    the calling thread steps the first chunk itself and ``n`` helpers the others:
+    ``mujoco.rollout`` releases the GIL, and ``threads`` threads run in all, never more.
+    """
+    if n not in _HELPERS:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _HELPERS[n] = ThreadPoolExecutor(max_workers=n, thread_name_prefix="bam-rl-rollout")
+    return _HELPERS[n]
 
 
 def _qpos_qvel(env: Any, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
@@ -163,8 +169,9 @@ class BatchedRollout:
         env: The unwrapped environment (read live: its ``data`` is the start, its ``model``
             the world unless ``model`` is given).
         observation: Its observation function (:func:`batched_observation`).
-        n_threads: Threads of the persistent ``mujoco.rollout`` pool (1: the calling thread);
-            one pool per size is shared by the process.
+        n_threads: Threads that step the rollouts: the calling thread and ``n_threads - 1``
+            persistent helpers (shared by the process), each with its own
+            ``mujoco.rollout.Rollout`` and ``MjData``.
         min_parallel_steps: Rollouts of fewer physics steps run on the calling thread.
     """
 
@@ -172,6 +179,7 @@ class BatchedRollout:
         self, env: Any, observation: ObservationFn, n_threads: int, min_parallel_steps: int = 0
     ):
         import mujoco
+        from mujoco import rollout as mj_rollout
 
         self.env = env
         self.observation = observation
@@ -179,6 +187,7 @@ class BatchedRollout:
         self.min_parallel_steps = int(min_parallel_steps)
         model = env.model
         self._datas = [mujoco.MjData(model) for _ in range(self.n_threads)]
+        self._rollouts = [mj_rollout.Rollout(nthread=0) for _ in range(self.n_threads)]
         spec = mujoco.mjtState
         self._full = int(spec.mjSTATE_FULLPHYSICS)
         self._user = int(spec.mjSTATE_USER)
@@ -207,20 +216,31 @@ class BatchedRollout:
         controls[..., self._ctrl_at : self._ctrl_at + nu] = np.repeat(actions, frame_skip, axis=1)
         states = np.empty((k, n_steps, initial.size))  # contiguous: rollout writes into it
         warmstart = np.repeat(np.array(live.qacc_warmstart)[None], k, axis=0)
-        threads = self.n_threads if k * n_steps >= self.min_parallel_steps else 1
-        _pool(threads).rollout(
-            [model] * k,
-            self._datas[:threads],
-            np.repeat(initial[None], k, axis=0),
-            controls,
-            control_spec=self._user,
-            skip_checks=True,
-            nstep=n_steps,
-            initial_warmstart=warmstart,
-            state=states,
-            sensordata=np.empty((k, n_steps, model.nsensordata)),
-            chunk_size=-(-k // threads),  # one chunk a thread: the fewest hand-offs
-        )
+        threads = min(k, self.n_threads if k * n_steps >= self.min_parallel_steps else 1)
+        initial_states = np.repeat(initial[None], k, axis=0)
+        sensordata = np.empty((k, n_steps, model.nsensordata))
+        bounds = np.linspace(0, k, threads + 1).astype(int)  # one chunk a thread
+
+        def chunk(i: int) -> None:
+            part = slice(bounds[i], bounds[i + 1])
+            self._rollouts[i].rollout(
+                [model] * (part.stop - part.start),
+                [self._datas[i]],
+                initial_states[part],
+                controls[part],
+                control_spec=self._user,
+                skip_checks=True,
+                nstep=n_steps,
+                initial_warmstart=warmstart[part],
+                state=states[part],
+                sensordata=sensordata[part],
+            )
+
+        pool = _helpers(threads - 1) if threads > 1 else None
+        others = [pool.submit(chunk, i) for i in range(1, threads)] if pool else []
+        chunk(0)
+        for done in others:
+            done.result()
         out = np.concatenate([np.broadcast_to(initial, (k, 1, initial.size)), states], axis=1)
         qpos = out[..., self._qpos_at : self._qpos_at + model.nq]
         qvel = out[..., self._qvel_at : self._qvel_at + model.nv]
