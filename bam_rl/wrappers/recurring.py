@@ -23,11 +23,10 @@ it is honoured (it replaces the suite's steps per trial). Each id has
 its own entry point (:func:`make_recurring` with the id's name and variant fixed), so keyword
 arguments cannot switch the environment or the variant: ``name`` and ``continual`` are refused.
 
-The registry's planning reward of each environment is :attr:`Recurring.reward` (a name of
-:data:`bam_rl.agents.rewards.REWARDS`; this layer imports no agent) and its planner options
-:attr:`Recurring.planner`; a made environment carries both as ``planning_reward`` and
-``planner_options`` (``env.get_wrapper_attr("planning_reward")``), which the harness's MPPI
-agents use unless given others.
+The planning reward and planner options of each id are its row of the settings table
+(:data:`bam_rl.agents.settings.ENV_SETTINGS`, docs/env_settings.md), which every door reads
+(``make_agent``, ``bam-rl run``, the benchmark); the ids carry no copy of them (issue 51), and
+this layer imports no agent.
 
 This module imports gymnasium and, of ours, the wrapper and :mod:`bam_rl.schedules` only; the
 environment (and MuJoCo) loads when an id is made.
@@ -70,11 +69,11 @@ class Recurring:
         worlds: Its values in worlds A, B and C.
         trials_per_world: Trials (episodes) each world lasts by default.
         max_episode_steps: Steps per trial (``None``: the environment's own limit).
-        reward: The registry's planning reward for the environment.
         description: One line for the docs' table.
         env_kwargs: Keyword arguments of ``gymnasium.make(env_id, ...)``.
-        planner: The MPPI planner options for the environment (every method, GT MPC too),
-            chosen before the benchmark (docs/any_env.md) and not tuned on it.
+
+    The planning reward and planner options are the id's row of the settings table
+    (:mod:`bam_rl.agents.settings`), not fields here.
     """
 
     name: str
@@ -83,10 +82,8 @@ class Recurring:
     worlds: tuple[float, float, float]
     trials_per_world: int
     max_episode_steps: int | None
-    reward: str
     description: str
     env_kwargs: dict[str, Any] = field(default_factory=dict)
-    planner: dict[str, Any] = field(default_factory=dict)
 
     def values(self, trials_per_world: int | None = None) -> tuple[float, ...]:
         """The parameter's value in every trial of the schedule, in order."""
@@ -106,7 +103,6 @@ SUITE: dict[str, Recurring] = {
             (9.81, 3.72, 11.15),
             5,
             None,  # the environment's 200-step trials
-            "cartpole-swingup",
             "bam-rl's MuJoCo cart-pole swing-up (the paper's task), gravity Earth/Mars/Neptune",
         ),
         Recurring(
@@ -116,7 +112,6 @@ SUITE: dict[str, Recurring] = {
             (10.0, 3.72, 15.0),
             3,
             None,  # 200 steps
-            "pendulum-swingup",
             "Pendulum-v1 swing-up, gravity g",
         ),
         Recurring(
@@ -126,11 +121,7 @@ SUITE: dict[str, Recurring] = {
             (9.81, 3.72, 20.0),
             4,
             300,
-            "inverted-pendulum",
             "InvertedPendulum-v5 balance (300-step trials), gravity",
-            # docs/any_env.md's measured setting: H = 25 loses the pole with a learned model,
-            # H = 15 with K = 128 holds it (planning_models="mean" is the learners' option)
-            planner={"horizon": 15, "temperature": 0.01, "n_samples": 128},
         ),
         Recurring(
             "InvertedDoublePendulum",
@@ -139,9 +130,7 @@ SUITE: dict[str, Recurring] = {
             (4.199, 1.0, 10.0),
             4,
             300,
-            "inverted-double-pendulum",
             "InvertedDoublePendulum-v5 balance (300-step trials), mass of the upper pole (kg)",
-            planner={"horizon": 10, "n_samples": 128, "sampling_var": 0.2},
         ),
         Recurring(
             "Reacher",
@@ -150,9 +139,7 @@ SUITE: dict[str, Recurring] = {
             (0.036, 0.3, 0.012),
             4,
             None,  # 50 steps
-            "reacher",
             "Reacher-v5, mass of the second link (kg)",
-            planner={"horizon": 15},
         ),
         Recurring(
             "MountainCar",
@@ -161,7 +148,6 @@ SUITE: dict[str, Recurring] = {
             (0.0015, 0.0009, 0.003),
             3,
             None,  # 999 steps (ends at the goal)
-            "mountain-car-shaped",  # the sparse "mountain-car" is out of a 50-step horizon's reach
             "MountainCarContinuous-v0, engine power",
         ),
         Recurring(
@@ -171,7 +157,6 @@ SUITE: dict[str, Recurring] = {
             (0.1, 1.0, 0.5),
             4,
             None,  # 500 steps
-            "cartpole-balance-shaped",
             "CartPole-v1 (discrete), pole mass (kg; NS-Gym's problem changes it 0.1 → 1.0)",
         ),
     )
@@ -212,9 +197,8 @@ def make_recurring(
             with ``trial_steps`` it must agree.
 
     Returns:
-        The :class:`~bam_rl.wrappers.NonStationary` environment, with ``planning_reward``
-        (:attr:`Recurring.reward`) and ``planner_options`` (a copy of :attr:`Recurring.planner`)
-        as attributes.
+        The :class:`~bam_rl.wrappers.NonStationary` environment (its planning settings are
+        its id's row of the settings table).
 
     Raises:
         ValueError: On an unknown name or a bad count, or when ``trial_steps`` and the
@@ -246,8 +230,6 @@ def make_recurring(
         {spec.parameter: world_schedule(spec, trials_per_world)},
         notify="none" if continual else "value",
     )
-    wrapped.planning_reward = spec.reward  # type: ignore[attr-defined]
-    wrapped.planner_options = dict(spec.planner)  # type: ignore[attr-defined]
     return wrapped
 
 

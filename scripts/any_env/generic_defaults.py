@@ -62,8 +62,8 @@ def rows_removed(
     """Every environment without a row inside the block, ``GENERIC_DEFAULTS`` updated with
     ``generic`` (its ``sampling_var_share``: ``GENERIC_SAMPLING_VAR``); the table and the
     defaults are restored after it. ``hide_env_options`` hides what the environments declare
-    of their own planning too (a recurring id's ``planning_reward`` and ``planner_options``
-    attributes, which repeat its row), so every planner setting not given is generic."""
+    of their own planning too (``planning_reward`` and ``planner_options`` attributes; the
+    recurring ids carry none since issue 51), so every planner setting not given is generic."""
     saved_rows, saved_generic = settings.ENV_SETTINGS, settings.GENERIC_DEFAULTS
     saved_share, saved_declared = settings.GENERIC_SAMPLING_VAR, settings._env_declared
     if hide_env_options:

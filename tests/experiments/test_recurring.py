@@ -98,13 +98,17 @@ def test_trial_steps_shortens_and_lengthens_a_trial(trial_steps):
     cartpole.close()
 
 
-def test_each_id_carries_its_planning_reward_and_planner_options():
+def test_each_ids_planning_settings_are_its_settings_row():
+    from bam_rl.agents.settings import settings_for
+
     env = gym.make(recurring_id("InvertedPendulum", continual=True), trial_steps=5)
-    assert env.get_wrapper_attr("planning_reward") == "inverted-pendulum"
-    assert env.get_wrapper_attr("planner_options") == {
+    row, env_id = settings_for(env)
+    assert env_id == recurring_id("InvertedPendulum", continual=True)
+    assert row.reward == "inverted-pendulum"
+    assert dict(row.planner) == {
         "horizon": 15,
-        "temperature": 0.01,
         "n_samples": 128,
+        "temperature": 0.01,
     }  # docs/any_env.md's measured setting
     env.close()
 
