@@ -7,7 +7,8 @@ Issue 53's ground-truth acceptance, measured (beyond the paper):
   ``"inverted-double-pendulum-lqr-terminal"`` (the environment's reward plus the LQR
   cost-to-go solved from the live model, again after each change): steps held of 1000;
 * ``ip``: InvertedPendulum-v5 at gravity 3.72 with ``"inverted-pendulum-lqr-terminal"``;
-* ``equality``: the batched rollouts (``mujoco.rollout``) against ``env.step`` after gravity
+* ``equality``: the batched rollouts (``mujoco.rollout``) against ``env.step``'s own
+  ``do_simulation`` and ``_get_obs`` stepped from copies of the live data after gravity
   and mass changes (largest absolute difference of the observations; InvertedDoublePendulum
   driven into the rail's ends, so its constraint-force entry is exercised);
 * ``worlds``: the recurring-worlds suite's worlds of both (300-step trials, constant world);
@@ -43,16 +44,17 @@ from bam_rl.wrappers import NonStationary
 
 def episode(
     env: gym.Env, seed: int, nominal: bool = False, **agent_options: Any
-) -> tuple[int, float, int]:
-    """Steps held (of the time limit), seconds per act, and the terminal value's solves;
-    ``nominal``: the terminal value keeps the nominal model's ``P`` (an ablation)."""
+) -> tuple[int, float, int, float]:
+    """Steps held (of the time limit), seconds per act, the terminal value's solves and the
+    return of one ground-truth episode; ``nominal``: the terminal value keeps the nominal
+    model's ``P`` (an ablation)."""
     obs, info = env.reset(seed=seed)
     agent = GroundTruthMPPI(env, seed=seed, **agent_options)
     if nominal:
         dynamics: Any = agent.dynamics
         dynamics.terminal_cost = lambda terminal: terminal.nominal_cost()
     agent.reset(obs, info)
-    steps, elapsed = 0, 0.0
+    steps, elapsed, total = 0, 0.0, 0.0
     while True:
         start = time.perf_counter()
         action = agent.act(obs)
@@ -60,10 +62,24 @@ def episode(
         obs, reward, terminated, truncated, info = env.step(action)
         agent.observe(action, float(reward), obs, terminated, truncated, info)
         steps += 1
+        total += float(reward)
         if terminated or truncated:
             break
     solves = int(getattr(agent.dynamics, "terminal_solves", 0))
-    return steps, elapsed / steps, solves
+    return steps, elapsed / steps, solves, total
+
+
+def _held(args: argparse.Namespace, make_env: Any, **agent_options: Any) -> None:
+    """One episode a seed of ``make_env()``: steps held, time per act, ``P``'s solves."""
+    held = 0
+    for seed in args.seeds:
+        steps, seconds, solves, _ = episode(make_env(), seed, args.nominal_p, **agent_options)
+        held += steps == 1000
+        print(
+            f"  seed {seed}: {steps} of 1000 steps, {seconds * 1e3:.1f} ms an act, "
+            f"P solved {solves}x"
+        )
+    print(f"  held 1000 of 1000 on {held} of {len(args.seeds)} seeds")
 
 
 def part_idp(args: argparse.Namespace) -> None:
@@ -74,29 +90,17 @@ def part_idp(args: argparse.Namespace) -> None:
         f"pole2 mass x{args.mass_factor:g} at step {args.mass_step}; "
         f"K = {args.idp_k}, H = {args.idp_h}, reward {args.idp_reward}"
     )
-    held = 0
-    for seed in args.seeds:
-        changes = {
-            "gravity": piecewise({0: 9.81, args.gravity_step: args.gravity}, unit="step"),
-            "mass:pole2": piecewise(
-                {0: mass, args.mass_step: args.mass_factor * mass}, unit="step"
-            ),
-        }
-        env = NonStationary(gym.make("InvertedDoublePendulum-v5"), changes)
-        steps, seconds, solves = episode(
-            env,
-            seed,
-            args.nominal_p,
-            reward=args.idp_reward,
-            n_samples=args.idp_k,
-            horizon=args.idp_h,
-        )
-        held += steps == 1000
-        print(
-            f"  seed {seed}: {steps} of 1000 steps, {seconds * 1e3:.1f} ms an act, "
-            f"P solved {solves}x"
-        )
-    print(f"  held 1000 of 1000 on {held} of {len(args.seeds)} seeds")
+    changes = {
+        "gravity": piecewise({0: 9.81, args.gravity_step: args.gravity}, unit="step"),
+        "mass:pole2": piecewise({0: mass, args.mass_step: args.mass_factor * mass}, unit="step"),
+    }
+    _held(
+        args,
+        lambda: NonStationary(gym.make("InvertedDoublePendulum-v5"), changes),
+        reward=args.idp_reward,
+        n_samples=args.idp_k,
+        horizon=args.idp_h,
+    )
 
 
 def part_ip(args: argparse.Namespace) -> None:
@@ -104,19 +108,14 @@ def part_ip(args: argparse.Namespace) -> None:
         f"InvertedPendulum-v5 at gravity {args.ip_gravity}: K = {args.ip_k}, H = {args.ip_h}, "
         f"reward {args.ip_reward}"
     )
-    held = 0
-    for seed in args.seeds:
-        changes = {"gravity": piecewise({0: args.ip_gravity}, unit="step")}
-        env = NonStationary(gym.make("InvertedPendulum-v5"), changes)
-        steps, seconds, solves = episode(
-            env, seed, args.nominal_p, reward=args.ip_reward, n_samples=args.ip_k, horizon=args.ip_h
-        )
-        held += steps == 1000
-        print(
-            f"  seed {seed}: {steps} of 1000 steps, {seconds * 1e3:.1f} ms an act, "
-            f"P solved {solves}x"
-        )
-    print(f"  held 1000 of 1000 on {held} of {len(args.seeds)} seeds")
+    changes = {"gravity": piecewise({0: args.ip_gravity}, unit="step")}
+    _held(
+        args,
+        lambda: NonStationary(gym.make("InvertedPendulum-v5"), changes),
+        reward=args.ip_reward,
+        n_samples=args.ip_k,
+        horizon=args.ip_h,
+    )
 
 
 def part_worlds(args: argparse.Namespace) -> None:
@@ -147,7 +146,7 @@ def part_worlds(args: argparse.Namespace) -> None:
             for seed in args.seeds:
                 changes = {name: piecewise({0: value}, unit="step")}
                 env = NonStationary(gym.make(env_id, max_episode_steps=300), changes)
-                steps, _, _ = episode(env, seed, reward=reward, n_samples=k, horizon=h)
+                steps = episode(env, seed, reward=reward, n_samples=k, horizon=h)[0]
                 held.append(steps)
             print(f"  {env_id} {name} = {value:g} (K = {k}, H = {h}, {reward}): {held}")
 
@@ -164,38 +163,11 @@ def part_pendulum(args: argparse.Namespace) -> None:
                     env = NonStationary(
                         gym.make("Pendulum-v1"), {"g": piecewise({0: g}, unit="step")}
                     )
-                    returns.append(episode_return(env, seed, reward=reward, horizon=h))
+                    returns.append(episode(env, seed, reward=reward, horizon=h)[3])
                 print(
                     f"  g = {g:g}, H = {h}, {reward}: {[round(r, 1) for r in returns]}, "
                     f"mean {np.mean(returns):.1f}"
                 )
-
-
-def episode_return(env: gym.Env, seed: int, **agent_options: Any) -> float:
-    """The return of one ground-truth episode."""
-    obs, info = env.reset(seed=seed)
-    agent = GroundTruthMPPI(env, seed=seed, **agent_options)
-    agent.reset(obs, info)
-    total = 0.0
-    while True:
-        action = agent.act(obs)
-        obs, reward, terminated, truncated, info = env.step(action)
-        agent.observe(action, float(reward), obs, terminated, truncated, info)
-        total += float(reward)
-        if terminated or truncated:
-            return total
-
-
-def _reference(env: object, saved: mujoco.MjData, actions: np.ndarray) -> np.ndarray:
-    """``env.step`` itself from the saved state, sequence by sequence."""
-    base = env.unwrapped  # type: ignore[attr-defined]
-    out = np.empty((*actions.shape[:2], base.observation_space.shape[0]))
-    for i, sequence in enumerate(actions):
-        mujoco.mj_copyData(base.data, base.model, saved)
-        for t, action in enumerate(sequence):
-            out[i, t] = base.step(action)[0]
-    mujoco.mj_copyData(base.data, base.model, saved)
-    return out
 
 
 def part_equality(args: argparse.Namespace) -> None:
@@ -218,9 +190,10 @@ def part_equality(args: argparse.Namespace) -> None:
         low, high = env.action_space.low, env.action_space.high
         actions = rng.uniform(low, high, size=(32, 40, low.size)) + push * high
         batched = dynamics(obs, actions)
-        saved = mujoco.MjData(env.model)
-        mujoco.mj_copyData(saved, env.model, env.data)
-        reference = _reference(env, saved, actions)
+        # the loop that copies the live MjData and steps the environment's own
+        # do_simulation and _get_obs: env.step's states (tests/agents/test_mujoco_batch.py
+        # checks both against env.step itself)
+        reference = MujocoEnvDynamics(env, batched=False)(obs, actions)
         rail = ""
         if env_id.startswith("InvertedDouble"):
             rail = f", {np.count_nonzero(reference[..., 8])} observations with a constraint force"

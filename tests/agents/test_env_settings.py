@@ -19,6 +19,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from agents_testutils import drive
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl import envs
@@ -205,16 +206,7 @@ def test_the_paper_faithful_agents_act_as_before_on_the_cartpole(name):
     actions = []
     for build in (make_agent, paper_agent):
         env = gym.make("bam_rl/GravityCartPoleEpisodic-v0", max_steps=4)
-        agent = build(name, env, 3)
-        observation, info = env.reset(seed=5)
-        agent.reset(observation, info)
-        taken = []
-        for _ in range(3):
-            action = agent.act(observation)
-            observation, reward, terminated, truncated, info = env.step(action)
-            agent.observe(action, reward, observation, terminated, truncated, info)
-            taken.append(np.asarray(action))
-        actions.append(np.stack(taken))
+        actions.append(np.stack(drive(env, build(name, env, 3), steps=3, seed=5)))
     np.testing.assert_array_equal(actions[0], actions[1])
 
 

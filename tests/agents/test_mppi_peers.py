@@ -8,6 +8,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from agents_testutils import drive
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.agents import MPPIAgent
@@ -86,16 +87,7 @@ def test_save_load_continues_identically(tmp_path, name):
     loaded = MPPIAgent.load(path)
     actions = []
     for each in (agent, loaded):
-        replay = _env(steps=25)
-        obs, _ = replay.reset(seed=5)
-        each.reset(obs, {})
-        acts = []
-        for _ in range(15):
-            action = each.act(obs)
-            obs, reward, terminated, truncated, info = replay.step(action)
-            each.observe(action, reward, obs, terminated, truncated, info)
-            acts.append(np.asarray(action))
-        actions.append(acts)
+        actions.append(drive(_env(steps=25), each, steps=15, seed=5))
     np.testing.assert_array_equal(actions[0], actions[1])
     np.testing.assert_equal(agent.summary(), loaded.summary())
 

@@ -305,19 +305,18 @@ def test_the_state_kept_between_steps_changes_nothing(kind: int, cap: Any, thres
 def test_a_changed_cap_is_taken_as_the_numpy_path_takes_it(monkeypatch):
     model = MODELS[1]
     data = _mixed_stream(model, 60, 3)
-    compiled = ChangepointDetector(model, 0.1, max_run_length=20)
-    for s in data[:30]:
-        compiled.update(s)
-    compiled.max_run_length = 5
-    for s in data[30:]:
-        compiled.update(s)
+
+    def cap_changed_midway() -> ChangepointDetector:
+        detector = ChangepointDetector(model, 0.1, max_run_length=20)
+        for i, s in enumerate(data):
+            if i == 30:
+                detector.max_run_length = 5
+            detector.update(s)
+        return detector
+
+    compiled = cap_changed_midway()
     monkeypatch.setattr(bocd_module, "_kernel_kind", lambda model: None)
-    reference = ChangepointDetector(model, 0.1, max_run_length=20)
-    for s in data[:30]:
-        reference.update(s)
-    reference.max_run_length = 5
-    for s in data[30:]:
-        reference.update(s)
+    reference = cap_changed_midway()
     np.testing.assert_array_equal(compiled.run_lengths, reference.run_lengths)
     np.testing.assert_allclose(
         compiled.log_run_length_probabilities, reference.log_run_length_probabilities, rtol=1e-9
