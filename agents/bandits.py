@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 import weakref
 from typing import Any
 
@@ -58,6 +59,10 @@ __all__ = [
 ]
 
 
+#: Per noise variance σ²: ``½ · 1 · log(2πσ²)`` (a float64, as ``model.stats`` computes it).
+_LOG_NORMALISERS: dict[float, np.float64] = {}
+
+
 def gaussian_reward_statistics(model: NormalKnownVariance, reward: float) -> NaturalParams:
     """``reward_statistics(model, reward)`` for one reward of a :class:`NormalKnownVariance`
     model (a Python float, as :meth:`BanditAgent.observe` passes it), bit for bit: the
@@ -69,7 +74,12 @@ def gaussian_reward_statistics(model: NormalKnownVariance, reward: float) -> Nat
     noise = model.noise_var
     precision_mean = (0.0 + reward) / noise
     precision = 1.0 / noise
-    log_h = -(reward * reward) / (2.0 * noise) - 0.5 * 1.0 * np.log(2.0 * np.pi * noise)
+    log_norm = _LOG_NORMALISERS.get(noise)
+    if log_norm is None:
+        if len(_LOG_NORMALISERS) >= 64:
+            _LOG_NORMALISERS.clear()
+        log_norm = _LOG_NORMALISERS[noise] = 0.5 * 1.0 * np.log(2.0 * np.pi * noise)
+    log_h = -(reward * reward) / (2.0 * noise) - log_norm
     if not (math.isfinite(precision_mean) and math.isfinite(precision) and math.isfinite(log_h)):
         return reward_statistics(model, reward)
     return NaturalParams._trusted(
@@ -144,6 +154,9 @@ class UCB(BanditAgent):
 
 
 # -------------------------------------------------------------------- Thompson sampling
+#: A rule's current belief (``rule.belief``, what the base ``prior_for_next`` returns).
+_BELIEF = operator.attrgetter("belief")
+
 #: Per Thompson agent with Gaussian per-arm rules: the beliefs its draw parameters were
 #: computed from, and those means and standard deviations (see ``_gaussian_draw_params``).
 _GAUSSIAN_DRAWS: weakref.WeakKeyDictionary[Any, tuple[list[Any], np.ndarray, np.ndarray]] = (
@@ -358,15 +371,43 @@ class ThompsonSampling(BanditAgent):
             cached = ([None] * self.n_arms, np.zeros(self.n_arms), np.zeros(self.n_arms))
             _GAUSSIAN_DRAWS[self] = cached
         beliefs, loc, scale = cached
-        plain_sample = BeliefRule.sample
-        for arm, rule in enumerate(self.rules):
-            if type(rule).sample is not plain_sample:
+        rules = self.rules
+        custom_prior = False
+        for kind in {type(rule) for rule in rules}:
+            if kind.sample is not BeliefRule.sample:
                 return None
-            belief = rule.prior_for_next()
-            if belief is not beliefs[arm]:
-                loc[arm] = self.model.mean(belief)
-                scale[arm] = np.sqrt(self.model.variance(belief))
-                beliefs[arm] = belief
+            custom_prior = custom_prior or kind.prior_for_next is not BeliefRule.prior_for_next
+        if custom_prior:
+            current = [rule.prior_for_next() for rule in rules]
+        else:  # the base prior_for_next: the rule's belief
+            current = [*map(_BELIEF, rules)]
+        if len(current) == len(beliefs) and not any(map(operator.is_not, current, beliefs)):
+            return loc, scale
+        model = self.model
+        exact = type(model) is NormalKnownVariance
+        for arm, belief in enumerate(current):
+            if belief is beliefs[arm]:
+                continue
+            fields = belief.fields
+            h1, h2 = fields["precision_mean"], fields["precision"]
+            if (
+                exact
+                and type(h1) is np.ndarray
+                and type(h2) is np.ndarray
+                and h1.dtype == h2.dtype == np.float64
+                and not (h1.ndim or h2.ndim)
+            ):
+                # model.mean and model.variance of one belief: h1 / h2 and 1 / h2 on float64
+                # scalars (as Python floats, the same IEEE operations), after the same check
+                precision = float(h2)
+                if precision > 0:
+                    loc[arm] = float(h1) / precision
+                    scale[arm] = math.sqrt(1.0 / precision)
+                    beliefs[arm] = belief
+                    continue
+            loc[arm] = model.mean(belief)
+            scale[arm] = np.sqrt(model.variance(belief))
+            beliefs[arm] = belief
         return loc, scale
 
     def act(self, observation: Any) -> int:

@@ -31,6 +31,7 @@ __all__ = [
     "greedy_sorted",
     "parabola_table",
     "sorted_records",
+    "whole_parabola_table",
 ]
 
 
@@ -108,10 +109,19 @@ _CONSTANTS: dict[tuple[float, float], tuple[np.ndarray, np.ndarray]] = {}
 def parabola_table(m: int, h0: float, s2: float) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`cached_parabola_constants` when its table for ``(h0, s2)`` already covers ``m``
     records, else ``None`` (nothing is computed, so nothing an error state could see)."""
+    table = whole_parabola_table(m, h0, s2)
+    if table is None:
+        return None
+    return table[0][: m + 1], table[1][: m + 1]
+
+
+def whole_parabola_table(m: int, h0: float, s2: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`parabola_table` without its slices: the whole kept table (at least ``m + 1``
+    entries, read-only for the caller), for a loop that reads entries ``k <= m`` only."""
     table = _CONSTANTS.get((h0, s2))
     if table is None or table[0].size <= m:
         return None
-    return table[0][: m + 1], table[1][: m + 1]
+    return table
 
 
 def cached_parabola_constants(m: int, h0: float, s2: float) -> tuple[np.ndarray, np.ndarray]:

@@ -40,7 +40,7 @@ from bam_rl.families import BayesianLinearRegression, BayesianLinearRegressionNI
 from bam_rl.families.base import ConjugateFamily, NaturalParams
 from bam_rl.families.normal import NormalKnownVariance
 from bam_rl.memory import Memory
-from bam_rl.readout.gaussian import greedy_picks, parabola_table, sorted_records
+from bam_rl.readout.gaussian import greedy_picks, sorted_records, whole_parabola_table
 from bam_rl.readout.regression import FactorCache, regression_greedy
 from bam_rl.readout.rule import FastGreedy, Score, accept, finish
 
@@ -54,10 +54,11 @@ _MAX_GROUPED_FIELD_SIZE = 16
 def overrides_log_partition(model: ConjugateFamily) -> bool:
     """True when an instance replaces its log-normaliser (closed forms derived from the
     class's ``A`` then no longer apply, so the selectors use ``A`` itself)."""
-    return any(
-        name in vars(model)
-        for name in ("log_partition_fields", "log_marginal_fields", "prepare_datum")
-    )
+    return not _OVERRIDES.isdisjoint(vars(model))
+
+
+#: The attributes by which an instance replaces its family's log-normaliser.
+_OVERRIDES = frozenset(("log_partition_fields", "log_marginal_fields", "prepare_datum"))
 
 
 def fast_greedy(
@@ -396,16 +397,17 @@ def one_point_picks(
     Returns:
         The picks (memory indices, in the order the greedy added them), the 0/1 weights and
         whether the two objectives of the readout cannot overflow
-        (:func:`_objectives_stay_finite`: they may then be computed later, when read).
+        (:func:`_stays_finite`: they may then be computed later, when read).
     """
     if lam != 0.0 or type(model) is not NormalKnownVariance:
         return None
-    per_record = float(s_t.fields["precision"])
+    fields = s_t.fields
+    per_record = float(fields["precision"])
     if not per_record >= 1.0:
         return None
     size = len(memory)
     h0, s2 = 1.0 / model.prior_var, 1.0 / per_record
-    table = parabola_table(size, h0, s2)
+    table = whole_parabola_table(size, h0, s2)  # the kernel reads c[k], g[k] for k <= size
     if table is None:
         return None
     buffers = _ONE_POINT.get(memory)
@@ -413,17 +415,18 @@ def one_point_picks(
         buffers = _ONE_POINT[memory] = _OnePointBuffers(
             per_record, memory.n_merges, max(64, 2 * size)
         )
-    buffers.reserve(size)
+    elif buffers.seen.size < size:
+        buffers.reserve(size)
     means = stats["precision_mean"]
     # the records the last call saw are unchanged when the memory still keeps them in the same
     # array (it only appends there; merges count in n_merges, growth and clear() reallocate)
     source = means.base
     checked = buffers.n if source is not None and source is buffers.source else 0
-    v = float(s_t.fields["precision_mean"]) / per_record
+    precision_mean = float(fields["precision_mean"])
+    v = precision_mean / per_record
     r = s2 * h0 * (v - model.prior_mean)  # greedy_sorted's first residual
-    c, g = table
     weights = np.zeros(size)
-    k = _kernel()(
+    k = (_ONE_POINT_KERNEL or _kernel())(
         means,
         stats["precision"],
         per_record,
@@ -434,8 +437,8 @@ def one_point_picks(
         checked,
         v,
         r,
-        c,
-        g,
+        table[0],
+        table[1],
         buffers.right,
         buffers.left,
         buffers.chosen,
@@ -449,8 +452,18 @@ def one_point_picks(
     picks = buffers.picks[:k].copy()
     # |precision_mean| of a record <= 2 |its mean| n / σ² (the means are rounded quotients)
     values = buffers.values
-    largest = 2.0 * per_record * max(-float(values[0]), float(values[size - 1]), 0.0)
-    return picks, weights, _objectives_stay_finite(model, s_t, largest, per_record, size)
+    largest = 2.0 * per_record * max(-values.item(0), values.item(size - 1), 0.0)
+    prior = model.prior.fields
+    stays_finite = _stays_finite(
+        float(prior["precision"]),
+        float(prior["precision_mean"]),
+        precision_mean,
+        per_record,
+        float(s_t.log_h),
+        largest,
+        size,
+    )
+    return picks, weights, stays_finite
 
 
 #: Largest magnitude of a candidate's ``precision_mean`` (and square root of the largest
@@ -460,11 +473,13 @@ _SAFE_SQUARE = 1e306
 _SAFE_PRECISION = 1e300
 
 
-def _objectives_stay_finite(
-    model: NormalKnownVariance,
-    s_t: NaturalParams,
+def _stays_finite(
+    h0: float,
+    prior_mean: float,
+    datum_mean: float,
+    datum_precision: float,
+    log_h: float,
     largest: float,
-    per_record: float,
     size: int,
 ) -> bool:
     """True when ``J`` (the generic ``A(η + s_t) − A(η) + log h``, ``A(η) = ½ η₁² / η₂ −
@@ -474,17 +489,16 @@ def _objectives_stay_finite(
     (≤ 1e150, so ``η₁²`` ≤ 1e300), ``η₂`` lies between the prior's precision ``h0`` and the
     sum of all precisions (≤ 1e300), ``η₁² / h0`` ≤ 1e306, and ``|log h|`` ≤ 1e300; with at
     at most ~10^12 additions the rounding cannot close the gap to float64's 1.8e308.
-    (``largest`` bounds the records' ``|precision_mean|``; each ``precision`` is
-    ``per_record``.)
+    ``h0`` and ``prior_mean`` are the prior's ``precision`` and ``precision_mean``; the datum's
+    ``precision_mean``, ``precision`` and ``log_h`` follow; ``largest`` bounds the records'
+    ``|precision_mean|``, and each record's ``precision`` is the datum's.
     """
-    prior = model.prior.fields
-    h0 = float(prior["precision"])
-    eta1 = abs(float(prior["precision_mean"])) + size * largest
-    eta1 += abs(float(s_t.fields["precision_mean"]))
-    eta2 = h0 + size * per_record + float(s_t.fields["precision"])
+    eta1 = abs(prior_mean) + size * largest
+    eta1 += abs(datum_mean)
+    eta2 = h0 + size * datum_precision + datum_precision
     return (
         eta1 <= _SAFE_MEAN
         and eta1 * eta1 <= _SAFE_SQUARE * h0
         and eta2 <= _SAFE_PRECISION
-        and abs(float(s_t.log_h)) <= _SAFE_PRECISION
+        and abs(log_h) <= _SAFE_PRECISION
     )

@@ -89,6 +89,22 @@ class LazyRounds(Sequence):
         self._rounds: list[np.ndarray] | None = None
         self._objectives: tuple[float, float] | None = None
 
+    @classmethod
+    def _owned(
+        cls, score: Score, prior: Fields, stats: Fields, picks: np.ndarray, n_rounds: int
+    ) -> LazyRounds:
+        """An instance that takes ``picks`` (an ``intp`` array no one else holds) as it is,
+        without the constructor's copy: the one-point readout builds one on every step."""
+        rounds = object.__new__(cls)
+        rounds._score = score
+        rounds._prior = prior
+        rounds._stats = stats
+        rounds._picks = picks
+        rounds._n_rounds = n_rounds
+        rounds._rounds = None
+        rounds._objectives = None
+        return rounds
+
     def objectives(self) -> tuple[float, float]:
         """``(objective, base_objective)`` of the readout: ``J`` of the prior plus the picks
         (added in pick order, :func:`_running_sum`) and ``J`` of the prior alone — the values

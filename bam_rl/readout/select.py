@@ -15,7 +15,7 @@ from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, contrac
 from bam_rl.memory import Memory
 from bam_rl.readout.greedy import fast_greedy, one_point_picks, overrides_log_partition
 from bam_rl.readout.regression import FactorCache
-from bam_rl.readout.rule import LazyRounds, audit_trail, greedy_rounds
+from bam_rl.readout.rule import LazyRounds, greedy_rounds
 
 METHODS = ("greedy", "parallel", "exhaustive", "continuous")
 MAX_EXHAUSTIVE_ITEMS = 16
@@ -278,22 +278,27 @@ def readout_prior(
     if stats is None:
         stats = memory.stats
     fields = {}
+    base_fields = base.fields
+    datum_fields = None if datum is None else datum.fields
     for name, array in stats.fields.items():
         if array.ndim == 1:  # scalar fields: the same additions on Python floats
-            value = float(base.fields[name]) + float(np.dot(weights, array))
-            if datum is not None:
-                value += float(datum.fields[name])
+            # ``weights.dot`` is ``np.dot``'s own C call, without its dispatch
+            value = float(base_fields[name]) + float(weights.dot(array))
+            if datum_fields is not None:
+                value += float(datum_fields[name])
             if not math.isfinite(value):
                 return _checked_readout(memory, weights, base, datum)
             fields[name] = np.asarray(value)
             continue
-        total = np.asarray(base.fields[name] + contract(weights, array))
-        if datum is not None and all_finite(total):
-            total = np.asarray(total + datum.fields[name])
+        total = np.asarray(base_fields[name] + contract(weights, array))
+        if datum_fields is not None and all_finite(total):
+            total = np.asarray(total + datum_fields[name])
         if not all_finite(total):
             return _checked_readout(memory, weights, base, datum)
         fields[name] = total
-    log_h = float(base.log_h) + float(weights @ stats.log_h)
+    # ``weights @ log_h`` of two vectors is NumPy's ``0.0 + ddot``, where ``np.dot`` is the
+    # BLAS ``ddot`` alone (they differ in the sign of a zero; tested)
+    log_h = float(base.log_h) + (0.0 + float(weights.dot(stats.log_h)))
     if datum is not None:
         log_h += float(datum.log_h)
     if not math.isfinite(log_h):
@@ -323,18 +328,61 @@ def one_point_select(
     they are left to the audit trail. ``None`` in every other case (the caller runs
     :func:`select_checked`). The same readout as :func:`select_checked`'s, without its
     layers of dispatch (a third of such a step)."""
-    if method != "greedy" or not options.get("fast", True) or len(memory) == 0:
+    size = len(memory)
+    if method != "greedy" or not size or not options.get("fast", True):
         return None
-    score = _Objective(model, s_t, lam)
-    if score.plain:  # the family's A was replaced: no closed form
+    if overrides_log_partition(model):  # the family's A was replaced: no closed form
         return None
     stats = memory.stats
-    found = one_point_picks(model, memory, s_t, lam, stats.fields)  # type: ignore[arg-type]
+    fields = stats.fields
+    found = one_point_picks(model, memory, s_t, lam, fields)  # type: ignore[arg-type]
     if found is None or not found[2]:
         return None
     picks, weights, _ = found
-    trail, evaluations = audit_trail(model, memory, score, picks, stats.fields)
-    return LazyReadoutResult(weights, trail, method, evaluations, "gaussian"), stats
+    n_picks = picks.size
+    n_rounds = n_picks if n_picks == size else n_picks + 1  # as audit_trail counts them
+    evaluations = 1 + n_rounds * size - n_rounds * (n_rounds - 1) // 2
+    # the records as they are now (a bounded memory merges rows in place; an unbounded one
+    # only appends, so views are a snapshot), as audit_trail keeps them
+    snapshot = dict(fields) if memory.capacity is None else {k: v.copy() for k, v in fields.items()}
+    trail = (model, s_t, lam, model.prior.fields, snapshot, picks, n_rounds)
+    return _OnePointReadout(weights, method, evaluations, trail), stats
+
+
+class _OnePointReadout(LazyReadoutResult):
+    """:func:`one_point_select`'s :class:`LazyReadoutResult`, whose audit trail itself (the
+    :class:`LazyRounds` :func:`~bam_rl.readout.rule.audit_trail` builds, over
+    ``_Objective(model, s_t, lam)``) is built when first read: a BAM step reads the weights
+    alone, and the trail's values do not depend on when it is built (the objective, the
+    prior and the snapshot of the records are fixed)."""
+
+    def __init__(
+        self, weights: np.ndarray, method: str, n_evaluations: int, trail: tuple[Any, ...]
+    ):
+        self.weights = weights
+        self.method = method
+        self.n_evaluations = n_evaluations
+        self.path = "gaussian"
+        self._set: dict[str, float] = {}
+        self._trail: tuple[Any, ...] | LazyRounds = trail
+
+    @property  # type: ignore[override]
+    def scores(self) -> LazyRounds:
+        trail = self._trail
+        if not isinstance(trail, LazyRounds):
+            model, s_t, lam, prior, stats, picks, n_rounds = trail
+            trail = self._trail = LazyRounds._owned(
+                _Objective(model, s_t, lam),
+                {k: np.array(v) for k, v in prior.items()},
+                stats,
+                picks if picks.dtype == np.intp else picks.astype(np.intp),
+                n_rounds,
+            )
+        return trail
+
+    @scores.setter
+    def scores(self, value: LazyRounds) -> None:
+        self._trail = value
 
 
 #: The keyword-only options of :func:`select`.

@@ -81,6 +81,38 @@ def test_generic_rules_match_per_arm_reference(rule_name):
     assert _run(env, agent, 300, env_seed=1) == _per_arm_reference(env, rule, 4, 300, 8, 1)[0]
 
 
+def test_gaussian_draw_parameters_follow_beliefs_changed_from_outside():
+    """The kept draw parameters are every rule's ``model.mean`` and ``sqrt(model.variance)``
+    bit for bit, also after a rule is updated, reset or replaced by hand (not by the agent),
+    and a rule that draws its own way turns the vectorised draw off."""
+    model = NormalKnownVariance(mean=0.5, var=0.25, noise_var=0.0625)
+    env = gym.make("bam_rl/SwitchingBandit-v0", n_arms=4, max_steps=200)
+    agent = ThompsonSampling(4, make_rule(model, "bam"), seed=3)
+    _run(env, agent, 60, env_seed=0)
+
+    def expected():
+        loc = [float(model.mean(rule.prior_for_next())) for rule in agent.rules]
+        scale = [float(np.sqrt(model.variance(rule.prior_for_next()))) for rule in agent.rules]
+        return np.array(loc), np.array(scale)
+
+    for change in range(4):
+        if change == 0:
+            agent.rules[1].update(reward_statistics(model, 0.9))
+        elif change == 1:
+            agent.rules[2].reset()
+        elif change == 2:
+            agent.rules[0] = make_rule(model, "forgetting")  # overrides prior_for_next
+            agent.rules[0].update(reward_statistics(model, 0.1))
+        else:
+            agent.rules[3] = make_rule(model, "bocd")  # draws its own way
+            assert agent._gaussian_draw_params() is None
+            break
+        got = agent._gaussian_draw_params()
+        assert got is not None
+        for value, reference in zip(got, expected(), strict=True):
+            assert value.tobytes() == reference.tobytes()
+
+
 def test_factories_use_the_paper_hyperparameters():
     forgetting = ThompsonSampling.gaussian(10, "forgetting", seed=0)
     assert isinstance(forgetting.rules[0], ExponentialForgetting)

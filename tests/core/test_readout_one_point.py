@@ -128,6 +128,24 @@ def test_a_scalar_fields_dot_is_contract_bit_for_bit(size):
         assert np.asarray(np.dot(weights, values)).tobytes() == contract(weights, values).tobytes()
 
 
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 16, 17, 300, 2049])
+def test_a_vectors_matmul_is_zero_plus_its_dot_bit_for_bit(size):
+    """``readout_prior`` takes ``weights @ log_h`` (what ``Memory.weighted_sum`` computes) as
+    ``0.0 + weights.dot(log_h)``: NumPy's product of two vectors starts its sum at 0.0, where
+    ``np.dot`` (``ndarray.dot``, the same call) of one element is the bare product, -0.0
+    included."""
+    rng = np.random.default_rng(size)
+    for trial in range(30):
+        weights = (rng.random(size) < rng.random()).astype(float)
+        values = rng.normal(size=size) * 10.0 ** rng.integers(-3, 4)
+        if trial % 3 == 0:
+            values = -np.abs(values)  # a zero weight times a negative value is -0.0
+        values[rng.random(size) < 0.2] = -0.0
+        expected = np.float64(weights @ values)
+        assert np.float64(0.0 + float(weights.dot(values))).tobytes() == expected.tobytes()
+        assert weights.dot(values).tobytes() == np.dot(weights, values).tobytes()
+
+
 def test_readout_prior_is_the_memorys_weighted_sum_bit_for_bit():
     rng = np.random.default_rng(1)
     memory = Memory()
@@ -214,6 +232,10 @@ def test_bam_with_the_one_call_readout_equals_bam_without(monkeypatch):
                 old.method,
             )
             assert isinstance(new.scores, LazyRounds)
+            if i % 50 == 1:  # the lazy trail (its objective built on first call) is the eager one
+                assert len(new.scores) == len(old.scores)
+                for lazy_round, eager_round in zip(new.scores, old.scores, strict=True):
+                    assert lazy_round.tobytes() == eager_round.tobytes()
     for name in fast.belief.fields:
         assert fast.belief.fields[name].tobytes() == slow.belief.fields[name].tobytes()
     assert fast.belief.log_h.tobytes() == slow.belief.log_h.tobytes()

@@ -1,0 +1,185 @@
+"""Serves docs/performance.md: where a ``thompson-bam`` step's time goes, part by part.
+
+Times ``bench_against_commit.py``'s ``thompson-bam`` workload (10-arm switching bandit, BAM
+per arm at λ = 0, ``--steps`` steps) as it is and with one part of the step taken away, all
+in one process, interleaved round by round, and prints the CPU µs per step of each variant
+(median over the rounds of the best of ``--repeats``) beside plain Thompson sampling's::
+
+    python scripts/performance/thompson_bam_parts.py [--steps 2500] [--rounds 3]
+
+A part is taken away either by *replay* — the function returns, call by call, what it
+returned in a recorded run of the same seeds (the step's other work and choices stay the
+same) — or, for the datum checks, by making it a no-op (the data are the recorded run's, which
+pass them). Replays: ``one_point_select`` and ``readout_prior`` together, ``readout_prior``
+alone, and the compiled greedy ``one_point_readout`` (its picks and weights copied from the
+recording instead of computed). No-ops: ``beliefs.rules.check_possible_datum``, then with it
+``check_finite_params`` in ``BeliefRule.update`` and ``Memory.add``. A measurement only:
+every patch is undone before the next variant, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+def _loop(rule: str, steps: int) -> Callable[[], None]:
+    """The bench's Thompson workload: act, step, observe on ``SwitchingBandit-v0``."""
+    import gymnasium as gym
+
+    import bam_rl  # noqa: F401  (registers the environments)
+    from bam_rl.agents.bandits import ThompsonSampling
+
+    options: dict[str, Any] = {"lam": 0.0} if rule == "bam" else {}
+
+    def run() -> None:
+        env = gym.make("bam_rl/SwitchingBandit-v0", max_steps=steps)
+        agent = ThompsonSampling.gaussian(10, rule, seed=0, **options)
+        observation, info = env.reset(seed=0)
+        agent.reset(observation, info)
+        for _ in range(steps):
+            action = agent.act(observation)
+            following, reward, terminated, truncated, info = env.step(action)
+            agent.observe(action, float(reward), following, terminated, truncated, info)
+            observation = following
+
+    return run
+
+
+class _Patch:
+    """Sets ``(owner, name) -> value`` pairs for the duration of a ``with`` block."""
+
+    def __init__(self, pairs: list[tuple[Any, str, Any]]):
+        self.pairs = pairs
+        self.saved: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> None:
+        self.saved = [(owner, name, getattr(owner, name)) for owner, name, _ in self.pairs]
+        for owner, name, value in self.pairs:
+            setattr(owner, name, value)
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, name, value in reversed(self.saved):
+            setattr(owner, name, value)
+
+
+def _recorder(function: Callable[..., Any], log: list[Any]) -> Callable[..., Any]:
+    def record(*args: Any, **kwargs: Any) -> Any:
+        result = function(*args, **kwargs)
+        log.append(result)
+        return result
+
+    return record
+
+
+def _replayer(log: list[Any]) -> Callable[[], Callable[..., Any]]:
+    """A fresh replaying function per run: returns the recorded results in order."""
+
+    def fresh() -> Callable[..., Any]:
+        results: Iterator[Any] = iter(log)
+        return lambda *args, **kwargs: next(results)
+
+    return fresh
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("--steps", type=int, default=2500)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args(argv)
+    if args.steps < 200 or args.rounds < 1 or args.repeats < 1:
+        parser.error("--steps must be >= 200, --rounds and --repeats >= 1")
+    bam_module = importlib.import_module("bam_rl.beliefs.bam")
+    rules = importlib.import_module("bam_rl.beliefs.rules")
+    memory = importlib.import_module("bam_rl.memory")
+    greedy = importlib.import_module("bam_rl.readout.greedy")
+    steps = args.steps
+    bam, plain = _loop("bam", steps), _loop("recursive", 10_000)
+    bam()  # compiled code and the tables of constants, outside the timing and the recording
+    kernel = greedy._kernel()
+    selections: list[Any] = []
+    priors: list[Any] = []
+    kernel_results: list[tuple[int, Any, Any]] = []
+
+    def record_kernel(*call: Any) -> int:
+        k = kernel(*call)
+        kernel_results.append((k, call[15][:k].copy(), call[16].copy()))
+        return int(k)
+
+    with _Patch(
+        [
+            (bam_module, "one_point_select", _recorder(bam_module.one_point_select, selections)),
+            (bam_module, "readout_prior", _recorder(bam_module.readout_prior, priors)),
+            (greedy, "_ONE_POINT_KERNEL", record_kernel),
+        ]
+    ):
+        bam()
+    replay_selections, replay_priors = _replayer(selections), _replayer(priors)
+
+    def replay_kernel() -> Callable[..., int]:
+        results = iter(kernel_results)
+
+        def copy(*call: Any) -> int:
+            k, picks, weights = next(results)
+            call[15][:k] = picks
+            call[16][:] = weights
+            return int(k)
+
+        return copy
+
+    def no_op(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    variants: dict[str, Callable[[], list[tuple[Any, str, Any]]]] = {
+        "thompson-bam as it is": list,
+        "one_point_select and readout_prior replayed": lambda: [
+            (bam_module, "one_point_select", replay_selections()),
+            (bam_module, "readout_prior", replay_priors()),
+        ],
+        "readout_prior replayed": lambda: [(bam_module, "readout_prior", replay_priors())],
+        "compiled greedy replayed (copies)": lambda: [
+            (greedy, "_ONE_POINT_KERNEL", replay_kernel())
+        ],
+        "check_possible_datum a no-op": lambda: [(rules, "check_possible_datum", no_op)],
+        "... and check_finite_params (rule, memory)": lambda: [
+            (rules, "check_possible_datum", no_op),
+            (rules, "check_finite_params", no_op),
+            (memory, "check_finite_params", no_op),
+        ],
+    }
+    times: dict[str, list[float]] = {name: [] for name in ["plain Thompson sampling", *variants]}
+    load = os.getloadavg()
+    for _ in range(args.rounds):
+        best = float("inf")
+        for _ in range(args.repeats):
+            start = time.process_time()
+            plain()
+            best = min(best, time.process_time() - start)
+        times["plain Thompson sampling"].append(best / 10_000)
+        for name, pairs in variants.items():
+            best = float("inf")
+            for _ in range(args.repeats):
+                with _Patch(pairs()):
+                    start = time.process_time()
+                    bam()
+                    best = min(best, time.process_time() - start)
+            times[name].append(best / steps)
+    end = os.getloadavg()
+    print(
+        f"# {steps} steps, {args.rounds} rounds, best of {args.repeats}; load average "
+        f"{load[0]:.2f} at the start, {end[0]:.2f} at the end; CPU µs per step"
+    )
+    reference = statistics.median(times["plain Thompson sampling"])
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"{name:<46} {median * 1e6:8.1f}   {median / reference:5.2f} × plain")
+
+
+if __name__ == "__main__":
+    main()
