@@ -330,6 +330,16 @@ class RFFDynamicsModel:
         return mean + np.swapaxes(draws, -1, -2)
 
     # -------------------------------------------------------------------- data
+    def transition_data(self, states: Any, actions: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Feature inputs ``[x_{j−1}[feature_states], a_j]`` and state changes ``x_j − x_{j−1}``
+        of one trial (checked as :meth:`stats` checks them)."""
+        inputs, deltas = _transitions(states, actions, self.state_dim, self.action_dim)
+        return self.inputs(inputs[:, : self.state_dim], inputs[:, self.state_dim :]), deltas
+
+    def clear_planning_cache(self) -> None:
+        """Drops the derived planning data (call after replacing :attr:`features`)."""
+        _PLANNING_CACHES.pop(self, None)
+
     def stats(self, states: Any, actions: Any) -> NaturalParams:
         """Sufficient statistics of one trial: ``states (T+1, dx)``, ``actions (T, du)``."""
         inputs, deltas = _transitions(states, actions, self.state_dim, self.action_dim)

@@ -50,7 +50,12 @@ from bam_rl.beliefs.peers import (
     RecentWindow,
     make_peer_rule,
 )
-from bam_rl.beliefs.worlds import DEFAULT_THRESHOLD, PredictiveCusum, WorldSegmentBAM
+from bam_rl.beliefs.worlds import (
+    DEFAULT_THRESHOLD,
+    REFRESH_STEPS,
+    PredictiveCusum,
+    WorldSegmentBAM,
+)
 from bam_rl.checks import check_finite_scalar, check_int
 from bam_rl.families import NaturalParams
 from bam_rl.readout import ReadoutResult
@@ -83,6 +88,7 @@ from .mppi_inputs import (
 from .mppi_inputs import (
     _checked_discrete_action as _checked_discrete_action,
 )
+from .normalized_dynamics import NORMALIZED_DEFAULTS, NormalizedRFFDynamicsModel
 from .planner import (
     MPPI,
     AngleCosineReward,
@@ -208,8 +214,11 @@ class MPPIAgent(BaseAgent):
       weighs the belief it plans with against every other world's posterior and the base
       prior; at a signal the trial's part splits where the change began, the readout names
       the world of the transitions since (:class:`bam_rl.beliefs.worlds.WorldSegmentBAM`:
-      one memory record per world, a new world when none explains them) and the rest of the
-      part plans with that world's posterior plus them. :meth:`summary` reports ``world``.
+      one memory record per world, a new world when none explains them, judged at the noise
+      level the detector estimates from the model's one-step errors) and the rest of the
+      part plans with that world's posterior plus them; every 10 transitions of a part
+      without a change join the belief it plans with and the detector weighs.
+      :meth:`summary` reports ``world``.
       With ``change_threshold=None``, BOCD over trials (``hazard``) finds the changes
       instead (the behaviour before issue 52): a change it detects at the end of a trial is
       read out with that trial's first ``k`` steps (the first entry), and the whole trial
@@ -295,6 +304,12 @@ class MPPIAgent(BaseAgent):
             :data:`~bam_rl.beliefs.worlds.DEFAULT_THRESHOLD`, 100; docs/recurring.md);
             ``None``: BOCD over trials instead (the behaviour before issue 52). Unused
             otherwise.
+        dynamics_model: ``"rff"`` (default, the paper's
+            :class:`~bam_rl.agents.dynamics.RFFDynamicsModel`) or ``"normalized"`` (beyond the
+            paper, issue 53: standardised inputs and targets with per-dimension length
+            scales, :class:`~bam_rl.agents.normalized_dynamics.NormalizedRFFDynamicsModel`;
+            ``bandwidth``, ``noise_var`` and ``prior_precision`` left at the paper's defaults
+            take that model's).
         **planner_options: :class:`MPPI` options (``horizon``, ``n_samples``, ``noise_var``
             is named ``sampling_var`` here, ``temperature``, and ``normalize_returns``, beyond
             the paper: the returns' scale divided out of the weights).
@@ -339,6 +354,7 @@ class MPPIAgent(BaseAgent):
         window_steps: int = WINDOW_STEPS,
         concentration: float = CONCENTRATION,
         change_threshold: float | None = DEFAULT_THRESHOLD,
+        dynamics_model: str = "rff",
         **planner_options: Any,
     ):
         super().__init__(seed)
@@ -365,7 +381,23 @@ class MPPIAgent(BaseAgent):
         if angle_pairs is None:
             angle_pairs = declared_pairs
         feature_seed = int(self.rng.integers(2**31))
-        self.model = RFFDynamicsModel(
+        model_class: type[RFFDynamicsModel] = RFFDynamicsModel
+        if dynamics_model == "normalized":  # beyond the paper (issue 53)
+            model_class = NormalizedRFFDynamicsModel
+            # the paper's values left at their defaults take the normalised model's
+            bandwidth, noise_var, prior_precision = (
+                NORMALIZED_DEFAULTS[name] if value == paper else value
+                for name, value, paper in (
+                    ("bandwidth", bandwidth, hyperparams.RFF_BANDWIDTH),
+                    ("noise_var", noise_var, hyperparams.BLR_NOISE_VAR),
+                    ("prior_precision", prior_precision, hyperparams.BLR_PRIOR_PRECISION),
+                )
+            )
+        elif dynamics_model != "rff":
+            raise ValueError(
+                f"dynamics_model must be 'rff' or 'normalized', got {dynamics_model!r}"
+            )
+        self.model = model_class(
             self.state_dim,
             self.action_dim,
             n_features=n_features,
@@ -390,7 +422,7 @@ class MPPIAgent(BaseAgent):
         self._detector: PredictiveCusum | None = None
         if memory == "bam_segments" and not self.announced and change_threshold is not None:
             self.rule = WorldSegmentBAM(family, lam=lam, method=method, threshold=change_threshold)
-            self._detector = PredictiveCusum(family.noise_var, change_threshold)
+            self._detector = PredictiveCusum(family.noise_var, change_threshold, calibrate=True)
         elif memory in PEER_MEMORIES:  # beyond the paper: fed a datum per block of steps
             self.rule = make_peer_rule(family, memory, self.window_steps, self.concentration)
         else:
@@ -662,7 +694,26 @@ class MPPIAgent(BaseAgent):
         the belief the model plans with against the other worlds and a new one."""
         if self._detector is not None:
             rule = cast(WorldSegmentBAM, self.rule)
-            self._detector.set_candidates(self.model.belief, rule.alternatives())
+            alternatives = rule.alternatives(evidence=self._world_evidence > 0)
+            self._detector.set_candidates(self.model.belief, alternatives)
+            rule.noise_scale = self._detector.noise_scale()  # the readout's noise level
+
+    def _refresh_world(self) -> None:
+        """Beyond the paper (unannounced segment BAM): every
+        :data:`~bam_rl.beliefs.worlds.REFRESH_STEPS` transitions of a part without a change,
+        they join the belief the model plans with (the named world's posterior plus the
+        part's transitions) and the detector weighs that belief from the next step on."""
+        if len(self._trial.actions) - self._world_evidence < REFRESH_STEPS:
+            return
+        detector = cast(PredictiveCusum, self._detector)
+        fresh = self._world_evidence == 0
+        self._world_evidence = len(self._trial.actions)
+        self.model.set_belief(self._planning_belief())
+        self._resolve_terminal_value()
+        if fresh and -1 not in detector.sums:  # a new world is now an alternative too
+            self._arm_detector()
+        else:
+            detector.refresh(self.model.belief)
 
     def _detect(self) -> bool:
         """Beyond the paper: the newest transition through the change detector; on a signal
@@ -758,8 +809,13 @@ class MPPIAgent(BaseAgent):
         self._trial.states.append(state)
         self._last_info = dict(info or {})
         self._merged_split = False
-        if self._detector is not None:
-            self._detect()
+        if (
+            self._detector is not None
+            and not self._detect()
+            and not (terminated or truncated)
+            and not self._readouts_due
+        ):
+            self._refresh_world()
         if (
             self._merged_change
             and len(self._trial.actions) >= self.min_change_interval

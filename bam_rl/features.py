@@ -158,6 +158,18 @@ def mean_pairwise_distance(data: Any, max_points: int | None = 2000, seed: int |
     return float(np.mean(pdist(data)))
 
 
+def _input_vector(name: str, value: Any, dim_in: int, positive: bool) -> np.ndarray | None:
+    """``value`` as a finite float64 ``(dim_in,)`` array (entries > 0 when ``positive``), or
+    ``None``; ``ValueError`` naming ``name`` otherwise."""
+    if value is None:
+        return None
+    array = as_float_array(name, value)
+    rule = "finite entries > 0" if positive else "finite entries"
+    if array.shape != (dim_in,) or (positive and not np.all(array > 0)):
+        raise ValueError(f"{name} must be None or shape ({dim_in},) = (dim_in,) with {rule}")
+    return array.copy()
+
+
 class RandomFourierFeatures:
     """The random Fourier feature map ``φ(z) = sqrt(2/D) · cos(Ω z + b)``.
 
@@ -170,12 +182,21 @@ class RandomFourierFeatures:
         dtype: ``numpy.float64`` (default) or ``numpy.float32``: the dtype of the features
             returned (inputs are cast to it).
         data: Inputs ``(n, dim_in)`` for ``bandwidth="mean-pairwise"``.
+        scales: Beyond the paper: per-input scales ``s > 0`` (shape ``(dim_in,)``), so the
+            kernel is ``exp(−Σ_d (z_d − z'_d)² / (2 · bandwidth² · s_d²))`` (per-dimension
+            length scales ``bandwidth · s_d``): ``Ω``'s column ``d`` is divided by ``s_d``.
+            ``None`` (default): all 1, the paper's isotropic kernel, bit for bit.
+        center: Beyond the paper: an input shift ``c`` (shape ``(dim_in,)``) so the features
+            are ``cos(Ω (z − c) + b)`` (``b − Ω c`` is stored as :attr:`offset`); ``None``
+            (default): no shift, bit for bit the paper's.
 
     Attributes:
         dtype: ``"float32"`` or ``"float64"``.
         omega: ``Ω``, shape ``(n_features, dim_in)``, in ``dtype``.
         offset: ``b``, shape ``(n_features,)``, in ``dtype``.
         bandwidth: The bandwidth used (a float, also when computed from data).
+        scales: The per-input scales (``None``: all 1, the paper's kernel).
+        center: The input shift (``None``: none).
 
     Examples:
         >>> rff = RandomFourierFeatures(dim_in=2, n_features=4, bandwidth=1.0, seed=0)
@@ -191,6 +212,9 @@ class RandomFourierFeatures:
         seed: int | None = None,
         dtype: Any = np.float64,
         data: Any = None,
+        *,
+        scales: Any = None,
+        center: Any = None,
     ):
         self.dim_in = check_int("dim_in", dim_in)
         self.n_features = check_int("n_features", n_features)
@@ -229,9 +253,15 @@ class RandomFourierFeatures:
                 f"bandwidth must be a finite number > 0 or 'mean-pairwise', got {bandwidth!r}"
             )
         self.bandwidth = value
+        self.scales = _input_vector("scales", scales, self.dim_in, positive=True)
+        self.center = _input_vector("center", center, self.dim_in, positive=False)
         rng = np.random.default_rng(self.seed)
         omega = rng.standard_normal((self.n_features, self.dim_in)) / self.bandwidth
         offset = rng.uniform(-np.pi, np.pi, self.n_features)
+        if self.scales is not None:
+            omega = omega / self.scales
+        if self.center is not None:
+            offset = offset - omega @ self.center
         self.scale = float(np.sqrt(2.0 / self.n_features))
         self.omega = omega.astype(self.dtype)
         self.offset = offset.astype(self.dtype)
@@ -243,9 +273,17 @@ class RandomFourierFeatures:
         """A restored map is checked as the constructor checks its arguments, and its ``Ω``
         and offsets must be the ones its seed and bandwidth draw (or, without a seed, finite
         arrays of the right shapes), so a state file cannot change the features silently."""
+        # files written before the options have neither (the paper's kernel)
         fresh = RandomFourierFeatures(
-            self.dim_in, self.n_features, self.bandwidth, seed=self.seed, dtype=self.dtype
+            self.dim_in,
+            self.n_features,
+            self.bandwidth,
+            seed=self.seed,
+            dtype=self.dtype,
+            scales=vars(self).get("scales"),
+            center=vars(self).get("center"),
         )
+        self.scales, self.center = fresh.scales, fresh.center
         for name in ("omega", "offset", "_omega_t"):
             value, expected = getattr(self, name), getattr(fresh, name)
             if not isinstance(value, np.ndarray) or value.dtype != expected.dtype:
@@ -286,8 +324,10 @@ class RandomFourierFeatures:
         return out
 
     def __repr__(self) -> str:
+        extra = "" if self.scales is None else ", scales=[...]"
+        extra += "" if self.center is None else ", center=[...]"
         return (
             f"RandomFourierFeatures(dim_in={self.dim_in}, n_features={self.n_features}, "
             f"bandwidth={self.bandwidth:g}, seed={self.seed!r}, "
-            f"dtype={self.dtype})"
+            f"dtype={self.dtype}{extra})"
         )

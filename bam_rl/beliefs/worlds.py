@@ -10,11 +10,15 @@ stop fitting it and keeps one memory record per *world*:
   (a new world). A CUSUM per alternative, ``S_c ← max(0, S_c + clip(ℓ_c − ℓ_cur))`` (each
   ratio clipped to ``±clip`` nats), signals a change when one exceeds ``threshold`` (nats);
   the change began after the alternative's last zero. So the test is the model's own
-  evidence at every step, not only at a trial's end.
+  evidence at every step, not only at a trial's end. The agent refreshes the belief it plans
+  with (and the detector weighs) every :data:`REFRESH_STEPS` transitions of a part, so a
+  change inside a trial is weighed against what the part has shown so far.
 * **Identification** (:meth:`WorldSegmentBAM.change`): the readout scores every world record
   on the transitions since the change by BAM's objective ``J(w) = log p(evidence | η0 + Σ_k
   w_k s_k)``, restricted to one world (one-hot ``w``); the base prior alone (``w = 0``) wins
-  when no world explains the evidence better, and a new world opens.
+  when no world explains the evidence better, and a new world opens. ``J`` is taken at the
+  noise level the detector estimates from the model's own one-step errors
+  (:attr:`WorldSegmentBAM.noise_scale`, :func:`temper`), not at the agents' fixed ``σ²``.
 * **Merging**: a closed segment joins its world's record (statistics add, so the record is
   exactly the world's data). A segment opened as a new world is scored against every world
   record by the same objective on its own data when it closes, and joins the best one that
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 from scipy.linalg import solve_triangular
@@ -41,7 +45,14 @@ from bam_rl.families.base import ConjugateFamily, NaturalParams
 from bam_rl.memory import Memory
 from bam_rl.readout import ReadoutResult
 
-__all__ = ["DEFAULT_THRESHOLD", "PredictiveCusum", "WorldSegmentBAM"]
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "NOISE_WINDOW",
+    "REFRESH_STEPS",
+    "PredictiveCusum",
+    "WorldSegmentBAM",
+    "temper",
+]
 
 #: The CUSUM threshold in nats (docs/recurring.md, "Finding the change without being told").
 DEFAULT_THRESHOLD = 100.0
@@ -50,7 +61,21 @@ DEFAULT_THRESHOLD = 100.0
 #: model predicts badly
 #: (its error is far beyond the noise ``σ = 1e-3``) is no change.
 DEFAULT_CLIP = 20.0
+#: Transitions whose one-step residuals estimate the noise level (the newest ones kept).
+NOISE_WINDOW = 2000
+#: Transitions of a part between refreshes of the belief the agent plans with (and the
+#: detector weighs): the part's evidence so far joins the named world's posterior.
+REFRESH_STEPS = 10
 _LOG_2PI = math.log(2.0 * math.pi)
+
+
+def temper(belief: NaturalParams, prior: NaturalParams, scale: float) -> NaturalParams:
+    """The posterior of the same data under the noise variance ``scale · σ²``:
+    ``η0 + (η − η0) / scale`` (the data's statistics are ``XᵀX / σ²`` and ``XᵀY / σ²``, so a
+    larger noise divides them); ``belief`` itself for ``scale == 1``."""
+    if scale == 1.0:
+        return belief
+    return (belief + prior * (scale - 1.0)) * (1.0 / scale)
 
 
 def _check_threshold(threshold: Any, name: str = "threshold") -> float:
@@ -80,24 +105,46 @@ class _Predictive:
         whitened = solve_triangular(self.factor, belief.fields["B"], lower=True)
         self.mean = solve_triangular(self.factor, whitened, lower=True, trans=1)
 
-    def log_likelihood(self, x: np.ndarray, y: np.ndarray, noise_var: float) -> float:
-        """``log N(y; M̄x, (σ² + xᵀΛ⁻¹x) I)``."""
+    @overload
+    def log_likelihood(
+        self, x: np.ndarray, y: np.ndarray, noise_var: float, standardised: Literal[False] = ...
+    ) -> float: ...
+
+    @overload
+    def log_likelihood(
+        self, x: np.ndarray, y: np.ndarray, noise_var: float, standardised: Literal[True]
+    ) -> tuple[float, float]: ...
+
+    def log_likelihood(
+        self, x: np.ndarray, y: np.ndarray, noise_var: float, standardised: bool = False
+    ) -> float | tuple[float, float]:
+        """``log N(y; M̄x, (σ² + xᵀΛ⁻¹x) I)``; with ``standardised``, also the squared
+        standardised residual ``‖y − M̄x‖² / (d (σ² + xᵀΛ⁻¹x))``."""
         whitened = solve_triangular(self.factor, x, lower=True, check_finite=False)
         variance = noise_var + float(whitened @ whitened)
         residual = y - x @ self.mean
-        return float(
-            -0.5 * y.size * (_LOG_2PI + math.log(variance))
-            - 0.5 * float(residual @ residual) / variance
-        )
+        square = float(residual @ residual) / variance
+        value = float(-0.5 * y.size * (_LOG_2PI + math.log(variance)) - 0.5 * square)
+        return (value, square / y.size) if standardised else value
 
 
 class PredictiveCusum:
     """CUSUM over one-step predictive log-likelihood ratios (beyond the paper).
 
+    With ``calibrate=True`` it also estimates the noise level the model's errors really have
+    (the maximum-likelihood scale of its predictive variance): every transition's squared
+    standardised one-step residual under the belief the agent plans with, ``z² = ‖y − M̄x‖² /
+    (d (σ² + xᵀΛ⁻¹x))``, is kept (the newest :data:`NOISE_WINDOW`), and :meth:`noise_scale`
+    is ``c = max(1, mean z²)``. The test itself stays at ``σ²``, so it flags a candidate
+    change quickly; the agent hands ``c`` to the readout (:attr:`WorldSegmentBAM.noise_scale`),
+    which decides at the noise ``c σ²`` whether the transitions since are an old world, the
+    same one or a new one (docs/recurring.md).
+
     Args:
         noise_var: The regression's known noise variance ``σ²``.
         threshold: Nats a CUSUM must exceed to signal a change (> 0).
         clip: The most one transition's log-likelihood ratio counts, either way (> 0).
+        calibrate: Estimate the noise level from the residuals (above) instead of ``σ²``.
 
     Attributes:
         sums: The CUSUM of each alternative (label -> nats).
@@ -105,16 +152,31 @@ class PredictiveCusum:
     """
 
     def __init__(
-        self, noise_var: float, threshold: float = DEFAULT_THRESHOLD, clip: float = DEFAULT_CLIP
+        self,
+        noise_var: float,
+        threshold: float = DEFAULT_THRESHOLD,
+        clip: float = DEFAULT_CLIP,
+        calibrate: bool = False,
     ):
         self.noise_var = _check_positive(noise_var, "noise_var")
         self.threshold = _check_threshold(threshold)
         self.clip = _check_threshold(clip, "clip")
+        if not isinstance(calibrate, bool):
+            raise ValueError(f"calibrate must be a bool, got {calibrate!r}")
+        self.calibrate = calibrate
         self._current: _Predictive | None = None
         self._alternatives: dict[int, _Predictive] = {}
         self.sums: dict[int, float] = {}
         self._zeros: dict[int, int] = {}
         self.n = 0
+        self._squares: list[float] = []  # the kept z²
+
+    def noise_scale(self) -> float:
+        """``c = max(1, mean z²)`` over the kept transitions (1 without ``calibrate`` or
+        transitions)."""
+        if not self.calibrate or not self._squares:
+            return 1.0
+        return max(1.0, float(np.mean(self._squares)))
 
     def _check_restored(self) -> None:
         """A loaded detector's fields, checked as the constructor checks its arguments: the
@@ -124,6 +186,19 @@ class PredictiveCusum:
         self.threshold = _check_threshold(self.threshold)
         self.clip = _check_threshold(self.clip, "clip")
         self.n = check_int("n", self.n, minimum=0)
+        # detectors saved before the calibration (issue 52, second round) had none
+        vars(self).setdefault("calibrate", False)
+        vars(self).setdefault("_squares", [])
+        if not isinstance(self.calibrate, bool):
+            raise ValueError(f"calibrate must be a bool, got {self.calibrate!r}")
+        if (
+            not isinstance(self._squares, list)
+            or len(self._squares) > NOISE_WINDOW
+            or not all(isinstance(z, float) and z >= 0 and math.isfinite(z) for z in self._squares)
+        ):
+            raise ValueError(
+                f"_squares must be a list of at most {NOISE_WINDOW} finite floats >= 0"
+            )
         labels = set(self._alternatives)
         if set(self.sums) != labels or set(self._zeros) != labels:
             raise ValueError("the detector's sums and zeros must have one entry per alternative")
@@ -148,6 +223,12 @@ class PredictiveCusum:
         self._zeros = dict.fromkeys(self._alternatives, 0)
         self.n = 0
 
+    def refresh(self, current: NaturalParams) -> None:
+        """The belief the agent plans with has taken in more of the same world's transitions:
+        it replaces the current belief and the CUSUMs go on."""
+        if self._current is not None:
+            self._current = _Predictive(current)
+
     def step(self, x: np.ndarray, y: np.ndarray) -> tuple[int, int] | None:
         """One transition (features ``x``, target ``y``): ``None``, or the alternative that
         signals and how many of the transitions seen so far (this one included) follow its
@@ -155,10 +236,14 @@ class PredictiveCusum:
         if self._current is None:
             return None
         self.n += 1
-        here = self._current.log_likelihood(x, y, self.noise_var)
+        noise = self.noise_var
+        here, square = self._current.log_likelihood(x, y, noise, standardised=True)
+        if self.calibrate:
+            self._squares.append(square)
+            del self._squares[:-NOISE_WINDOW]
         best: tuple[float, int] | None = None
         for label, alternative in self._alternatives.items():
-            ratio = alternative.log_likelihood(x, y, self.noise_var) - here
+            ratio = alternative.log_likelihood(x, y, noise) - here
             total = self.sums[label] + min(max(ratio, -self.clip), self.clip)
             if total <= 0.0:
                 total = 0.0
@@ -189,6 +274,8 @@ class WorldSegmentBAM(BAM):
         threshold: The detector's CUSUM threshold in nats (:class:`PredictiveCusum`).
 
     Attributes:
+        noise_scale: The identification's noise variance over the family's ``σ²`` (1: the
+            family's; the agent sets it to its detector's estimate, :class:`PredictiveCusum`).
         world: The world the current data come from (``n_worlds`` for one not yet stored).
         memory: One record per world, labelled with its integer.
         n_merges: Segments opened as new worlds that joined an old one when they closed.
@@ -210,6 +297,7 @@ class WorldSegmentBAM(BAM):
         self.n_merges = 0
         self.n_changes = 0
         self._pending = False
+        self.noise_scale = 1.0
 
     @property
     def n_worlds(self) -> int:
@@ -232,6 +320,10 @@ class WorldSegmentBAM(BAM):
         self.n_changes = check_int("n_changes", self.n_changes, minimum=0)
         if not isinstance(self._pending, bool):
             raise ValueError("_pending must be a bool")
+        vars(self).setdefault("noise_scale", 1.0)  # rules saved before the calibration
+        scale = check_finite_scalar("noise_scale", self.noise_scale)
+        if not scale >= 1.0:
+            raise ValueError(f"noise_scale must be a finite number >= 1, got {scale!r}")
 
     # ------------------------------------------------------------------ beliefs
     def world_belief(self, world: int) -> NaturalParams:
@@ -241,12 +333,13 @@ class WorldSegmentBAM(BAM):
             return self.model.prior + self._worlds[world]
         return self.model.prior
 
-    def alternatives(self) -> dict[int, NaturalParams]:
+    def alternatives(self, evidence: bool = False) -> dict[int, NaturalParams]:
         """What the detector weighs against the current belief: every other stored world's
         posterior, and the base prior (label ``-1``, a new world) once the current segment
-        holds data."""
+        holds data (``evidence``: the belief the agent plans with holds transitions the rule
+        has not seen yet)."""
         others = {k: self.world_belief(k) for k in range(len(self._worlds)) if k != self.world}
-        if self._open is not None or self.world < len(self._worlds):
+        if evidence or self._open is not None or self.world < len(self._worlds):
             others[-1] = self.model.prior
         return others
 
@@ -316,7 +409,13 @@ class WorldSegmentBAM(BAM):
         return belief
 
     def _score(self, world: int, evidence: NaturalParams) -> float:
-        return float(self.model.log_marginal(self.world_belief(world), evidence))
+        """``J`` of one world (the base prior past the records) on ``evidence``, under the
+        noise variance ``noise_scale · σ²`` (:func:`temper`; the family's ``σ²`` at 1)."""
+        scale = self.noise_scale
+        if scale == 1.0:
+            return float(self.model.log_marginal(self.world_belief(world), evidence))
+        belief = temper(self.world_belief(world), self.model.prior, scale)
+        return float(self.model.log_marginal(belief, evidence * (1.0 / scale)))
 
     def _close(self) -> None:
         """The open segment joins its world's record; a new world's segment first joins the

@@ -9,7 +9,8 @@ for the chosen environments, seeds and methods, and prints per environment and m
 * for ``bam_segments``: identification accuracy (the fraction of steps, from step 20 after
   each change, whose ``belief_world`` maps to the true world under the majority mapping of
   believed to true worlds; median over seeds), the worlds it believes in at the run's end
-  (``belief_n_worlds``) and the changes it detected;
+  (``worlds``: ``belief_n_worlds``; ``believed``: the distinct ``belief_world`` values after
+  the first quarter of the run, the benchmark's measure) and the changes it detected;
 * ``--stationary``: one world held for 12 trials, nothing announced (the detector on, as
   ``mppi-bam-segments`` is by default): the worlds believed after the first quarter and the
   return against recursive Bayes'.
@@ -36,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from bam_rl.experiments import recurring
+from bam_rl.experiments.recurring_metrics import believed_worlds
 from bam_rl.harness import make_grid, run_many
 from bam_rl.wrappers.recurring import SUITE, recurring_id
 
@@ -81,13 +83,20 @@ def report(steps: pd.DataFrame) -> pd.DataFrame:
             "median_first": float(part["first"].median()),
         }
         if method == "bam_segments":
-            mine = steps[(steps["method"] == "bam_segments") & steps["config"].str.startswith(env)]
+            # the env's own config ("CartPole" must not take the swing-up's runs too)
+            mine = steps[
+                (steps["method"] == "bam_segments") & (steps["config"] == f"{env}-continual")
+            ]
             scores = [
                 identification(run, SUITE[env].parameter) for _, run in mine.groupby("seed_index")
             ]
             row["id_accuracy"] = float(np.median([a for a, _ in scores]))
             row["id_accuracy_all"] = " ".join(f"{a:.2f}" for a, _ in scores)
             row["worlds"] = " ".join(str(n) for _, n in scores)
+            row["believed"] = " ".join(
+                f"{believed_worlds(run.sort_values('step')['belief_world'].to_numpy()):.0f}"
+                for _, run in mine.groupby("seed_index")
+            )
             row["changes"] = " ".join(
                 str(int(run["belief_detected_changes"].iloc[-1]))
                 for _, run in mine.groupby("seed_index")

@@ -174,6 +174,28 @@ def drive(env: gym.Env, agent: Any, steps: int, seed: int | None = 0) -> list:
     return Runner(env, agent).start(seed).run(steps)
 
 
+def drive_trials(
+    env: gym.Env, agent: Any, trials: int, seed: int | None = 0, each: Callable | None = None
+) -> tuple[Any, dict]:
+    """Runs ``trials`` whole episodes from ``env.reset(seed=seed)``, the agent reset at each
+    start and after the last (``each(agent)`` after every step); returns the observation and
+    info the last reset gave."""
+    observation, info = env.reset(seed=seed)
+    agent.reset(observation, info)
+    for _ in range(trials):
+        done = False
+        while not done:
+            action = agent.act(observation)
+            observation, reward, terminated, truncated, info = env.step(action)
+            agent.observe(action, reward, observation, terminated, truncated, info)
+            done = terminated or truncated
+            if each is not None:
+                each(agent)
+        observation, info = env.reset()
+        agent.reset(observation, info)
+    return observation, info
+
+
 def assert_crafted_state_file_refused(tmp_path: Path, agent: Any, edit: Callable) -> None:
     """``agent`` saved loads and acts as it does; the same file with ``edit(state, arrays)``
     applied to its document is refused with ``ValueError``."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from agents_testutils import drive
+from agents_testutils import drive, drive_trials
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.agents import MPPIAgent
@@ -20,22 +20,6 @@ SMALL = {"horizon": 4, "n_samples": 3, "n_features": 12, "reward": "pendulum-swi
 
 def _env(steps=25):
     return gym.make("bam_rl/RecurringPendulumContinual-v0", trials_per_world=1, trial_steps=steps)
-
-
-def _drive(agent, env, trials, seed=0, each=None):
-    obs, info = env.reset(seed=seed)
-    agent.reset(obs, info)
-    for _ in range(trials):
-        done = False
-        while not done:
-            action = agent.act(obs)
-            obs, reward, terminated, truncated, info = env.step(action)
-            agent.observe(action, reward, obs, terminated, truncated, info)
-            done = terminated or truncated
-            if each is not None:
-                each(agent)
-        obs, info = env.reset()
-        agent.reset(obs, info)
 
 
 @pytest.mark.parametrize(
@@ -52,7 +36,7 @@ def test_blocks_are_fed_inside_the_trial_and_the_rest_at_its_end():
     env = _env(steps=25)  # 2 blocks of 10 inside a trial, 5 transitions at its end
     agent = make_agent("mppi-crp-mixture", env, seed=0, **SMALL)
     data = []
-    _drive(agent, env, trials=2, each=lambda a: data.append(a.rule.t))
+    drive_trials(env, agent, trials=2, each=lambda a: data.append(a.rule.t))
     assert BLOCK_STEPS == 10
     assert data[:25] == [0] * 9 + [1] * 10 + [2] * 5 + [3]
     assert agent.rule.t == 6 and agent.n_trials == 2
@@ -67,7 +51,7 @@ def test_recent_window_keeps_the_last_blocks_only():
     env = _env(steps=30)
     agent = make_agent("mppi-recent-window", env, seed=0, window_steps=20, **SMALL)
     assert agent.rule.window == 2
-    _drive(agent, env, trials=2)
+    drive_trials(env, agent, trials=2)
     assert len(agent.rule._kept) == 2
 
 
@@ -82,7 +66,7 @@ def test_peer_options_are_checked():
 def test_save_load_continues_identically(tmp_path, name):
     env = _env(steps=25)
     agent = make_agent(name, env, seed=0, **SMALL)
-    _drive(agent, env, trials=1)
+    drive_trials(env, agent, trials=1)
     path = agent.save(tmp_path / "peer.npz")
     loaded = MPPIAgent.load(path)
     actions = []
@@ -108,7 +92,7 @@ def test_a_tampered_state_file_is_refused(tmp_path, name, where, field, value):
     their arguments (each loaded and ran, or failed later, before)."""
     env = _env(steps=25)
     agent = make_agent(name, env, seed=0, **SMALL)
-    _drive(agent, env, trials=1)
+    drive_trials(env, agent, trials=1)
     target = {"rule": agent.rule, "_trial": agent._trial, "agent": agent}[where]
     setattr(target, field, value)
     path = agent.save(tmp_path / "tampered.npz")

@@ -115,3 +115,26 @@ def test_a_change_found_on_a_trials_last_step_saves_before_the_next_reset(tmp_pa
     assert agent.n_detected_changes == 1 and agent._world_evidence == 0
     copy = MPPIAgent.load(agent.save(tmp_path / "agent"))  # a consistent state between trials
     assert copy.model.belief.allclose(agent.rule.belief)
+
+
+def test_the_part_refreshes_its_belief_and_a_new_world_is_an_alternative_in_the_first_trial():
+    """Issue 52, second round: every REFRESH_STEPS transitions of a part without a change join
+    the belief the agent plans with (the named world's plus the part's), the detector weighs
+    it, and from the first refresh of the run's first trial a new world is an alternative
+    (before, a change in the first trial could not be found: nothing to weigh against)."""
+    from bam_rl.beliefs.worlds import REFRESH_STEPS
+
+    env = pendulum(steps=40)
+    agent = agent_for(env)
+    runner = Runner(env, agent).start(seed=0)
+    runner.run(REFRESH_STEPS - 1)
+    assert agent.model.belief.allclose(agent.rule.belief) and not agent._detector.sums
+    runner.run(1)
+    assert agent.n_detected_changes == 0 and agent._world_evidence == REFRESH_STEPS
+    states, actions = np.asarray(agent._trial.states), np.asarray(agent._trial.actions)
+    expected = agent.rule.belief + agent.model.stats(states, actions)
+    assert agent.model.belief.allclose(expected)
+    assert -1 in agent._detector.sums
+    assert agent.rule.noise_scale == agent._detector.noise_scale() >= 1.0
+    factor = agent._detector._current.factor  # the detector weighs the refreshed belief
+    np.testing.assert_allclose(factor @ factor.T, expected.fields["precision"], rtol=1e-9)

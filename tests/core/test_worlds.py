@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bam_rl.beliefs.worlds import PredictiveCusum, WorldSegmentBAM
+from bam_rl.beliefs.worlds import PredictiveCusum, WorldSegmentBAM, temper
 from bam_rl.families import BayesianLinearRegression
 
 NOISE = 0.01
@@ -127,3 +127,65 @@ def test_the_detector_refuses_a_bad_noise_and_a_bad_restored_state():
         setattr(broken, field, value)
         with pytest.raises(ValueError, match=match):
             broken._check_restored()
+
+
+def test_temper_is_the_posterior_under_the_larger_noise():
+    """Issue 52, second round: ``temper(η, η0, c)`` is the posterior of the same data under the
+    noise variance ``c·σ²``, checked against a family built with that noise."""
+    rng = np.random.default_rng(5)
+    x, y = data("A", 30, rng)
+    wider = BayesianLinearRegression(dim_in=3, dim_out=2, prior_precision=1.0, noise_var=4 * NOISE)
+    tempered = temper(MODEL.prior + MODEL.stats(x, y), MODEL.prior, 4.0)
+    expected = wider.prior + wider.stats(x, y)
+    for name in ("precision", "B"):
+        np.testing.assert_allclose(tempered.fields[name], expected.fields[name], rtol=1e-12)
+    belief = MODEL.prior + MODEL.stats(x, y)
+    assert temper(belief, MODEL.prior, 1.0) is belief
+
+
+def test_identification_scores_under_the_scaled_noise():
+    """``noise_scale`` makes the readout's J that of a family with noise ``c·σ²``: the same
+    differences between the worlds and the base prior (log h, common to all, aside)."""
+    rng = np.random.default_rng(6)
+    wider = BayesianLinearRegression(dim_in=3, dim_out=2, prior_precision=1.0, noise_var=9 * NOISE)
+    rule = WorldSegmentBAM(MODEL)
+    a = data("A", 40, rng)
+    rule.update(MODEL.stats(*a))
+    rule.change(MODEL.stats(*data("B", 10, rng)))
+    rule.noise_scale = 9.0
+    evidence = data("B", 8, rng)
+    scores = [rule._score(k, MODEL.stats(*evidence)) for k in range(2)]
+    expected = [
+        float(wider.log_marginal(wider.prior + wider.stats(*a), wider.stats(*evidence))),
+        float(wider.log_marginal(wider.prior, wider.stats(*evidence))),
+    ]
+    np.testing.assert_allclose(scores[0] - scores[1], expected[0] - expected[1], rtol=1e-9)
+
+
+def test_the_calibrated_detector_estimates_the_noise_and_refreshes():
+    """With ``calibrate``, the noise scale is the mean squared standardised residual (data
+    with 25 times the model's noise: near 25; 1 without ``calibrate``), and :meth:`refresh`
+    replaces the current belief without resetting the CUSUMs."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(400, 3))
+    y = x @ WEIGHTS["A"].T + rng.normal(scale=5 * NOISE**0.5, size=(400, 2))
+    trained = MODEL.prior + MODEL.stats(x[:200], y[:200])
+    plain, detector = PredictiveCusum(NOISE), PredictiveCusum(NOISE, calibrate=True)
+    for each in (plain, detector):
+        each.set_candidates(trained, {-1: MODEL.prior})
+        assert each.noise_scale() == 1.0  # no residuals yet
+        for xi, yi in zip(x[200:], y[200:], strict=True):
+            each.step(xi, yi)
+    assert plain.noise_scale() == 1.0
+    assert 20.0 < detector.noise_scale() < 31.0
+    detector.sums[-1] = 3.0
+    fed = trained + MODEL.stats(x[200:210], y[200:210])
+    detector.refresh(fed)
+    assert detector.sums[-1] == 3.0
+    factor = detector._current.factor
+    np.testing.assert_allclose(factor @ factor.T, fed.fields["precision"], rtol=1e-12)
+    with pytest.raises(ValueError, match="calibrate"):
+        PredictiveCusum(NOISE, calibrate="yes")
+    detector._squares = [1.0, -2.0]
+    with pytest.raises(ValueError, match="_squares"):
+        detector._check_restored()
