@@ -178,6 +178,37 @@ def _rule_class(memory: str, announced: bool) -> type[BeliefRule]:
     return classes[_RULE_NAMES[memory](announced)]
 
 
+def _check_whole_trials(
+    memory: str,
+    announced: bool,
+    change_threshold: float | None,
+    readout_after_steps: Any,
+    refresh_every_steps: Any,
+) -> None:
+    """``dynamics_model="normalized"`` fixes its moments from the first data it sees, so its
+    first datum must be a whole trial: a ``ValueError`` naming what would feed it a part of
+    one (an unannounced segment BAM's detector works in raw state changes, too)."""
+    parts = [
+        name
+        for name, feeds_parts in (
+            (f"memory={memory!r}", memory in PEER_MEMORIES),
+            (
+                "announced=False with the change detector (change_threshold not None)",
+                memory == "bam_segments" and not announced and change_threshold is not None,
+            ),
+            (f"readout_after_steps={readout_after_steps!r}", bool(readout_after_steps)),
+            (f"refresh_every_steps={refresh_every_steps!r}", bool(refresh_every_steps)),
+        )
+        if feeds_parts
+    ]
+    if parts:
+        raise ValueError(
+            "dynamics_model='normalized' fixes its moments from its first datum, which must be "
+            f"a whole trial; not with {', '.join(parts)} (give readout_after_steps=None and "
+            "announced changes, or the 'rff' model)"
+        )
+
+
 class MPPIAgent(BaseAgent):
     """MPPI on a Bayesian random-Fourier-feature dynamics model with a memory rule (§4.2).
 
@@ -309,7 +340,9 @@ class MPPIAgent(BaseAgent):
             paper, issue 53: standardised inputs and targets with per-dimension length
             scales, :class:`~bam_rl.agents.normalized_dynamics.NormalizedRFFDynamicsModel`;
             ``bandwidth``, ``noise_var`` and ``prior_precision`` left at the paper's defaults
-            take that model's).
+            take that model's). Its moments are fixed by its first datum, so anything that
+            feeds it part of a trial first is a ``ValueError``: in-trial readouts,
+            ``refresh_every_steps``, the peers, an unannounced segment BAM's detector.
         **planner_options: :class:`MPPI` options (``horizon``, ``n_samples``, ``noise_var``
             is named ``sampling_var`` here, ``temperature``, and ``normalize_returns``, beyond
             the paper: the returns' scale divided out of the weights).
@@ -383,6 +416,13 @@ class MPPIAgent(BaseAgent):
         feature_seed = int(self.rng.integers(2**31))
         model_class: type[RFFDynamicsModel] = RFFDynamicsModel
         if dynamics_model == "normalized":  # beyond the paper (issue 53)
+            _check_whole_trials(
+                memory,
+                self.announced,
+                change_threshold,
+                self.readout_after_steps,
+                self.refresh_every_steps,
+            )
             model_class = NormalizedRFFDynamicsModel
             # the paper's values left at their defaults take the normalised model's
             bandwidth, noise_var, prior_precision = (

@@ -23,7 +23,10 @@ an action, and a trajectory that may have come near the rail's ends
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from collections.abc import Callable
+from concurrent import futures
 from typing import Any
 
 import numpy as np
@@ -54,6 +57,12 @@ def default_threads() -> int:
 
 
 _HELPERS: dict[int, Any] = {}
+_HELPERS_LOCK = threading.Lock()
+# a forked child inherits the pools but not their threads: a submit there would never run
+os.register_at_fork(after_in_child=_HELPERS.clear)
+#: Per batched rollout, one ``mujoco.rollout.Rollout`` a thread: kept beside the instance, not
+#: on it, so the dynamics that own it still deep-copy and pickle (``Rollout`` does neither).
+_ROLLOUTS: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
 
 
 def _helpers(n: int) -> Any:
@@ -66,11 +75,12 @@ def _helpers(n: int) -> Any:
     the calling thread steps the first chunk itself and ``n`` helpers the others:
     ``mujoco.rollout`` releases the GIL, and ``threads`` threads run in all, never more.
     """
-    if n not in _HELPERS:
-        from concurrent.futures import ThreadPoolExecutor
+    with _HELPERS_LOCK:
+        if n not in _HELPERS:
+            from concurrent.futures import ThreadPoolExecutor
 
-        _HELPERS[n] = ThreadPoolExecutor(max_workers=n, thread_name_prefix="bam-rl-rollout")
-    return _HELPERS[n]
+            _HELPERS[n] = ThreadPoolExecutor(max_workers=n, thread_name_prefix="bam-rl-rollout")
+        return _HELPERS[n]
 
 
 def _qpos_qvel(env: Any, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
@@ -179,7 +189,6 @@ class BatchedRollout:
         self, env: Any, observation: ObservationFn, n_threads: int, min_parallel_steps: int = 0
     ):
         import mujoco
-        from mujoco import rollout as mj_rollout
 
         self.env = env
         self.observation = observation
@@ -187,7 +196,6 @@ class BatchedRollout:
         self.min_parallel_steps = int(min_parallel_steps)
         model = env.model
         self._datas = [mujoco.MjData(model) for _ in range(self.n_threads)]
-        self._rollouts = [mj_rollout.Rollout(nthread=0) for _ in range(self.n_threads)]
         spec = mujoco.mjtState
         self._full = int(spec.mjSTATE_FULLPHYSICS)
         self._user = int(spec.mjSTATE_USER)
@@ -221,9 +229,17 @@ class BatchedRollout:
         sensordata = np.empty((k, n_steps, model.nsensordata))
         bounds = np.linspace(0, k, threads + 1).astype(int)  # one chunk a thread
 
+        rollouts = _ROLLOUTS.get(self)
+        if rollouts is None:
+            from mujoco import rollout as mj_rollout
+
+            rollouts = _ROLLOUTS[self] = [
+                mj_rollout.Rollout(nthread=0) for _ in range(self.n_threads)
+            ]
+
         def chunk(i: int) -> None:
             part = slice(bounds[i], bounds[i + 1])
-            self._rollouts[i].rollout(
+            rollouts[i].rollout(
                 [model] * (part.stop - part.start),
                 [self._datas[i]],
                 initial_states[part],
@@ -238,7 +254,10 @@ class BatchedRollout:
 
         pool = _helpers(threads - 1) if threads > 1 else None
         others = [pool.submit(chunk, i) for i in range(1, threads)] if pool else []
-        chunk(0)
+        try:
+            chunk(0)
+        finally:  # no helper may still write into this instance's MjData when this returns
+            futures.wait(others)
         for done in others:
             done.result()
         out = np.concatenate([np.broadcast_to(initial, (k, 1, initial.size)), states], axis=1)

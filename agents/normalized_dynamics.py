@@ -283,8 +283,16 @@ class NormalizedRFFDynamicsModel(RFFDynamicsModel):
                 and np.array_equal(features.scales, self.input_scales)
                 and np.array_equal(features.center, self.input_mean)
             )
-        else:
-            same = features.scales is None and features.center is None and self._is_prior()
+        else:  # the constructor's moments: predictions read them before any fit
+            same = (
+                features.scales is None
+                and features.center is None
+                and self._is_prior()
+                and not self.input_mean.any()
+                and not self.target_mean.any()
+                and bool(np.all(self.input_scales == 1.0))
+                and bool(np.all(self.target_scale == 1.0))
+            )
         if not same:
             raise ValueError("restored model: features do not match its normalisation")
         check_int("n_features", features.n_features)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from bam_rl.beliefs.rules import BeliefRule, check_posterior
+from bam_rl.beliefs.rules import BeliefRule, check_possible_datum, check_posterior
 from bam_rl.checks import as_float_array, check_finite_params, check_int, check_real
 from bam_rl.families.base import ConjugateFamily, NaturalParams, stack
 
@@ -100,7 +100,9 @@ def crp_assignment_log_probs(log_predictive: Any, counts: Any, concentration: fl
 
 
 def _check_statistics(model: ConjugateFamily, items: Any, name: str) -> None:
-    """``items`` is a list of finite, unbatched statistics of ``model`` (a restored file's)."""
+    """``items`` is a list of finite, unbatched statistics of ``model`` (a restored file's),
+    each one a datum could give: the base prior plus it is a proper belief (a crafted file
+    whose regression precision is not symmetric loaded, then failed at the trial's end)."""
     if not isinstance(items, list):
         raise ValueError(f"{name} must be a list of statistics, got {type(items).__name__}")
     for item in items:
@@ -108,6 +110,7 @@ def _check_statistics(model: ConjugateFamily, items: Any, name: str) -> None:
             raise ValueError(f"{name} must hold unbatched NaturalParams, got {item!r}")
         model.check_params(item, name)
         check_finite_params(name, item)
+        check_possible_datum(model, item.fields, name)
 
 
 class RecentWindow(BeliefRule):

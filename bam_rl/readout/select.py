@@ -259,7 +259,8 @@ def readout_prior(
     """``memory.weighted_sum(weights, base=base)`` for the weights a selector returned (float64,
     one per record, in [0, 1]) and an unbatched ``base`` — or, given an unbatched ``datum`` of
     the family, the posterior ``memory.weighted_sum(weights, base=base) + datum`` — computed
-    by the same products (:func:`~bam_rl.families.base.contract`, ``weights @ log_h``) and
+    by the same products (:func:`~bam_rl.families.base.contract`, ``weights @ log_h`` as
+    ``0.0 + weights.dot(log_h)``) and
     sums, in the same order, so bit for bit the same belief, without re-checking the weights,
     the records (checked when stored) and the datum (checked by the caller). A scalar field's
     product is ``np.dot`` of the two vectors, the BLAS dot product ``contract`` reaches
@@ -296,8 +297,10 @@ def readout_prior(
         if not all_finite(total):
             return _checked_readout(memory, weights, base, datum)
         fields[name] = total
-    # ``weights @ log_h`` of two vectors is NumPy's ``0.0 + ddot``, where ``np.dot`` is the
-    # BLAS ``ddot`` alone (they differ in the sign of a zero; tested)
+    # ``weights @ log_h`` of two contiguous float64 vectors is NumPy's ``0.0 + ddot``, where
+    # ``np.dot`` is the BLAS ``ddot`` alone (they differ in the sign of a zero; tested); both
+    # are contiguous here (the selector's weights, the memory's own column); a reversed view
+    # would not be bit-equal
     log_h = float(base.log_h) + (0.0 + float(weights.dot(stats.log_h)))
     if datum is not None:
         log_h += float(datum.log_h)

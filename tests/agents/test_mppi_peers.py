@@ -13,6 +13,7 @@ from agents_testutils import drive, drive_trials
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.agents import MPPIAgent
 from bam_rl.beliefs.peers import BLOCK_STEPS, CRPMixture, RecentWindow
+from bam_rl.families import NaturalParams
 from bam_rl.harness.registry import AGENTS, MPPI_AGENTS, make_agent
 
 SMALL = {"horizon": 4, "n_samples": 3, "n_features": 12, "reward": "pendulum-swingup"}
@@ -97,4 +98,23 @@ def test_a_tampered_state_file_is_refused(tmp_path, name, where, field, value):
     setattr(target, field, value)
     path = agent.save(tmp_path / "tampered.npz")
     with pytest.raises(ValueError):
+        MPPIAgent.load(path)
+
+
+@pytest.mark.parametrize("name", ["mppi-recent-window", "mppi-crp-mixture"])
+def test_a_kept_datum_no_data_could_give_is_refused_at_load(tmp_path, name):
+    """``bam-rl drill fuzz`` (3000 cases): a recent window whose kept datum had a precision
+    that is not symmetric loaded, then failed at the trial's end."""
+    env = _env(steps=25)
+    agent = make_agent(name, env, seed=0, **SMALL)
+    drive_trials(env, agent, trials=1)
+    rule = agent.rule
+    kept = rule._kept if name == "mppi-recent-window" else rule._components
+    fields = dict(kept[0].fields)
+    precision = np.array(fields["precision"])
+    precision[0, 1] += 1.0  # finite, but XᵀX is symmetric
+    fields["precision"] = precision
+    kept[0] = NaturalParams(kept[0].family, fields, kept[0].log_h)
+    path = agent.save(tmp_path / "crafted.npz")
+    with pytest.raises(ValueError, match="symmetric"):
         MPPIAgent.load(path)

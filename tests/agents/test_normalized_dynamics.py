@@ -138,6 +138,7 @@ def test_the_agent_option_builds_the_normalised_model():
         env.action_space,
         memory="bam_segments",
         seed=0,
+        announced=True,
         reward="pendulum-swingup",
         dynamics_model="normalized",
         n_features=12,
@@ -186,6 +187,33 @@ def test_a_restored_model_with_mismatched_features_is_refused():
     fresh.target_scale = -np.ones(3)
     with pytest.raises(ValueError, match="target_scale"):
         fresh._check_restored()
+    unfitted = _model()  # moments a fit never set: predictions would read them
+    unfitted.target_mean = np.full(3, 0.5)
+    with pytest.raises(ValueError, match="normalisation"):
+        unfitted._check_restored()
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"memory": "bam_segments"}, "announced=False with the change detector"),
+        ({"memory": "recent_window", "announced": True}, "memory='recent_window'"),
+        ({"memory": "bam_segments", "announced": True, "readout_after_steps": 5}, "readout_"),
+        ({"memory": "bam_segments", "announced": True, "refresh_every_steps": 10}, "refresh_"),
+    ],
+)
+def test_the_normalised_model_refuses_what_feeds_it_part_of_a_trial(options, named):
+    """Review: its moments are fixed by its first datum; the detector and the peers fed it
+    10 transitions, and the detector scored raw state changes against standardised ones."""
+    env = gym.make("Pendulum-v1", max_episode_steps=8)
+    with pytest.raises(ValueError, match=named):
+        MPPIAgent(
+            env.observation_space,
+            env.action_space,
+            reward="pendulum-swingup",
+            dynamics_model="normalized",
+            **options,
+        )
 
 
 @pytest.mark.parametrize(
