@@ -104,3 +104,20 @@ def test_an_unknown_observation_keeps_the_loop():
         MujocoEnvDynamics(env, batched="yes")
     with pytest.raises(ValueError, match="n_threads"):
         MujocoEnvDynamics(gym.make("InvertedPendulum-v5"), n_threads=0)
+
+
+def test_batched_dynamics_deep_copy_and_pickle():
+    """Review: the per-thread ``mujoco.rollout.Rollout`` objects (which neither copy nor
+    pickle) sat on the instance, so a copy of the ground truth's dynamics failed."""
+    import copy
+    import pickle
+
+    env = gym.make("InvertedPendulum-v5").unwrapped
+    observation, _ = env.reset(seed=0)
+    actions = np.random.default_rng(0).uniform(-1, 1, size=(6, 3, 1))
+    dynamics = MujocoEnvDynamics(env, batched=True, n_threads=2)
+    expected = dynamics.rollout_unchecked(observation, actions)
+    for twin in (copy.deepcopy(dynamics), pickle.loads(pickle.dumps(dynamics))):
+        twin_env = twin.env
+        mujoco.mj_copyData(twin_env.data, twin_env.model, env.data)  # the same live state
+        np.testing.assert_array_equal(twin.rollout_unchecked(observation, actions), expected)
