@@ -59,7 +59,8 @@ def default_threads() -> int:
 _HELPERS: dict[int, Any] = {}
 _HELPERS_LOCK = threading.Lock()
 # a forked child inherits the pools but not their threads: a submit there would never run
-os.register_at_fork(after_in_child=_HELPERS.clear)
+if hasattr(os, "register_at_fork"):  # POSIX only
+    os.register_at_fork(after_in_child=_HELPERS.clear)
 #: Per batched rollout, one ``mujoco.rollout.Rollout`` a thread: kept beside the instance, not
 #: on it, so the dynamics that own it still deep-copy and pickle (``Rollout`` does neither).
 _ROLLOUTS: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
