@@ -131,9 +131,9 @@ def test_the_default_features_and_model_are_the_papers():
     assert agent.model.features.bandwidth == 6.0 and agent.model.noise_var == 1e-6
 
 
-def test_the_agent_option_builds_the_normalised_model():
-    env = gym.make("Pendulum-v1", max_episode_steps=8)
-    agent = MPPIAgent(
+def _normalized_agent(env: gym.Env) -> MPPIAgent:
+    """A small announced segment-BAM agent with the normalised model on Pendulum-v1."""
+    return MPPIAgent(
         env.observation_space,
         env.action_space,
         memory="bam_segments",
@@ -145,6 +145,11 @@ def test_the_agent_option_builds_the_normalised_model():
         horizon=3,
         n_samples=4,
     )
+
+
+def test_the_agent_option_builds_the_normalised_model():
+    env = gym.make("Pendulum-v1", max_episode_steps=8)
+    agent = _normalized_agent(env)
     assert isinstance(agent.model, NormalizedRFFDynamicsModel)
     assert agent.model.features.bandwidth == NORMALIZED_DEFAULTS["bandwidth"]
     assert agent.model.noise_var == NORMALIZED_DEFAULTS["noise_var"]
@@ -156,16 +161,7 @@ def test_the_agent_option_builds_the_normalised_model():
 
 def test_save_load_round_trip(tmp_path):
     env = gym.make("Pendulum-v1", max_episode_steps=8)
-    options = {"n_features": 12, "horizon": 3, "n_samples": 4, "reward": "pendulum-swingup"}
-    agent = MPPIAgent(
-        env.observation_space,
-        env.action_space,
-        memory="bam_segments",
-        seed=0,
-        announced=True,
-        dynamics_model="normalized",
-        **options,
-    )
+    agent = _normalized_agent(env)
     obs, _ = drive_trials(env, agent, trials=2)
     assert agent.model.normalized
     path = agent.save(tmp_path / "agent")
