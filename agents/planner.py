@@ -198,6 +198,40 @@ class AngleCosineReward:
 RESTORABLE_REWARDS: list[type] = [AngleCosineReward, StateReward]
 
 
+def _check_restorable(reward: Any) -> None:
+    """``ValueError`` unless a restored planner's ``reward`` is one of
+    :data:`RESTORABLE_REWARDS`."""
+    if not isinstance(reward, tuple(RESTORABLE_REWARDS)):
+        raise ValueError(
+            f"reward must be one of {[kind.__name__ for kind in RESTORABLE_REWARDS]}, got "
+            f"{reward!r}"
+        )
+
+
+def _options_of(planner: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """``planner``'s values of the options ``names``, to build it again from them."""
+    return {name: getattr(planner, name) for name in names}
+
+
+def _check_plan_memory(n_samples: int, horizon: int, nbytes: int, dynamics: Any) -> None:
+    """:func:`~bam_rl.checks.check_memory` of one plan: ``nbytes`` of the planner's own, plus
+    the rollout of ``dynamics`` when it says what that takes
+    (``dynamics.rollout_bytes(n_samples, horizon)``)."""
+    rollout_bytes = getattr(dynamics, "rollout_bytes", None)
+    if callable(rollout_bytes):
+        nbytes += int(rollout_bytes(n_samples, horizon))
+    check_memory(f"horizon = {horizon} with n_samples = {n_samples}", nbytes)
+
+
+def _check_shapes(planner: Any, fresh: Any, names: tuple[str, ...]) -> None:
+    """``ValueError`` unless each array ``names`` of a restored ``planner`` has the shape
+    ``fresh`` (the planner built again from its options) gives it."""
+    for name in names:
+        value, expected = getattr(planner, name), getattr(fresh, name)
+        if not isinstance(value, np.ndarray) or value.shape != expected.shape:
+            raise ValueError(f"{name} must be an array of shape {expected.shape}")
+
+
 def _no_weight_if_not_finite(returns: np.ndarray, states: Any, reward: Any) -> np.ndarray:
     """``returns`` with its non-finite entries at ``-inf``: a diverging model can predict
     non-finite states, and such samples get no weight. ``ValueError`` naming ``reward`` when
@@ -313,11 +347,7 @@ class MPPI:
                 setattr(self, new, vars(self).pop(old))
         # files written before normalize_returns: the paper's weights, as they were saved
         vars(self).setdefault("normalize_returns", False)
-        if not isinstance(self.reward, tuple(RESTORABLE_REWARDS)):
-            raise ValueError(
-                f"reward must be one of {[kind.__name__ for kind in RESTORABLE_REWARDS]}, got "
-                f"{self.reward!r}"
-            )
+        _check_restorable(self.reward)
         for name in ("cos_index", "sin_index", "index"):
             if hasattr(self.reward, name):
                 check_int(name, getattr(self.reward, name), minimum=0)
@@ -325,22 +355,15 @@ class MPPI:
             self.dynamics,
             self.reward,
             action_dim=self.action_dim,
-            horizon=self.horizon,
-            n_samples=self.n_samples,
-            sampling_var=self.sampling_var,
-            temperature=self.temperature,
             action_low=self.action_low,
             action_high=self.action_high,
-            normalize_returns=self.normalize_returns,
+            **_options_of(self, PLANNER_OPTIONS),
         )
         for name in ("sampling_var", "sampling_std", "action_low", "action_high"):
             value = getattr(self, name)
             if not isinstance(value, np.ndarray) or value.dtype != np.float64 or value.ndim != 1:
                 raise ValueError(f"{name} must be a float64 vector of one entry per action")
-        for name in ("plan_actions", "last_returns", "last_weights"):
-            value, expected = getattr(self, name), getattr(fresh, name)
-            if not isinstance(value, np.ndarray) or value.shape != expected.shape:
-                raise ValueError(f"{name} must be an array of shape {expected.shape}")
+        _check_shapes(self, fresh, ("plan_actions", "last_returns", "last_weights"))
         plan = as_float_array("plan_actions", self.plan_actions)
         if np.any(plan < fresh.action_low) or np.any(plan > fresh.action_high):
             raise ValueError("plan_actions must lie within the action bounds")
@@ -364,11 +387,7 @@ class MPPI:
         (``dynamics.rollout_bytes(n_samples, horizon)``, as the models of
         :mod:`bam_rl.agents.dynamics` do)."""
         k, h, du = self.n_samples, self.horizon, self.action_dim
-        nbytes = k * h * (32 * du + 16) + 16 * h * du
-        rollout_bytes = getattr(dynamics, "rollout_bytes", None)
-        if callable(rollout_bytes):
-            nbytes += int(rollout_bytes(k, h))
-        check_memory(f"horizon = {h} with n_samples = {k}", nbytes)
+        _check_plan_memory(k, h, k * h * (32 * du + 16) + 16 * h * du, dynamics)
 
     def _check_states_memory(self, state_dim: int) -> None:
         """The planner's memory with the ``(n_samples, horizon, state_dim)`` float64 states a
@@ -518,26 +537,15 @@ class CategoricalMPPI:
     def _check_restored(self) -> None:
         """A restored planner is checked by building it again from its options, and its
         probabilities must be a ``(horizon, n)`` table of rows summing to 1."""
-        if not isinstance(self.reward, tuple(RESTORABLE_REWARDS)):
-            raise ValueError(
-                f"reward must be one of {[kind.__name__ for kind in RESTORABLE_REWARDS]}, got "
-                f"{self.reward!r}"
-            )
+        _check_restorable(self.reward)
         vars(self).setdefault("normalize_returns", False)  # files written before it
         fresh = CategoricalMPPI(
             self.n_actions,
             self.reward,
-            horizon=self.horizon,
-            n_samples=self.n_samples,
-            temperature=self.temperature,
-            explore=self.explore,
             start=self.start,
-            normalize_returns=self.normalize_returns,
+            **_options_of(self, DISCRETE_PLANNER_OPTIONS),
         )
-        for name in ("probs", "last_returns", "last_weights"):
-            value, expected = getattr(self, name), getattr(fresh, name)
-            if not isinstance(value, np.ndarray) or value.shape != expected.shape:
-                raise ValueError(f"{name} must be an array of shape {expected.shape}")
+        _check_shapes(self, fresh, ("probs", "last_returns", "last_weights"))
         probs = as_float_array("probs", self.probs)
         if np.any(probs < 0) or not np.allclose(probs.sum(axis=1), 1.0):
             raise ValueError("probs must hold probabilities, each row summing to 1")
@@ -556,11 +564,7 @@ class CategoricalMPPI:
         memory budget (the one-hot samples and draws, plus what ``dynamics`` says a rollout
         takes)."""
         k, h, n = self.n_samples, self.horizon, self.n_actions
-        nbytes = k * h * (16 * n + 24) + 16 * h * n
-        rollout_bytes = getattr(dynamics, "rollout_bytes", None)
-        if callable(rollout_bytes):
-            nbytes += int(rollout_bytes(k, h))
-        check_memory(f"horizon = {h} with n_samples = {k}", nbytes)
+        _check_plan_memory(k, h, k * h * (16 * n + 24) + 16 * h * n, dynamics)
 
     def reset(self) -> None:
         """Clears the plan (uniform probabilities), as at the start of a trial."""

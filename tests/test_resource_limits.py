@@ -29,6 +29,7 @@ import pytest
 import bam_rl  # registers the environments
 import bam_rl.checks as core_checks
 from bam_rl.cli import main
+from bam_rl.drills import address_space
 
 resource = pytest.importorskip("resource")
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS and /proc")
@@ -190,23 +191,16 @@ def test_the_issue_reproducers_under_a_2_gib_address_space_limit():
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == str(["ValueError"] * 4), result.stdout
-    command = [
-        sys.executable,
-        "-c",
-        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30)); "
-        "from bam_rl.cli import main; sys.exit(main(sys.argv[1:]))",
-        "run",
-        "--env",
-        "bam_rl/SwitchingBandit-v0",
-        "--agent",
-        "ucb",
-        "--steps",
-        "10",
-        "--no-progress",
-        "--env-kwargs",
-        '{"n_arms": 1000000000}',
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    # the first reproducer through the CLI, as the address-space drill runs it (2 GiB limit)
+    command = address_space._command_argv(address_space.COMMANDS["run --env-kwargs n_arms=N"], HUGE)
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        preexec_fn=address_space._limit,
+    )
     assert result.returncode == 2, result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
     assert "Traceback" not in result.stderr and "n_arms = 1000000000" in lines[-1]

@@ -556,7 +556,12 @@ class ConjugateFamily(ABC):
         return value if value.ndim else float(value)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
+        return self._repr()
+
+    def _repr(self, **settings: float) -> str:
+        """``Name(key=value, ...)``: the class name and the scalar ``settings`` (``:g``)."""
+        body = ", ".join(f"{name}={value:g}" for name, value in settings.items())
+        return f"{type(self).__name__}({body})"
 
 
 class ScalarPairPrior(ConjugateFamily):
@@ -572,4 +577,4 @@ class ScalarPairPrior(ConjugateFamily):
         self.prior = NaturalParams(self, {"alpha": self.alpha, "beta": self.beta})
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(alpha={self.alpha:g}, beta={self.beta:g})"
+        return self._repr(alpha=self.alpha, beta=self.beta)

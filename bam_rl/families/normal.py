@@ -111,10 +111,7 @@ class NormalKnownVariance(_RealObservations):
         )
 
     def __repr__(self) -> str:
-        return (
-            f"NormalKnownVariance(mean={self.prior_mean:g}, var={self.prior_var:g}, "
-            f"noise_var={self.noise_var:g})"
-        )
+        return self._repr(mean=self.prior_mean, var=self.prior_var, noise_var=self.noise_var)
 
     def _observation_stats(
         self, y: np.ndarray, axes: int | tuple[int, ...] | None, n: np.ndarray
@@ -257,10 +254,7 @@ class NormalGamma(_RealObservations):
         )
 
     def __repr__(self) -> str:
-        return (
-            f"NormalGamma(mean={self.prior_mean:g}, kappa={self.kappa:g}, "
-            f"alpha={self.alpha:g}, beta={self.beta:g})"
-        )
+        return self._repr(mean=self.prior_mean, kappa=self.kappa, alpha=self.alpha, beta=self.beta)
 
     def _observation_stats(
         self, y: np.ndarray, axes: int | tuple[int, ...] | None, n: np.ndarray

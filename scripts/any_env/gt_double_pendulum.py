@@ -23,19 +23,30 @@ import time
 import gymnasium as gym
 
 from bam_rl.agents.mppi import GroundTruthMPPI
-from bam_rl.schedules import piecewise
+from bam_rl.schedules import Schedule, piecewise
 from bam_rl.wrappers import NonStationary
+
+
+def add_change_arguments(parser: argparse.ArgumentParser, gravity: float) -> None:
+    """The options of :func:`changes` (``gravity``: the default of ``--gravity``)."""
+    parser.add_argument("--gravity-step", type=int, default=200)
+    parser.add_argument("--gravity", type=float, default=gravity)
+    parser.add_argument("--mass-step", type=int, default=400)
+    parser.add_argument("--mass-factor", type=float, default=2.0)
+
+
+def changes(args: argparse.Namespace, mass: float) -> dict[str, Schedule]:
+    """Gravity 9.81 -> ``--gravity`` at ``--gravity-step``, the second pole's mass (``mass``
+    at first) x ``--mass-factor`` at ``--mass-step``: step schedules for ``NonStationary``."""
+    return {
+        "gravity": piecewise({0: 9.81, args.gravity_step: args.gravity}, unit="step"),
+        "mass:pole2": piecewise({0: mass, args.mass_step: args.mass_factor * mass}, unit="step"),
+    }
 
 
 def run(seed: int, follow: bool, args: argparse.Namespace) -> tuple[int, float, float]:
     """Steps survived, return, and seconds per act of one episode."""
-    changes = {
-        "gravity": piecewise({0: 9.81, args.gravity_step: args.gravity}, unit="step"),
-        "mass:pole2": piecewise(
-            {0: args.base_mass, args.mass_step: args.base_mass * args.mass_factor}, unit="step"
-        ),
-    }
-    env = NonStationary(gym.make("InvertedDoublePendulum-v5"), changes)
+    env = NonStationary(gym.make("InvertedDoublePendulum-v5"), changes(args, args.base_mass))
     obs, info = env.reset(seed=seed)
     agent = GroundTruthMPPI(
         env,
@@ -65,10 +76,7 @@ def run(seed: int, follow: bool, args: argparse.Namespace) -> tuple[int, float, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
-    parser.add_argument("--gravity-step", type=int, default=200)
-    parser.add_argument("--gravity", type=float, default=15.0)
-    parser.add_argument("--mass-step", type=int, default=400)
-    parser.add_argument("--mass-factor", type=float, default=2.0)
+    add_change_arguments(parser, gravity=15.0)
     parser.add_argument("--samples", type=int, default=64)
     parser.add_argument("--horizon", type=int, default=5)
     parser.add_argument("--sampling-var", type=float, default=0.05)

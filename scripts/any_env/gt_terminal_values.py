@@ -34,6 +34,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import gymnasium as gym
 import mujoco
 import numpy as np
+from gt_double_pendulum import add_change_arguments, changes
 
 import bam_rl  # noqa: F401
 from bam_rl.agents.mppi import GroundTruthMPPI
@@ -69,17 +70,31 @@ def episode(
     return steps, elapsed / steps, solves, total
 
 
-def _held(args: argparse.Namespace, make_env: Any, **agent_options: Any) -> None:
-    """One episode a seed of ``make_env()``: steps held, time per act, ``P``'s solves."""
+def _held(
+    args: argparse.Namespace, env_id: str, schedules: dict[str, Any], **agent_options: Any
+) -> None:
+    """One episode a seed of ``env_id`` under ``schedules`` (``NonStationary``): steps held,
+    time per act, ``P``'s solves."""
     held = 0
     for seed in args.seeds:
-        steps, seconds, solves, _ = episode(make_env(), seed, args.nominal_p, **agent_options)
+        env = NonStationary(gym.make(env_id), schedules)
+        steps, seconds, solves, _ = episode(env, seed, args.nominal_p, **agent_options)
         held += steps == 1000
         print(
             f"  seed {seed}: {steps} of 1000 steps, {seconds * 1e3:.1f} ms an act, "
             f"P solved {solves}x"
         )
     print(f"  held 1000 of 1000 on {held} of {len(args.seeds)} seeds")
+
+
+def _planner(args: argparse.Namespace, part: str) -> dict[str, Any]:
+    """The planner's options of ``part`` (``"idp"`` or ``"ip"``): ``--{part}-reward``,
+    ``--{part}-k`` and ``--{part}-h``."""
+    return {
+        "reward": getattr(args, f"{part}_reward"),
+        "n_samples": getattr(args, f"{part}_k"),
+        "horizon": getattr(args, f"{part}_h"),
+    }
 
 
 def part_idp(args: argparse.Namespace) -> None:
@@ -90,17 +105,7 @@ def part_idp(args: argparse.Namespace) -> None:
         f"pole2 mass x{args.mass_factor:g} at step {args.mass_step}; "
         f"K = {args.idp_k}, H = {args.idp_h}, reward {args.idp_reward}"
     )
-    changes = {
-        "gravity": piecewise({0: 9.81, args.gravity_step: args.gravity}, unit="step"),
-        "mass:pole2": piecewise({0: mass, args.mass_step: args.mass_factor * mass}, unit="step"),
-    }
-    _held(
-        args,
-        lambda: NonStationary(gym.make("InvertedDoublePendulum-v5"), changes),
-        reward=args.idp_reward,
-        n_samples=args.idp_k,
-        horizon=args.idp_h,
-    )
+    _held(args, "InvertedDoublePendulum-v5", changes(args, mass), **_planner(args, "idp"))
 
 
 def part_ip(args: argparse.Namespace) -> None:
@@ -108,14 +113,8 @@ def part_ip(args: argparse.Namespace) -> None:
         f"InvertedPendulum-v5 at gravity {args.ip_gravity}: K = {args.ip_k}, H = {args.ip_h}, "
         f"reward {args.ip_reward}"
     )
-    changes = {"gravity": piecewise({0: args.ip_gravity}, unit="step")}
-    _held(
-        args,
-        lambda: NonStationary(gym.make("InvertedPendulum-v5"), changes),
-        reward=args.ip_reward,
-        n_samples=args.ip_k,
-        horizon=args.ip_h,
-    )
+    gravity = piecewise({0: args.ip_gravity}, unit="step")
+    _held(args, "InvertedPendulum-v5", {"gravity": gravity}, **_planner(args, "ip"))
 
 
 def part_worlds(args: argparse.Namespace) -> None:
@@ -123,32 +122,20 @@ def part_worlds(args: argparse.Namespace) -> None:
     trial each, with the terminal values and the budgets above (a constant world)."""
     print("the recurring suite's worlds, 300-step trials, steps held per seed")
     cases = (
-        (
-            "InvertedPendulum-v5",
-            "gravity",
-            (9.81, 3.72, 20.0),
-            args.ip_reward,
-            args.ip_k,
-            args.ip_h,
-        ),
-        (
-            "InvertedDoublePendulum-v5",
-            "mass:pole2",
-            (4.199, 1.0, 10.0),
-            args.idp_reward,
-            args.idp_k,
-            args.idp_h,
-        ),
+        ("InvertedPendulum-v5", "gravity", (9.81, 3.72, 20.0), _planner(args, "ip")),
+        ("InvertedDoublePendulum-v5", "mass:pole2", (4.199, 1.0, 10.0), _planner(args, "idp")),
     )
-    for env_id, name, values, reward, k, h in cases:
+    for env_id, name, values, planner in cases:
         for value in values:
             held = []
             for seed in args.seeds:
-                changes = {name: piecewise({0: value}, unit="step")}
-                env = NonStationary(gym.make(env_id, max_episode_steps=300), changes)
-                steps = episode(env, seed, reward=reward, n_samples=k, horizon=h)[0]
-                held.append(steps)
-            print(f"  {env_id} {name} = {value:g} (K = {k}, H = {h}, {reward}): {held}")
+                constant = {name: piecewise({0: value}, unit="step")}
+                env = NonStationary(gym.make(env_id, max_episode_steps=300), constant)
+                held.append(episode(env, seed, **planner)[0])
+            print(
+                f"  {env_id} {name} = {value:g} (K = {planner['n_samples']}, "
+                f"H = {planner['horizon']}, {planner['reward']}): {held}"
+            )
 
 
 def part_pendulum(args: argparse.Namespace) -> None:
@@ -218,10 +205,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", nargs="+", default=["idp", "ip", "equality", "cost"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--gravity", type=float, default=14.0)
-    parser.add_argument("--gravity-step", type=int, default=200)
-    parser.add_argument("--mass-step", type=int, default=400)
-    parser.add_argument("--mass-factor", type=float, default=2.0)
+    add_change_arguments(parser, gravity=14.0)
     parser.add_argument("--idp-k", type=int, default=32)
     parser.add_argument("--idp-h", type=int, default=2)
     parser.add_argument("--idp-reward", default="inverted-double-pendulum-lqr-terminal")

@@ -211,17 +211,13 @@ def test_registry_defaults_and_trial_length_check():
     ("kwargs", "name"),
     [
         ({"memory": "segments"}, "memory"),
-        ({"readout_after_steps": 0}, "readout_after_steps"),
-        ({"readout_after_steps": -3}, "readout_after_steps"),
-        ({"readout_after_steps": 2.5}, "readout_after_steps"),
-        ({"readout_after_steps": True}, "readout_after_steps"),
-        ({"readout_after_steps": (5, 3)}, "readout_after_steps"),
-        ({"readout_after_steps": ()}, "readout_after_steps"),
+        *(
+            ({"readout_after_steps": value}, "readout_after_steps")
+            for value in (0, -3, 2.5, True, (5, 3), ())
+        ),
         ({"readout_after_steps": 5, "memory": "bam"}, "readout_after_steps"),
         ({"hazard": 0.0}, "hazard"),
-        ({"refresh_every_steps": 0}, "refresh_every_steps"),
-        ({"refresh_every_steps": 2.5}, "refresh_every_steps"),
-        ({"refresh_every_steps": True}, "refresh_every_steps"),
+        *(({"refresh_every_steps": value}, "refresh_every_steps") for value in (0, 2.5, True)),
         ({"refresh_every_steps": 5, "memory": "bam"}, "refresh_every_steps"),
     ],
 )

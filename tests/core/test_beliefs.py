@@ -5,18 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bam_rl.beliefs import (
+from bam_rl import (
     BAM,
     BOCD,
     BAMWithChangepoints,
     BeliefRule,
     ExponentialForgetting,
+    Memory,
     PowerPrior,
     RecursiveBayes,
+    select,
 )
 from bam_rl.families import BetaBinomial, NaturalParams, NormalGamma, NormalKnownVariance
-from bam_rl.memory import Memory
-from bam_rl.readout import select
 
 RULES = {
     "recursive": lambda m: RecursiveBayes(m),

@@ -21,16 +21,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bam_rl import bocd as bocd_module
-from bam_rl.bocd import ChangepointDetector
-from bam_rl.families import (
+from bam_rl import (
     BetaBinomial,
+    ChangepointDetector,
     DirichletCategorical,
     GammaPoisson,
     NaturalParams,
     NormalGamma,
     NormalKnownVariance,
 )
+from bam_rl import bocd as bocd_module
 from bam_rl.families.base import stack
 from bam_rl.kernels import bocd as kernel
 

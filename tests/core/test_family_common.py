@@ -343,32 +343,23 @@ def test_repr_names_the_hyperparameters(name):
 DIMS = {"dim_in": 2, "dim_out": 1}  # a valid size for the linear-regression cases
 INDEFINITE = [[1.0, 2.0], [2.0, 1.0]]  # symmetric, not positive-definite
 ASYMMETRIC = [[1.0, 0.5], [0.0, 1.0]]
+
+
+def _each_bad(cls, valid=None, **bad):
+    """``(cls, kwargs, name)``: ``valid`` plus one bad value of one hyperparameter, for every
+    value listed under each name of ``bad`` (the error must name that hyperparameter)."""
+    return [(cls, {**(valid or {}), name: value}, name) for name in bad for value in bad[name]]
+
+
 BAD_HYPERPARAMETERS = [
-    (BetaBinomial, {"alpha": 0.0}, "alpha"),
-    (BetaBinomial, {"alpha": -1.0}, "alpha"),
-    (BetaBinomial, {"beta": 0.0}, "beta"),
-    (BetaBinomial, {"alpha": np.nan}, "alpha"),
-    (BetaBinomial, {"beta": np.inf}, "beta"),
-    (GammaPoisson, {"alpha": 0.0}, "alpha"),
-    (GammaPoisson, {"alpha": -2.0}, "alpha"),
-    (GammaPoisson, {"beta": 0.0}, "beta"),
-    (GammaPoisson, {"beta": np.nan}, "beta"),
-    (NormalKnownVariance, {"var": 0.0}, "var"),
-    (NormalKnownVariance, {"var": -1.0}, "var"),
-    (NormalKnownVariance, {"noise_var": 0.0}, "noise_var"),
-    (NormalKnownVariance, {"noise_var": -2.0}, "noise_var"),
-    (NormalKnownVariance, {"mean": np.nan}, "mean"),
-    (NormalKnownVariance, {"var": np.inf}, "var"),
-    (NormalGamma, {"kappa": 0.0}, "kappa"),
-    (NormalGamma, {"alpha": -1.0}, "alpha"),
-    (NormalGamma, {"beta": 0.0}, "beta"),
-    (NormalGamma, {"mean": np.inf}, "mean"),
-    (NormalGamma, {"kappa": np.nan}, "kappa"),
-    (DirichletCategorical, {"alpha": [1.0]}, "alpha"),
-    (DirichletCategorical, {"alpha": [1.0, 0.0]}, "alpha"),
-    (DirichletCategorical, {"alpha": [1.0, -2.0, 3.0]}, "alpha"),
-    (DirichletCategorical, {"alpha": [1.0, np.nan]}, "alpha"),
-    (DirichletCategorical, {"alpha": [[1.0, 2.0]]}, "alpha"),
+    *_each_bad(BetaBinomial, alpha=[0.0, -1.0, np.nan], beta=[0.0, np.inf]),
+    *_each_bad(GammaPoisson, alpha=[0.0, -2.0], beta=[0.0, np.nan]),
+    *_each_bad(NormalKnownVariance, var=[0.0, -1.0, np.inf], noise_var=[0.0, -2.0], mean=[np.nan]),
+    *_each_bad(NormalGamma, kappa=[0.0, np.nan], alpha=[-1.0], beta=[0.0], mean=[np.inf]),
+    *_each_bad(
+        DirichletCategorical,
+        alpha=[[1.0], [1.0, 0.0], [1.0, -2.0, 3.0], [1.0, np.nan], [[1.0, 2.0]]],
+    ),
     (DirichletCategorical, {"alpha": 1.0}, "n_categories"),
     (DirichletCategorical, {"alpha": 1.0, "n_categories": 1}, "n_categories"),
     (DirichletCategorical, {"alpha": 1.0, "n_categories": 2.5}, "n_categories"),
@@ -377,17 +368,13 @@ BAD_HYPERPARAMETERS = [
     (BayesianLinearRegression, {"dim_in": 0, "dim_out": 1}, "dim_in"),
     (BayesianLinearRegression, {"dim_in": 2.5, "dim_out": 1}, "dim_in"),
     (BayesianLinearRegression, {"dim_in": 2, "dim_out": True}, "dim_out"),
-    (BayesianLinearRegression, {**DIMS, "noise_var": 0.0}, "noise_var"),
-    (BayesianLinearRegression, {**DIMS, "noise_var": -1.0}, "noise_var"),
-    (BayesianLinearRegression, {**DIMS, "noise_var": np.nan}, "noise_var"),
-    (BayesianLinearRegression, {**DIMS, "noise_var": [1.0, 2.0]}, "noise_var"),
-    (BayesianLinearRegression, {**DIMS, "prior_precision": 0.0}, "prior_precision"),
-    (BayesianLinearRegression, {**DIMS, "prior_precision": [1.0, -1.0]}, "prior_precision"),
-    (BayesianLinearRegression, {**DIMS, "prior_precision": INDEFINITE}, "prior_precision"),
-    (BayesianLinearRegression, {**DIMS, "prior_precision": ASYMMETRIC}, "prior_precision"),
-    (BayesianLinearRegression, {**DIMS, "prior_precision": np.eye(3)}, "prior_precision"),
-    (BayesianLinearRegression, {**DIMS, "prior_mean": np.zeros((2, 2))}, "prior_mean"),
-    (BayesianLinearRegression, {**DIMS, "prior_mean": np.inf}, "prior_mean"),
+    *_each_bad(
+        BayesianLinearRegression,
+        DIMS,
+        noise_var=[0.0, -1.0, np.nan, [1.0, 2.0]],
+        prior_precision=[0.0, [1.0, -1.0], INDEFINITE, ASYMMETRIC, np.eye(3)],
+        prior_mean=[np.zeros((2, 2)), np.inf],
+    ),
     (BayesianLinearRegressionNIG, {**DIMS, "a": 0.0}, "^a "),
     (BayesianLinearRegressionNIG, {**DIMS, "a": -1.0}, "^a "),
     (BayesianLinearRegressionNIG, {**DIMS, "b": 0.0}, "^b "),

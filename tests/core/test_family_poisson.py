@@ -28,16 +28,21 @@ def nbinom_chain(x, alpha, beta):
     return total
 
 
+def assert_log_marginal(alpha, beta, x, oracle, **tolerance):
+    """GammaPoisson(alpha, beta)'s log marginal of the counts ``x`` against ``oracle``'s; the
+    model."""
+    model = GammaPoisson(alpha, beta)
+    expected = oracle(x, alpha, beta)
+    np.testing.assert_allclose(
+        model.log_marginal(model.prior, model.stats(x)), expected, **tolerance
+    )
+    return model
+
+
 @settings(max_examples=50, deadline=None)
 @given(alpha=SHAPE, beta=RATE, x=COUNTS)
 def test_log_marginal_matches_negative_binomial_chain(alpha, beta, x):
-    model = GammaPoisson(alpha, beta)
-    np.testing.assert_allclose(
-        model.log_marginal(model.prior, model.stats(x)),
-        nbinom_chain(x, alpha, beta),
-        rtol=1e-8,
-        atol=1e-10,
-    )
+    model = assert_log_marginal(alpha, beta, x, nbinom_chain, rtol=1e-8, atol=1e-10)
     # one count at a time, as a batch of data against the prior
     each = model.log_marginal(model.prior, model.stats(x, axis=()))
     np.testing.assert_allclose(
@@ -63,13 +68,7 @@ def brute_force_log_marginal(x, alpha, beta):
 @settings(max_examples=30, deadline=None)
 @given(alpha=st.floats(0.5, 30.0), beta=RATE, x=COUNTS)
 def test_log_marginal_matches_numerical_integral(alpha, beta, x):
-    model = GammaPoisson(alpha, beta)
-    np.testing.assert_allclose(
-        model.log_marginal(model.prior, model.stats(x)),
-        brute_force_log_marginal(x, alpha, beta),
-        rtol=1e-8,
-        atol=1e-9,
-    )
+    assert_log_marginal(alpha, beta, x, brute_force_log_marginal, rtol=1e-8, atol=1e-9)
 
 
 def gamma_kl_closed_form(ap, bp, aq, bq):

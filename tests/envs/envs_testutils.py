@@ -8,6 +8,9 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+import pytest
+
 from bam_rl import envs
 
 BANDIT_IDS = (
@@ -34,6 +37,23 @@ ACCEPTED_WARNINGS: dict[str, str] = {
     # natural (and specified) space is Box[0, 1], which Gymnasium's checker accepts.
     r"We recommend you to use a symmetric and normalized Box action space": "Box[0, 1] estimate",
 }
+
+
+#: Actions a one-dimensional Box environment refuses whatever its bounds: NaN, two entries, a
+#: string, None.
+MALFORMED_BOX_ACTIONS = (
+    np.array([np.nan], np.float32),
+    np.array([0.2, 0.3], np.float32),
+    "0.5",
+    None,
+)
+
+
+def assert_refuses_action(env: Any, action: Any, match: str) -> None:
+    """``env``, reset with seed 0, refuses ``action`` with a ``ValueError`` matching ``match``."""
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=match):
+        env.step(action)
 
 
 @contextlib.contextmanager

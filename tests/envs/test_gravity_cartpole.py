@@ -11,6 +11,7 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
+from envs_testutils import MALFORMED_BOX_ACTIONS, assert_refuses_action
 
 from bam_rl.envs import CONTINUAL_SCHEDULE, EPISODIC_SCHEDULE
 from bam_rl.envs.gravity_cartpole import GravityCartPoleEnv
@@ -242,21 +243,10 @@ def test_bad_reset_options(options: dict, match: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "action",
-    [
-        np.array([1.01], np.float32),
-        np.array([-2.0], np.float32),
-        np.array([np.nan], np.float32),
-        np.array([0.1, 0.2], np.float32),
-        "0.5",
-        None,
-    ],
+    "action", [np.array([1.01], np.float32), np.array([-2.0], np.float32), *MALFORMED_BOX_ACTIONS]
 )
 def test_bad_actions(action: object) -> None:
-    env = GravityCartPoleEnv()
-    env.reset(seed=0)
-    with pytest.raises(ValueError, match=r"action .*\[-1, 1\]"):
-        env.step(action)
+    assert_refuses_action(GravityCartPoleEnv(), action, r"action .*\[-1, 1\]")
 
 
 _RENDER_TWICE = """

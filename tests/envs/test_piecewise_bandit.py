@@ -7,6 +7,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from envs_testutils import assert_refuses_action
 
 from bam_rl.envs.piecewise_bandit import (
     BESSON_KAUFMANN_HORIZONS,
@@ -118,10 +119,9 @@ def test_gaussian_means_may_leave_unit_interval() -> None:
 
 @pytest.mark.parametrize("action", [3, -1, 0.0, np.nan, "0"])
 def test_bad_actions(action: object) -> None:
-    env = PiecewiseBanditEnv()
-    env.reset(seed=0)
-    with pytest.raises(ValueError, match=r"action must be an integer arm index in \[0, 3\)"):
-        env.step(action)
+    assert_refuses_action(
+        PiecewiseBanditEnv(), action, r"action must be an integer arm index in \[0, 3\)"
+    )
 
 
 def test_means_table_range_checked() -> None:

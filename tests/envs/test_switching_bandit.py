@@ -7,6 +7,7 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
+from envs_testutils import assert_refuses_action
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -163,10 +164,9 @@ def test_bad_constructor_arguments(kwargs: dict, match: str) -> None:
     "action", [-1, 10, 3.0, np.float64(1.0), float("nan"), "1", None, np.array([1, 2]), True]
 )
 def test_bad_actions(action: object) -> None:
-    env = SwitchingBanditEnv()
-    env.reset(seed=0)
-    with pytest.raises(ValueError, match=r"action must be an integer arm index in \[0, 10\)"):
-        env.step(action)
+    assert_refuses_action(
+        SwitchingBanditEnv(), action, r"action must be an integer arm index in \[0, 10\)"
+    )
 
 
 def test_integer_like_actions_are_accepted() -> None:
