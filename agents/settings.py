@@ -146,6 +146,9 @@ class EnvSettings:
         gt_reward: The ground-truth planner's reward (``None``: ``reward``).
         gt_planner: Its planner options (``None``: ``planner``).
         gt_source: Where those were measured (``None``: ``source``).
+        segment_readouts: ``mppi-bam-segments``' in-trial readout steps on this environment
+            (beyond the paper; ``None``: :data:`SEGMENT_READOUT_AFTER_STEPS`), a default of
+            that memory rule (:func:`memory_defaults`), not of the other agents.
         note: One line for the docs page.
     """
 
@@ -156,6 +159,7 @@ class EnvSettings:
     gt_reward: str | None = None
     gt_planner: Mapping[str, Any] | None = None
     gt_source: str | None = None
+    segment_readouts: tuple[int, ...] | None = None
     note: str = ""
 
     def __post_init__(self) -> None:
@@ -171,6 +175,17 @@ class EnvSettings:
         object.__setattr__(self, "model", _frozen(self.model))
         if self.gt_planner is not None:
             object.__setattr__(self, "gt_planner", _frozen(self.gt_planner))
+        steps = self.segment_readouts
+        if steps is not None and (
+            not isinstance(steps, tuple)
+            or not steps
+            or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in steps)
+            or list(steps) != sorted(set(steps))
+        ):
+            raise ValueError(
+                "segment_readouts must be None or a tuple of increasing positive ints, "
+                f"got {steps!r}"
+            )
 
     def options(self, kind: str = "learned") -> dict[str, Any]:
         """The row's keyword arguments for a ``"learned"`` MPPI agent (reward, planner and
@@ -243,10 +258,11 @@ _CARTPOLE_V1 = EnvSettings(
 )
 
 #: The recurring-worlds suite (``bam_rl/Recurring<Name>[Continual]-v0``, docs/recurring.md):
-#: its settings were fixed before that benchmark and its recorded numbers stand, so its ids
-#: have rows of their own where they differ from their inner environment's (Pendulum keeps
-#: the paper's planner, the cart-pole swing-up plans with the posterior mean, the double
-#: pendulum's ground truth plans as the learners do).
+#: its settings were fixed before that benchmark, so its ids have rows of their own where they
+#: differ from their inner environment's (Pendulum keeps the paper's planner, the cart-pole
+#: swing-up plans with the posterior mean). InvertedPendulum and InvertedDoublePendulum were
+#: re-planned with LQR terminal values (issue 53, docs/recurring.md#the-suite), chosen on
+#: seeds 100-104 of the default run's protocol (2 trials per world).
 _RECURRING: dict[str, EnvSettings] = {
     "CartPoleSwingUp": EnvSettings(
         _SUITE,
@@ -260,13 +276,23 @@ _RECURRING: dict[str, EnvSettings] = {
         model=_MEAN,
         note="the paper's planner (chosen before Pendulum-v1's stronger one)",
     ),
-    "InvertedPendulum": _INVERTED_PENDULUM,
+    "InvertedPendulum": EnvSettings(
+        _SUITE,
+        reward="inverted-pendulum-lqr-terminal",
+        planner={"horizon": 5, "n_samples": 16, "temperature": 0.01},
+        model=_MEAN,
+        note="the LQR cost-to-go at the horizon's end: GT holds 300 of 300 in every world",
+    ),
     "InvertedDoublePendulum": EnvSettings(
         _SUITE,
-        reward="inverted-double-pendulum",
-        planner={"horizon": 10, "n_samples": 128, "sampling_var": 0.2},
+        reward="inverted-double-pendulum-lqr",
+        planner={"horizon": 2, "n_samples": 64, "sampling_var": 0.05, "temperature": 1.0},
         model=_MEAN,
-        note="GT plans with the learners' reward and planner (too weak for two poles)",
+        gt_reward="inverted-double-pendulum-lqr-terminal",
+        gt_planner={"horizon": 2, "n_samples": 32, "sampling_var": 0.05, "temperature": 1.0},
+        gt_source="docs/any_env.md#ground-truth-on-any-environment",
+        segment_readouts=(1, 2, 3, 4, 5, 6, 8, 10, 15, 25),
+        note="the nominal LQR cost-to-go (learners) or the live one (GT) at the horizon's end",
     ),
     "Reacher": _REACHER,
     "MountainCar": _MOUNTAIN_CAR,
@@ -598,8 +624,9 @@ def memory_defaults(memory: str, env: Any, given: Mapping[str, Any]) -> dict[str
     ``"bam_segments"`` (beyond the paper), planning with the posterior mean (on every
     environment: posterior draws lose the pole on CartPole-v1 and InvertedPendulum-v5 and the
     swing-up on Pendulum-v1, docs/any_env.md), on the cart-pole's 5-D state
-    :data:`SEGMENT_MODEL_OPTIONS`, and ``readout_after_steps`` (the steps of
-    :data:`SEGMENT_READOUT_AFTER_STEPS` inside the trial) unless given; a given one past the
+    :data:`SEGMENT_MODEL_OPTIONS`, and ``readout_after_steps`` (the steps of the row's
+    ``segment_readouts``, else :data:`SEGMENT_READOUT_AFTER_STEPS`, inside the trial) unless
+    given; a given one past the
     trial's end is a ``ValueError``. The paper's rules have none."""
     if memory != "bam_segments":
         return {}
@@ -611,8 +638,10 @@ def memory_defaults(memory: str, env: Any, given: Mapping[str, Any]) -> dict[str
         getattr(env, "spec", None), "max_episode_steps", None
     )
     if "readout_after_steps" not in given:
+        row, _ = settings_for(env)
+        chosen = getattr(row, "segment_readouts", None) or SEGMENT_READOUT_AFTER_STEPS
         # the default's steps that fall inside the trial (a short test trial keeps fewer)
-        inside = tuple(k for k in SEGMENT_READOUT_AFTER_STEPS if limit is None or k < limit)
+        inside = tuple(k for k in chosen if limit is None or k < limit)
         defaults["readout_after_steps"] = inside or None
     steps = given.get("readout_after_steps", defaults.get("readout_after_steps"))
     if steps is not None and limit is not None:
@@ -655,9 +684,13 @@ def markdown() -> str:
         sources = _link(row.source)
         if row.gt_source is not None:
             sources += f"; GT: {_link(row.gt_source)}"
+        model_text = _options_text(row.model)
+        if row.segment_readouts is not None:
+            steps = ", ".join(map(str, row.segment_readouts))
+            model_text += f"; segment BAM reads out after steps {steps}"
         lines.append(
             f"| `{env_id}` | `{row.reward}` | {_options_text(row.planner)} | "
-            f"{_options_text(row.model)} | {gt_text} | {sources} | {row.note} |"
+            f"{model_text} | {gt_text} | {sources} | {row.note} |"
         )
     planner = {k: v for k, v in GENERIC_DEFAULTS.items() if k in _PLANNER}
     planner_text = (

@@ -104,12 +104,12 @@ def test_each_ids_planning_settings_are_its_settings_row():
     env = gym.make(recurring_id("InvertedPendulum", continual=True), trial_steps=5)
     row, env_id = settings_for(env)
     assert env_id == recurring_id("InvertedPendulum", continual=True)
-    assert row.reward == "inverted-pendulum"
+    assert row.reward == "inverted-pendulum-lqr-terminal"
     assert dict(row.planner) == {
-        "horizon": 15,
-        "n_samples": 128,
+        "horizon": 5,
+        "n_samples": 16,
         "temperature": 0.01,
-    }  # docs/any_env.md's measured setting
+    }  # docs/recurring.md's measured setting (issue 53)
     env.close()
 
 
@@ -119,11 +119,32 @@ def test_registry_mppi_agents_default_to_the_ids_reward_and_planner():
     env = gym.make(recurring_id("InvertedPendulum"), trial_steps=5)
     for name in ("mppi-bam-segments", "mppi-bam", "mppi-gt"):
         agent = make_agent(name, env, seed=0)
-        assert agent.planner.horizon == 15 and agent.planner.n_samples == 128
-        assert getattr(agent.planner.reward, "name", None) == "inverted-pendulum"
+        assert agent.planner.horizon == 5 and agent.planner.n_samples == 16
+        assert getattr(agent.planner.reward, "name", None) == "inverted-pendulum-lqr-terminal"
     given = make_agent("mppi-gt", env, seed=0, horizon=7, reward="inverted-pendulum")
     assert given.planner.horizon == 7  # an explicit value wins
     env.close()
+
+
+def test_a_rows_segment_readouts_are_segment_bams_default_there_only():
+    from bam_rl.agents.settings import SEGMENT_READOUT_AFTER_STEPS
+    from bam_rl.harness.registry import make_agent, resolved_settings
+
+    double = gym.make(recurring_id("InvertedDoublePendulum"), trial_steps=30)
+    segments = make_agent("mppi-bam-segments", double, seed=0)
+    # the row's steps inside the 30-step trial (its 1-25)
+    assert segments.readout_after_steps == (1, 2, 3, 4, 5, 6, 8, 10, 15, 25)
+    recorded = resolved_settings("mppi-bam-segments", double)["settings"]
+    assert recorded["readout_after_steps"]["value"] == [1, 2, 3, 4, 5, 6, 8, 10, 15, 25]
+    assert "readout_after_steps" not in resolved_settings("mppi-bam", double)["settings"]
+    given = make_agent("mppi-bam-segments", double, seed=0, readout_after_steps=(5,))
+    assert given.readout_after_steps == (5,)  # an explicit value wins
+    double.close()
+    single = gym.make(recurring_id("InvertedPendulum"), trial_steps=30)
+    assert make_agent("mppi-bam-segments", single, seed=0).readout_after_steps == (
+        SEGMENT_READOUT_AFTER_STEPS
+    )
+    single.close()
 
 
 def test_bam_rl_run_plans_on_a_recurring_id_without_agent_kwargs(tmp_path):
