@@ -261,34 +261,31 @@ def visit_table(trials: pd.DataFrame) -> pd.DataFrame:
     module) and ``revisit``."""
     scored = with_reference(trials)
     learned = scored[scored["method"] != REFERENCE]
+    from bam_rl.experiments.recurring_metrics import visit_blocks
+
     rows = []
-    for (env, setting, method, seed), run in learned.groupby(
-        ["env", "setting", "method", "seed_index"], sort=True
-    ):
-        run = run.sort_values("trial")
-        previous_last = np.nan
-        for visit, block in run.groupby("visit", sort=True):
-            ratios = block["relative"].to_numpy()
-            reference = block["gt"].to_numpy()
-            hits = np.flatnonzero(ratios >= WITHIN)
-            rows.append(
-                {
-                    "env": env,
-                    "setting": setting,
-                    "method": method,
-                    "seed_index": seed,
-                    "visit": visit,
-                    "world": ORDER[visit],
-                    "world_value": float(block["world_value"].iloc[0]),
-                    "revisit": ORDER[visit] in ORDER[:visit],
-                    "gt": float(np.median(reference)),
-                    "first": float(ratios[0]),
-                    "to_90": int(hits[0]) + 1 if hits.size else len(ratios) + 1,
-                    "drop": previous_last - float(ratios[0]),
-                    "regret": float(np.sum(reference - block["score"].to_numpy())),
-                }
-            )
-            previous_last = float(ratios[-1])
+    previous_last, previous_run = np.nan, None
+    for _, block, keys in visit_blocks(learned, ORDER):
+        visit = keys["visit"]
+        run_id = tuple(keys[k] for k in ("env", "setting", "method", "seed_index"))
+        if run_id != previous_run:  # a run's first visit has no trial before its change
+            previous_last, previous_run = np.nan, run_id
+        ratios = block["relative"].to_numpy()
+        reference = block["gt"].to_numpy()
+        hits = np.flatnonzero(ratios >= WITHIN)
+        rows.append(
+            {
+                **keys,
+                "world_value": float(block["world_value"].iloc[0]),
+                "revisit": ORDER[visit] in ORDER[:visit],
+                "gt": float(np.median(reference)),
+                "first": float(ratios[0]),
+                "to_90": int(hits[0]) + 1 if hits.size else len(ratios) + 1,
+                "drop": previous_last - float(ratios[0]),
+                "regret": float(np.sum(reference - block["score"].to_numpy())),
+            }
+        )
+        previous_last = float(ratios[-1])
     return pd.DataFrame(rows)
 
 

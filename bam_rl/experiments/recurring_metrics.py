@@ -17,6 +17,7 @@ The agents report their belief as ``summary()["world"]``, which the run files lo
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -194,6 +195,19 @@ def world_table(steps: pd.DataFrame, parameter_of: dict[str, str]) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
+def visit_blocks(scored: pd.DataFrame, order: tuple[str, ...]) -> Iterator[Any]:
+    """``(run, block, keys)`` per (env, setting, method, seed) run of ``scored`` and visit, in
+    order: the run's trials (sorted), the visit's, and the row keys that name the visit
+    (``env``, ``setting``, ``method``, ``seed_index``, ``visit``, ``world``)."""
+    for (env, setting, method, seed), run in scored.groupby(
+        ["env", "setting", "method", "seed_index"], sort=True
+    ):
+        run = run.sort_values("trial")
+        for visit, block in run.groupby("visit", sort=True):
+            keys = {"env": env, "setting": setting, "method": method, "seed_index": seed}
+            yield run, block, {**keys, "visit": visit, "world": order[visit]}
+
+
 def recovery_table(scored: pd.DataFrame, order: tuple[str, ...]) -> pd.DataFrame:
     """Per revisit (env, setting, method, seed, visit) of the learned methods: ``first`` (the
     revisit's first trial relative to GT MPC's), ``level`` (the relative score of the last
@@ -206,30 +220,18 @@ def recovery_table(scored: pd.DataFrame, order: tuple[str, ...]) -> pd.DataFrame
         order: The worlds visited, in order.
     """
     rows = []
-    for (env, setting, method, seed), run in scored.groupby(
-        ["env", "setting", "method", "seed_index"], sort=True
-    ):
-        run = run.sort_values("trial")
-        last = {v: float(b["relative"].iloc[-1]) for v, b in run.groupby("visit", sort=True)}
-        for visit, block in run.groupby("visit", sort=True):
-            earlier = [v for v in range(visit) if order[v] == order[visit]]
-            if not earlier:
-                continue
-            level = last.get(earlier[-1], float("nan"))
-            ratios = block["relative"].to_numpy(dtype=np.float64)
-            rows.append(
-                {
-                    "env": env,
-                    "setting": setting,
-                    "method": method,
-                    "seed_index": seed,
-                    "visit": visit,
-                    "world": order[visit],
-                    "first": float(ratios[0]),
-                    "level": level,
-                    "recovery": recovery_time(ratios, level),
-                }
-            )
+    for run, block, keys in visit_blocks(scored, order):
+        visit = keys["visit"]
+        earlier = [v for v in range(visit) if order[v] == order[visit]]
+        if not earlier:
+            continue
+        previous = run[run["visit"] == earlier[-1]]["relative"]
+        level = float(previous.iloc[-1]) if len(previous) else float("nan")
+        ratios = block["relative"].to_numpy(dtype=np.float64)
+        first = float(ratios[0])
+        rows.append(
+            {**keys, "first": first, "level": level, "recovery": recovery_time(ratios, level)}
+        )
     return pd.DataFrame(rows)
 
 
