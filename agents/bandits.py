@@ -22,9 +22,9 @@ the core, :mod:`bam_rl.readout.greedy`. This module holds UCB and Thompson sampl
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import operator
-import weakref
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,7 @@ from bam_rl.families import (
     NaturalParams,
     NormalKnownVariance,
 )
+from bam_rl.readout.greedy import IdentityCache
 
 from .arms import (
     UCBStatistics,
@@ -158,10 +159,9 @@ class UCB(BanditAgent):
 _BELIEF = operator.attrgetter("belief")
 
 #: Per Thompson agent with Gaussian per-arm rules: the beliefs its draw parameters were
-#: computed from, and those means and standard deviations (see ``_gaussian_draw_params``).
-_GAUSSIAN_DRAWS: weakref.WeakKeyDictionary[Any, tuple[list[Any], np.ndarray, np.ndarray]] = (
-    weakref.WeakKeyDictionary()
-)
+#: computed from, those means and standard deviations (see ``_gaussian_draw_params``), and
+#: the rules whose classes were last listed, with those classes.
+_GAUSSIAN_DRAWS = IdentityCache()
 
 
 class ThompsonSampling(BanditAgent):
@@ -367,13 +367,16 @@ class ThompsonSampling(BanditAgent):
         the agent and is never saved.
         """
         cached = _GAUSSIAN_DRAWS.get(self)
-        if cached is None or len(cached[0]) != self.n_arms:
-            cached = ([None] * self.n_arms, np.zeros(self.n_arms), np.zeros(self.n_arms))
-            _GAUSSIAN_DRAWS[self] = cached
-        beliefs, loc, scale = cached
         rules = self.rules
+        if cached is None or len(cached[0]) != self.n_arms:
+            cached = ([None] * self.n_arms, np.zeros(self.n_arms), np.zeros(self.n_arms), [], [])
+            _GAUSSIAN_DRAWS.set(self, cached)
+        beliefs, loc, scale, seen_rules, kinds = cached
+        if len(seen_rules) != len(rules) or any(map(operator.is_not, rules, seen_rules)):
+            seen_rules[:] = rules  # the classes of the rules, found again when a rule is replaced
+            kinds[:] = {type(rule) for rule in rules}
         custom_prior = False
-        for kind in {type(rule) for rule in rules}:
+        for kind in kinds:  # their methods are read on every call (they may be patched)
             if kind.sample is not BeliefRule.sample:
                 return None
             custom_prior = custom_prior or kind.prior_for_next is not BeliefRule.prior_for_next
@@ -381,13 +384,15 @@ class ThompsonSampling(BanditAgent):
             current = [rule.prior_for_next() for rule in rules]
         else:  # the base prior_for_next: the rule's belief
             current = [*map(_BELIEF, rules)]
-        if len(current) == len(beliefs) and not any(map(operator.is_not, current, beliefs)):
-            return loc, scale
+        if len(current) != len(beliefs):
+            changed: Any = range(len(current))
+        else:  # the arms whose belief object was replaced (usually the one pulled)
+            replaced = map(operator.is_not, current, beliefs)
+            changed = itertools.compress(range(len(current)), replaced)
         model = self.model
         exact = type(model) is NormalKnownVariance
-        for arm, belief in enumerate(current):
-            if belief is beliefs[arm]:
-                continue
+        for arm in changed:
+            belief = current[arm]
             fields = belief.fields
             h1, h2 = fields["precision_mean"], fields["precision"]
             if (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -9,6 +10,17 @@ import numpy as np
 
 from bam_rl.checks import check_finite_params, check_int
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams
+
+
+def _finite_scalars(s: NaturalParams) -> bool:
+    """True when every field of ``s`` and its ``log_h`` are finite 0-d arrays (a scalar
+    family's datum; ``check_finite_params`` then passes): the check without its reductions.
+    ``False`` for anything else, which the caller checks the general way."""
+    for value in s.fields.values():  # in the general check's order
+        if type(value) is not np.ndarray or value.ndim or not math.isfinite(value.item()):
+            return False
+    log_h = s.log_h
+    return type(log_h) is np.ndarray and not log_h.ndim and math.isfinite(log_h.item())
 
 
 class _BoundedPlan(NamedTuple):
@@ -189,10 +201,14 @@ class Memory:
             raise ValueError(f"s must be a NaturalParams, got {type(s).__name__}")
         if s.batch_shape != ():
             raise ValueError(f"s must be a single datum (batch shape ()), got {s.batch_shape}")
-        check_finite_params("s", s)
+        if not _finite_scalars(s):  # else the general check, which names what is not finite
+            check_finite_params("s", s)
         if self.family is not None:
             self.family.check_compatible(s.family)
-        time = self._next_time if time is None else check_int("time", time, minimum=0)
+        if time is None:
+            time = self._next_time
+        elif type(time) is not int or time < 0:  # an int >= 0 is what check_int returns
+            time = check_int("time", time, minimum=0)
         plan = self._plan_bounded_add(s) if self.capacity is not None else None
         # commit: nothing below can fail
         if self.family is None:

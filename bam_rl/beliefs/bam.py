@@ -27,7 +27,12 @@ from bam_rl.readout import (
     ReadoutResult,
     check_select_options,
 )
-from bam_rl.readout.select import one_point_select, readout_prior, select_checked
+from bam_rl.readout.select import (
+    one_point_posterior,
+    one_point_select,
+    readout_prior,
+    select_checked,
+)
 
 
 class BAM(BeliefRule):
@@ -144,11 +149,16 @@ class BAM(BeliefRule):
         # the common Gaussian case forms the posterior in one pass (unless a subclass chooses
         # its readouts otherwise)
         plain = type(self).choose_readout is BAM.choose_readout
-        found = self._one_point_readout(s) if plain else None
+        found = None
+        if plain:
+            model, memory = self.model, self.memory
+            if memory.family is not None:
+                model.check_compatible(memory.family)  # a memory swapped in by hand
+            options = self.select_options
+            found = one_point_posterior(model, memory, s, self.lam, self.method, options)
         readout: ReadoutResult
         if found is not None:
-            readout, stats = found
-            belief = readout_prior(self.memory, readout.weights, self.model.prior, stats, s)
+            readout, belief = found  # readout_prior(memory, weights, prior, stats, s)
         else:
             readout, prior = self._general_readout(s) if plain else self.choose_readout(s)
             belief = prior + s

@@ -3,6 +3,7 @@ datum), recursive Bayes, exponential forgetting, the power prior and BOCD (paper
 
 from __future__ import annotations
 
+import math
 import warnings
 import weakref
 from abc import ABC, abstractmethod
@@ -14,6 +15,8 @@ from bam_rl import hyperparams
 from bam_rl.bocd import ChangepointDetector
 from bam_rl.checks import all_finite, check_finite_params, check_int, check_real
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, Theta
+from bam_rl.families.beta_binomial import BetaBinomial
+from bam_rl.families.normal import NormalKnownVariance
 from bam_rl.memory import Memory
 
 #: Records an unbounded BAM memory may hold before :class:`BAM` warns (once) that every
@@ -65,6 +68,76 @@ def check_possible_datum(
                 f"{name}: the base prior plus its statistics overflows float64 (data too "
                 "large in magnitude for the family; rescale them)"
             )
+
+
+#: Largest Beta-Binomial pseudo-counts for which ``betaln`` (the family's log partition) is
+#: finite for every pair in ``[_BETA_SAFE_LOW, _BETA_SAFE_HIGH]²`` (tested on a grid and at
+#: random; outside it, e.g. at subnormal or very unequal huge counts, it can be ``inf`` or NaN).
+_BETA_SAFE_LOW, _BETA_SAFE_HIGH = 1e-200, 1e50
+_LOG_2PI = float(np.log(2.0 * np.pi))
+_FLOAT64 = np.dtype(np.float64)  # the dtype of float64 arrays (another equal one: general path)
+#: Instance attributes by which a family replaces the calls the datum checks make.
+_CHECK_HOOKS = frozenset(("_check_belief", "log_partition_fields"))
+
+
+def _normal_datum(prior: Fields, h1: float, h2: float, finite_partition: bool) -> bool:
+    """:class:`NormalKnownVariance`: the belief check (``precision > 0``) and the log
+    partition ``½ η₁² / η₂ − ½ log η₂ + ½ log 2π`` of the prior plus the datum, on Python
+    floats (the same IEEE operations, in the same order, as on the family's 0-d arrays)."""
+    eta1 = float(prior["precision_mean"]) + h1
+    eta2 = float(prior["precision"]) + h2
+    if not eta2 > 0:
+        return False
+    if not finite_partition:
+        return True
+    return math.isfinite(0.5 * eta1 * eta1 / eta2 - 0.5 * math.log(eta2) + 0.5 * _LOG_2PI)
+
+
+def _beta_datum(prior: Fields, a: float, b: float, finite_partition: bool) -> bool:
+    """:class:`BetaBinomial`: the belief check (``alpha, beta > 0``) and, for a kept record,
+    pseudo-counts inside the box where ``betaln`` is known finite (outside it the caller's
+    general check decides)."""
+    alpha = float(prior["alpha"]) + a
+    beta = float(prior["beta"]) + b
+    if not (alpha > 0 and beta > 0):
+        return False
+    if not finite_partition:
+        return True
+    return _BETA_SAFE_LOW <= alpha <= _BETA_SAFE_HIGH and _BETA_SAFE_LOW <= beta <= _BETA_SAFE_HIGH
+
+
+#: Per family class: its two scalar fields, in order, and the scalar form of its datum checks.
+_SCALAR_DATA: dict[type, tuple[str, str, Any]] = {
+    NormalKnownVariance: ("precision_mean", "precision", _normal_datum),
+    BetaBinomial: ("alpha", "beta", _beta_datum),
+}
+
+
+def passes_datum_checks(model: ConjugateFamily, s: NaturalParams, finite_partition: bool) -> bool:
+    """True when plain float comparisons prove that ``check_finite_params("s", s)`` and
+    :func:`check_possible_datum` (with ``finite_partition``) both pass for the unbatched
+    datum ``s`` of ``model``; ``False`` when they do not prove it (the caller then runs the
+    general checks, which raise what they raise). An accept-only fast path for the datum of a
+    bandit arm (Gaussian or Bernoulli) on every update: its conditions are the general
+    checks' own, on Python floats, so it never accepts what they refuse (tested)."""
+    spec = _SCALAR_DATA.get(type(model))
+    if spec is None or not _CHECK_HOOKS.isdisjoint(vars(model)):
+        return False
+    first_name, second_name, check = spec
+    fields = s.fields
+    first, second, log_h = fields[first_name], fields[second_name], s.log_h
+    if not (
+        type(first) is np.ndarray
+        and type(second) is np.ndarray
+        and type(log_h) is np.ndarray
+        and first.shape == second.shape == log_h.shape == ()
+        and first.dtype is second.dtype is log_h.dtype is _FLOAT64
+    ):
+        return False
+    a, b = float(first), float(second)
+    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(float(log_h))):
+        return False
+    return bool(check(model.prior.fields, a, b, finite_partition))
 
 
 def check_posterior(model: ConjugateFamily, belief: NaturalParams, name: str = "s") -> None:
@@ -120,8 +193,10 @@ class BeliefRule(ABC):
         self.model.check_params(s, "s")
         if s.batch_shape != ():
             raise ValueError(f"s must be a single datum (batch shape ()), got {s.batch_shape}")
-        check_finite_params("s", s)
-        check_possible_datum(self.model, s.fields, finite_partition=type(self)._keeps_records)
+        keeps = type(self)._keeps_records
+        if not passes_datum_checks(self.model, s, keeps):  # the general checks raise
+            check_finite_params("s", s)
+            check_possible_datum(self.model, s.fields, finite_partition=keeps)
         self.belief = self._update(s)
         self.t += 1
         return self.belief

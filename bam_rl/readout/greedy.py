@@ -44,7 +44,7 @@ from bam_rl.readout.gaussian import greedy_picks, sorted_records, whole_parabola
 from bam_rl.readout.regression import FactorCache, regression_greedy
 from bam_rl.readout.rule import FastGreedy, Score, accept, finish
 
-__all__ = ["fast_greedy", "one_point_picks", "overrides_log_partition"]
+__all__ = ["IdentityCache", "fast_greedy", "one_point_picks", "overrides_log_partition"]
 
 #: Records whose fields hold at most this many numbers are grouped when duplicates exist.
 _MAX_GROUPED_FIELD_SIZE = 16
@@ -303,7 +303,9 @@ class _OnePointBuffers:
 
     __slots__ = (
         "chosen",
+        "constants",
         "left",
+        "model",
         "n",
         "n_merges",
         "order",
@@ -312,12 +314,19 @@ class _OnePointBuffers:
         "right",
         "seen",
         "source",
+        "table",
         "values",
     )
 
     def __init__(self, per_record: float, n_merges: int, capacity: int):
         self.per_record = per_record
         self.n_merges = n_merges
+        # the family the constants below are of (families are immutable), the parabola table
+        # of its (h0, s2) (longer tables have the same leading entries) and
+        # (s2 · h0, prior mean, prior precision, prior precision_mean)
+        self.model: NormalKnownVariance | None = None
+        self.table: tuple[np.ndarray, np.ndarray] | None = None
+        self.constants = (0.0, 0.0, 0.0, 0.0)
         self.source: np.ndarray | None = None
         self.n = 0
         self.seen = np.empty(capacity)
@@ -344,9 +353,51 @@ class _OnePointBuffers:
         self.chosen = np.empty(capacity, dtype=np.int64)
         self.picks = np.empty(capacity, dtype=np.int64)
 
+    def use(self, model: NormalKnownVariance, size: int) -> bool:
+        """Keeps ``model``'s constants and a parabola table covering ``size`` records; False
+        when that table is not built yet (:func:`one_point_picks` then declines)."""
+        h0, s2 = 1.0 / model.prior_var, 1.0 / self.per_record
+        table = whole_parabola_table(size, h0, s2)  # the kernel reads c[k], g[k], k <= size
+        if table is None:
+            return False
+        prior = model.prior.fields
+        self.model, self.table = model, table
+        self.constants = (
+            s2 * h0,
+            model.prior_mean,
+            float(prior["precision"]),
+            float(prior["precision_mean"]),
+        )
+        return True
+
+
+class IdentityCache:
+    """Values kept per live object, outside it (never saved with it): a ``WeakKeyDictionary``
+    keyed by identity, whose ``get`` is two dictionary-speed steps (the per-step lookups of a
+    bandit step). An entry goes when its object is collected."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Any], Any]] = {}
+
+    def get(self, owner: Any) -> Any:
+        """The value kept for ``owner``, or ``None``."""
+        entry = self._entries.get(id(owner))
+        return entry[1] if entry is not None and entry[0]() is owner else None
+
+    def set(self, owner: Any, value: Any) -> None:
+        """Keeps ``value`` for ``owner`` (replacing any)."""
+        key, entries = id(owner), self._entries
+
+        def forget(_: weakref.ref[Any]) -> None:
+            entries.pop(key, None)
+
+        entries[key] = (weakref.ref(owner, forget), value)
+
 
 #: Per memory: the buffers of its sorted view (kept outside the memory, never saved).
-_ONE_POINT: weakref.WeakKeyDictionary[Memory, _OnePointBuffers] = weakref.WeakKeyDictionary()
+_ONE_POINT = IdentityCache()
 
 
 def _one_point_greedy(
@@ -406,17 +457,20 @@ def one_point_picks(
     if not per_record >= 1.0:
         return None
     size = len(memory)
-    h0, s2 = 1.0 / model.prior_var, 1.0 / per_record
-    table = whole_parabola_table(size, h0, s2)  # the kernel reads c[k], g[k] for k <= size
-    if table is None:
-        return None
     buffers = _ONE_POINT.get(memory)
     if buffers is None or buffers.per_record != per_record or buffers.n_merges != memory.n_merges:
-        buffers = _ONE_POINT[memory] = _OnePointBuffers(
-            per_record, memory.n_merges, max(64, 2 * size)
-        )
+        buffers = _OnePointBuffers(per_record, memory.n_merges, max(64, 2 * size))
+        _ONE_POINT.set(memory, buffers)
     elif buffers.seen.size < size:
         buffers.reserve(size)
+    table = buffers.table
+    if (buffers.model is not model or table is None or table[0].size <= size) and not buffers.use(
+        model, size
+    ):
+        return None
+    table = buffers.table
+    assert table is not None
+    s2_h0, prior_mean, h0, prior_precision_mean = buffers.constants
     means = stats["precision_mean"]
     # the records the last call saw are unchanged when the memory still keeps them in the same
     # array (it only appends there; merges count in n_merges, growth and clear() reallocate)
@@ -424,7 +478,7 @@ def one_point_picks(
     checked = buffers.n if source is not None and source is buffers.source else 0
     precision_mean = float(fields["precision_mean"])
     v = precision_mean / per_record
-    r = s2 * h0 * (v - model.prior_mean)  # greedy_sorted's first residual
+    r = s2_h0 * (v - prior_mean)  # greedy_sorted's first residual
     weights = np.zeros(size)
     k = (_ONE_POINT_KERNEL or _kernel())(
         means,
@@ -453,15 +507,8 @@ def one_point_picks(
     # |precision_mean| of a record <= 2 |its mean| n / σ² (the means are rounded quotients)
     values = buffers.values
     largest = 2.0 * per_record * max(-values.item(0), values.item(size - 1), 0.0)
-    prior = model.prior.fields
     stays_finite = _stays_finite(
-        float(prior["precision"]),
-        float(prior["precision_mean"]),
-        precision_mean,
-        per_record,
-        float(s_t.log_h),
-        largest,
-        size,
+        h0, prior_precision_mean, precision_mean, per_record, float(s_t.log_h), largest, size
     )
     return picks, weights, stays_finite
 

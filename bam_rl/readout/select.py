@@ -12,6 +12,7 @@ import numpy as np
 
 from bam_rl.checks import all_finite, as_float_array, check_int, check_real
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, contract
+from bam_rl.families.normal import NormalKnownVariance
 from bam_rl.memory import Memory
 from bam_rl.readout.greedy import fast_greedy, one_point_picks, overrides_log_partition
 from bam_rl.readout.regression import FactorCache
@@ -334,22 +335,97 @@ def one_point_select(
     size = len(memory)
     if method != "greedy" or not size or not options.get("fast", True):
         return None
+    if lam != 0.0 or type(model) is not NormalKnownVariance:  # one_point_picks' own refusal
+        return None
     if overrides_log_partition(model):  # the family's A was replaced: no closed form
         return None
     stats = memory.stats
     fields = stats.fields
-    found = one_point_picks(model, memory, s_t, lam, fields)  # type: ignore[arg-type]
+    found = one_point_picks(model, memory, s_t, lam, fields)
     if found is None or not found[2]:
         return None
     picks, weights, _ = found
-    n_picks = picks.size
+    return _one_point_result(model, memory, s_t, lam, method, fields, picks, weights), stats
+
+
+def one_point_posterior(
+    model: ConjugateFamily,
+    memory: Memory,
+    s_t: NaturalParams,
+    lam: float,
+    method: str,
+    options: Mapping[str, Any],
+) -> tuple[LazyReadoutResult, NaturalParams] | None:
+    """A BAM step's readout and posterior in the case :func:`one_point_select` takes: its
+    readout, and ``readout_prior(memory, readout.weights, model.prior, memory.stats, s_t)``
+    — the same products and sums in the same order, so the same belief bit for bit — read
+    from the memory's own columns, without the intermediate ``memory.stats``. ``None``
+    exactly where :func:`one_point_select` is ``None``; arguments as it takes them."""
+    if method != "greedy" or lam != 0.0 or type(model) is not NormalKnownVariance:
+        return None
+    size = len(memory)
+    if not size or not options.get("fast", True) or overrides_log_partition(model):
+        return None
+    columns = memory._fields
+    means, precisions = columns["precision_mean"][:size], columns["precision"][:size]
+    view = {"precision_mean": means, "precision": precisions}
+    found = one_point_picks(model, memory, s_t, lam, view)
+    if found is None or not found[2]:
+        return None
+    picks, weights, _ = found
+    readout = _one_point_result(model, memory, s_t, lam, method, view, picks, weights)
+    # readout_prior's arithmetic on the two scalar fields and log h (see there)
+    base = model.prior
+    base_fields, datum_fields = base.fields, s_t.fields
+    eta1 = float(base_fields["precision_mean"]) + float(weights.dot(means))
+    eta1 += float(datum_fields["precision_mean"])
+    eta2 = float(base_fields["precision"]) + _dot_of_equal(weights, precisions, picks.size)
+    eta2 += float(datum_fields["precision"])
+    log_h = float(base.log_h) + (0.0 + float(weights.dot(memory._log_h[:size])))
+    log_h += float(s_t.log_h)
+    if not (math.isfinite(eta1) and math.isfinite(eta2) and math.isfinite(log_h)):
+        return readout, _checked_readout(memory, weights, base, s_t)  # refuses the overflow
+    fields = {"precision_mean": np.asarray(eta1), "precision": np.asarray(eta2)}
+    return readout, NaturalParams._trusted(base.family, fields, np.asarray(log_h), ())
+
+
+def _dot_of_equal(weights: np.ndarray, column: np.ndarray, n_picks: int) -> float:
+    """``float(weights.dot(column))`` for 0/1 ``weights`` with ``n_picks`` ones over a column
+    whose entries all equal ``c = column[0] >= 1`` (one-point records of one count, as the
+    kernel checked): ``n_picks · c`` when that is exact whatever the order of the additions —
+    ``c = M / 2^p`` with ``M · len(column) < 2^53``, so every partial sum ``j · c`` is a float
+    and the dot product's sum (zeros included) is ``n_picks · c`` bit for bit (tested) —
+    else the dot product itself."""
+    c = float(column[0])
+    numerator = c.as_integer_ratio()[0]
+    if numerator * column.size < _EXACT_INTEGERS:
+        return n_picks * c
+    return float(weights.dot(column))
+
+
+#: 2^53: below it every integer is a float64.
+_EXACT_INTEGERS = 2**53
+
+
+def _one_point_result(
+    model: ConjugateFamily,
+    memory: Memory,
+    s_t: NaturalParams,
+    lam: float,
+    method: str,
+    fields: Fields,
+    picks: np.ndarray,
+    weights: np.ndarray,
+) -> _OnePointReadout:
+    """The lazy readout of the one-point picks over ``memory``'s records ``fields``."""
+    size, n_picks = len(memory), picks.size
     n_rounds = n_picks if n_picks == size else n_picks + 1  # as audit_trail counts them
     evaluations = 1 + n_rounds * size - n_rounds * (n_rounds - 1) // 2
     # the records as they are now (a bounded memory merges rows in place; an unbounded one
     # only appends, so views are a snapshot), as audit_trail keeps them
     snapshot = dict(fields) if memory.capacity is None else {k: v.copy() for k, v in fields.items()}
     trail = (model, s_t, lam, model.prior.fields, snapshot, picks, n_rounds)
-    return _OnePointReadout(weights, method, evaluations, trail), stats
+    return _OnePointReadout(weights, method, evaluations, trail)
 
 
 class _OnePointReadout(LazyReadoutResult):

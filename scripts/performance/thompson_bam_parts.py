@@ -10,11 +10,11 @@ in one process, interleaved round by round, and prints the CPU µs per step of e
 A part is taken away either by *replay* — the function returns, call by call, what it
 returned in a recorded run of the same seeds (the step's other work and choices stay the
 same) — or, for the datum checks, by making it a no-op (the data are the recorded run's, which
-pass them). Replays: ``one_point_select`` and ``readout_prior`` together, ``readout_prior``
-alone, and the compiled greedy ``one_point_readout`` (its picks and weights copied from the
-recording instead of computed). No-ops: ``beliefs.rules.check_possible_datum``, then with it
-``check_finite_params`` in ``BeliefRule.update`` and ``Memory.add``. A measurement only:
-every patch is undone before the next variant, and nothing is written.
+pass them). Replays: the fused one-point step ``one_point_posterior`` (readout and
+posterior), and the compiled greedy ``one_point_readout`` (its picks and weights copied from the
+recording instead of computed). Skipped checks: the datum checks of ``BeliefRule.update``
+(``passes_datum_checks`` answers yes), then with them ``Memory.add``'s finite test. A
+measurement only: every patch is undone before the next variant, and nothing is written.
 """
 
 from __future__ import annotations
@@ -103,8 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     bam, plain = _loop("bam", steps), _loop("recursive", 10_000)
     bam()  # compiled code and the tables of constants, outside the timing and the recording
     kernel = greedy._kernel()
-    selections: list[Any] = []
-    priors: list[Any] = []
+    steps_taken: list[Any] = []
     kernel_results: list[tuple[int, Any, Any]] = []
 
     def record_kernel(*call: Any) -> int:
@@ -114,13 +113,16 @@ def main(argv: list[str] | None = None) -> None:
 
     with _Patch(
         [
-            (bam_module, "one_point_select", _recorder(bam_module.one_point_select, selections)),
-            (bam_module, "readout_prior", _recorder(bam_module.readout_prior, priors)),
+            (
+                bam_module,
+                "one_point_posterior",
+                _recorder(bam_module.one_point_posterior, steps_taken),
+            ),
             (greedy, "_ONE_POINT_KERNEL", record_kernel),
         ]
     ):
         bam()
-    replay_selections, replay_priors = _replayer(selections), _replayer(priors)
+    replay_steps = _replayer(steps_taken)
 
     def replay_kernel() -> Callable[..., int]:
         results = iter(kernel_results)
@@ -133,24 +135,21 @@ def main(argv: list[str] | None = None) -> None:
 
         return copy
 
-    def no_op(*args: Any, **kwargs: Any) -> None:
-        return None
+    def yes(*args: Any, **kwargs: Any) -> bool:
+        return True
 
     variants: dict[str, Callable[[], list[tuple[Any, str, Any]]]] = {
         "thompson-bam as it is": list,
-        "one_point_select and readout_prior replayed": lambda: [
-            (bam_module, "one_point_select", replay_selections()),
-            (bam_module, "readout_prior", replay_priors()),
+        "one_point_posterior replayed": lambda: [
+            (bam_module, "one_point_posterior", replay_steps())
         ],
-        "readout_prior replayed": lambda: [(bam_module, "readout_prior", replay_priors())],
         "compiled greedy replayed (copies)": lambda: [
             (greedy, "_ONE_POINT_KERNEL", replay_kernel())
         ],
-        "check_possible_datum a no-op": lambda: [(rules, "check_possible_datum", no_op)],
-        "... and check_finite_params (rule, memory)": lambda: [
-            (rules, "check_possible_datum", no_op),
-            (rules, "check_finite_params", no_op),
-            (memory, "check_finite_params", no_op),
+        "datum checks of the update skipped": lambda: [(rules, "passes_datum_checks", yes)],
+        "... and Memory.add's finite test": lambda: [
+            (rules, "passes_datum_checks", yes),
+            (memory, "_finite_scalars", yes),
         ],
     }
     times: dict[str, list[float]] = {name: [] for name in ["plain Thompson sampling", *variants]}

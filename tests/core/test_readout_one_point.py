@@ -214,6 +214,7 @@ def test_bam_with_the_one_call_readout_equals_bam_without(monkeypatch):
     import bam_rl.beliefs.bam as bam_module
 
     monkeypatch.setattr(bam_module, "one_point_select", lambda *args: None)
+    monkeypatch.setattr(bam_module, "one_point_posterior", lambda *args: None)
     slow = BAM(MODEL)
     assert len(fast_readouts) == len(rewards)
     # all but the steps that first build (or grow) the table of constants: one call each
