@@ -504,6 +504,8 @@ class MPPIAgent(BaseAgent):
         self.in_trial_pick_fractions: list[float] = []
         self.n_detected_changes = 0  # changes the detector found (unannounced segment BAM)
         self._world_evidence = 0  # transitions of this part in the planning belief after one
+        # their statistics, summed as they come (beyond the paper; None: not summed yet)
+        self._world_stats: NaturalParams | None = None
 
     @classmethod
     def from_env(
@@ -618,6 +620,7 @@ class MPPIAgent(BaseAgent):
         vars(self).setdefault("_detector", None)
         vars(self).setdefault("n_detected_changes", 0)
         vars(self).setdefault("_world_evidence", 0)
+        vars(self).setdefault("_world_stats", None)  # files before the running sums: re-summed
         if (self._detector is not None) != isinstance(self.rule, WorldSegmentBAM):
             raise ValueError("_detector must be a PredictiveCusum exactly for WorldSegmentBAM")
         if self._detector is not None:
@@ -626,6 +629,15 @@ class MPPIAgent(BaseAgent):
                 self._detector.threshold != rule.threshold
             ):
                 raise ValueError("_detector must be a PredictiveCusum at the rule's threshold")
+            if not vars(self._detector).get("calibrate", False):
+                # saved before issue 52's second round: that agent read its worlds at the
+                # fixed noise and never refreshed inside a part; this code would do both, so
+                # the file would not continue as it was saved
+                raise ValueError(
+                    "this agent's change detector was saved before the noise calibration "
+                    "(issue 52, second round) and cannot continue as it was saved; build the "
+                    "agent anew (make_agent('mppi-bam-segments', env, announced=False))"
+                )
         # files written before the peers: their options at the defaults, nothing fed
         vars(self).setdefault("window_steps", WINDOW_STEPS)
         vars(self).setdefault("concentration", CONCENTRATION)
@@ -668,6 +680,7 @@ class MPPIAgent(BaseAgent):
             raise ValueError("_trial_readouts must count readouts the pending trial has made")
         if isinstance(self.rule, SegmentBAM) and sum(self.rule.segment_sizes) > self.n_trials:
             raise ValueError("the rule's closed segments must hold at most n_trials trials")
+        self._check_world_stats()
         # the model plans with the rule's belief, or with what this trial made of it so far
         expected = self._planning_belief()
         if any(
@@ -686,6 +699,25 @@ class MPPIAgent(BaseAgent):
                 math.isnan(gravity) or 0 < gravity < math.inf
             ):
                 raise ValueError(f"trial_gravities must hold nan or numbers > 0, got {gravity!r}")
+
+    def _check_world_stats(self) -> None:
+        """A restored agent's running sums of the part (beyond the paper): ``None`` without
+        a part in the planning belief, else the statistics of its transitions (equal to
+        their sum from scratch up to round-off)."""
+        stats = self._world_stats
+        if stats is None:
+            return
+        if not self._world_evidence or not isinstance(stats, NaturalParams):
+            raise ValueError("_world_stats must be None or the part's statistics")
+        k = self._world_evidence
+        states, actions = np.asarray(self._trial.states), np.asarray(self._trial.actions)
+        full = self.model.stats(states[: k + 1], actions[:k])
+        if set(stats.fields) != set(full.fields) or not all(
+            np.shape(stats.fields[name]) == np.shape(full.fields[name])
+            and np.allclose(stats.fields[name], full.fields[name], rtol=1e-9, atol=1e-9)
+            for name in full.fields
+        ):
+            raise ValueError("_world_stats must be the statistics of the part's transitions")
 
     def save(self, path: Any) -> Any:
         """As :meth:`BaseAgent.save`; an unnamed callable ``reward`` is refused first
@@ -718,6 +750,7 @@ class MPPIAgent(BaseAgent):
         announced change resets the rule to the base prior (the BAM rules keep their memory)
         and schedules the in-trial readouts."""
         if changed:
+            self._calibrate_readout()
             self.rule.reset()
             self.model.set_belief(self.rule.belief)
             self._readouts_due = list(self.readout_after_steps or ())
@@ -727,6 +760,7 @@ class MPPIAgent(BaseAgent):
         # a trial that reads out inside itself plans with its readouts instead
         self._refreshing = self.refresh_every_steps is not None and not self._readouts_due
         self._world_evidence = 0
+        self._world_stats = None
         self._arm_detector()
 
     def _arm_detector(self) -> None:
@@ -736,7 +770,14 @@ class MPPIAgent(BaseAgent):
             rule = cast(WorldSegmentBAM, self.rule)
             alternatives = rule.alternatives(evidence=self._world_evidence > 0)
             self._detector.set_candidates(self.model.belief, alternatives)
-            rule.noise_scale = self._detector.noise_scale()  # the readout's noise level
+            self._calibrate_readout()
+
+    def _calibrate_readout(self) -> None:
+        """Beyond the paper (unannounced segment BAM): the readout's noise level is the
+        detector's newest estimate, read before every naming and merging (issue 52, third
+        round: it was read only when the detector was armed, so stale in between)."""
+        if self._detector is not None:
+            cast(WorldSegmentBAM, self.rule).noise_scale = self._detector.noise_scale()
 
     def _refresh_world(self) -> None:
         """Beyond the paper (unannounced segment BAM): every
@@ -746,9 +787,19 @@ class MPPIAgent(BaseAgent):
         if len(self._trial.actions) - self._world_evidence < REFRESH_STEPS:
             return
         detector = cast(PredictiveCusum, self._detector)
-        fresh = self._world_evidence == 0
-        self._world_evidence = len(self._trial.actions)
-        self.model.set_belief(self._planning_belief())
+        done, fresh = self._world_evidence, self._world_evidence == 0
+        k = len(self._trial.actions)
+        # running sums (issue 52, third round): only the transitions since the last refresh
+        # are summed, so a part's refreshes cost linear, not quadratic, time in its length
+        states, actions = self._trial.states, self._trial.actions
+        if done and self._world_stats is None:  # a file saved before the running sums
+            self._world_stats = self.model.stats(
+                np.asarray(states[: done + 1]), np.asarray(actions[:done])
+            )
+        new = self.model.stats(np.asarray(states[done : k + 1]), np.asarray(actions[done:k]))
+        self._world_stats = new if fresh else cast(NaturalParams, self._world_stats) + new
+        self._world_evidence = k
+        self.model.set_belief(self.rule.belief + self._world_stats)  # = _planning_belief()
         self._resolve_terminal_value()
         if fresh and -1 not in detector.sums:  # a new world is now an alternative too
             self._arm_detector()
@@ -779,7 +830,11 @@ class MPPIAgent(BaseAgent):
         self._trial = after
         evidence = model.stats(np.asarray(after.states), np.asarray(after.actions))
         rule = cast(WorldSegmentBAM, self.rule)
-        rule.change(evidence)
+        self._calibrate_readout()
+        inputs = model.inputs(np.asarray(after.states[:-1]), np.asarray(after.actions))
+        deltas = np.diff(np.asarray(after.states, dtype=np.float64), axis=0)
+        rule.change(evidence, (model.features(inputs, check=False), deltas))
+        self._world_stats = evidence
         model.set_belief(rule.belief + evidence)
         self._resolve_terminal_value()
         self.n_detected_changes += 1
@@ -891,6 +946,7 @@ class MPPIAgent(BaseAgent):
             self._trial.states.append(state)
             self._trial_readouts = 0  # the next trial's, until reset starts it
             self._world_evidence = 0  # the ended part's evidence is in the rule's belief now
+            self._world_stats = None
 
     def _split_trial(self) -> None:
         """A change announced by the step being observed (whose transition is the new
@@ -935,8 +991,10 @@ class MPPIAgent(BaseAgent):
         otherwise the rule's (recomputed, as the agent made it, to check a restored agent)."""
         states, actions = np.asarray(self._trial.states), np.asarray(self._trial.actions)
         if self._world_evidence:  # after a detected change: the world's plus its evidence
-            k = self._world_evidence
-            return self.rule.belief + self.model.stats(states[: k + 1], actions[:k])
+            if self._world_stats is None:  # a file saved before the running sums
+                k = self._world_evidence
+                self._world_stats = self.model.stats(states[: k + 1], actions[:k])
+            return self.rule.belief + self._world_stats
         if self._trial_readouts:
             k = cast(tuple, self.readout_after_steps)[self._trial_readouts - 1]
             s = self.model.stats(states[: k + 1], actions[:k])

@@ -7,9 +7,14 @@ default) and without it (``change_threshold=None``: BOCD over trials, the agent 
 the same seed, so both see the same machine load. Prints the medians per step, their ratio
 and ``uptime``'s load.
 
+``--env`` times another continual id instead (``MountainCar``: 999-step trials, where the
+part's refreshes summed the whole part every 10 steps before issue 52's third round, a cost
+quadratic in the part's length; they now add the newest 10 transitions).
+
 Usage::
 
     python scripts/recurring/bench_world_detector.py --steps 1000
+    python scripts/recurring/bench_world_detector.py --steps 3000 --env MountainCar
 """
 
 from __future__ import annotations
@@ -23,18 +28,19 @@ import numpy as np
 
 import bam_rl  # noqa: F401  (registers the environments)
 from bam_rl.harness import make_agent
-
-ENV = "bam_rl/RecurringCartPoleSwingUpContinual-v0"
+from bam_rl.wrappers.recurring import SUITE, recurring_id
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--env", default="CartPoleSwingUp", choices=sorted(SUITE))
     args = parser.parse_args()
+    env_id = recurring_id(args.env, True)
     runs = {}
     for label, options in (("detector", {}), ("without", {"change_threshold": None})):
-        env = gym.make(ENV, trials_per_world=1)
+        env = gym.make(env_id, trials_per_world=1)
         agent = make_agent("mppi-bam-segments", env, seed=args.seed, **options)
         observation, info = env.reset(seed=args.seed)
         agent.reset(observation, info)

@@ -44,9 +44,14 @@ from bam_rl.wrappers.recurring import SUITE, recurring_id
 SETTLE = 20  # steps after a change before identification is scored
 
 
-def continual_runs(envs: list[str], seeds: list[int], methods: list[str]) -> list[Any]:
-    """The benchmark's continual runs of ``methods`` (and GT MPC) for ``seeds``."""
-    runs = recurring.grid(max(seeds) + 1, envs=envs, settings=("continual",), methods=methods)
+def continual_runs(
+    envs: list[str], seeds: list[int], methods: list[str], peers: bool = False
+) -> list[Any]:
+    """The benchmark's continual runs of ``methods`` (and GT MPC; with ``peers``, the
+    recent-window and CRP-mixture peers too) for ``seeds``."""
+    runs = recurring.grid(
+        max(seeds) + 1, envs=envs, settings=("continual",), methods=methods, peers=peers
+    )
     return [run for run in runs if run.seed_index in seeds]
 
 
@@ -156,12 +161,13 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=["bam_segments", "recursive", "gt"])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--stationary", action="store_true")
+    parser.add_argument("--peers", action="store_true", help="run the two peers too")
     args = parser.parse_args()
     pd.set_option("display.width", 200)
     if args.stationary:
         print(stationary(args.envs, args.seeds, args.out).to_string(index=False))
         return
-    runs = continual_runs(args.envs, args.seeds, args.methods)
+    runs = continual_runs(args.envs, args.seeds, args.methods, args.peers)
     steps = run_many(runs, backend="serial", n_jobs=1, out_dir=args.out / "runs", progress=False)
     table = report(steps)
     print(table.to_string(index=False))

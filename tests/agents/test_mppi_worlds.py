@@ -138,3 +138,75 @@ def test_the_part_refreshes_its_belief_and_a_new_world_is_an_alternative_in_the_
     assert agent.rule.noise_scale == agent._detector.noise_scale() >= 1.0
     factor = agent._detector._current.factor  # the detector weighs the refreshed belief
     np.testing.assert_allclose(factor @ factor.T, expected.fields["precision"], rtol=1e-9)
+
+
+def test_the_refresh_sums_only_the_new_transitions_and_equals_the_full_sum(monkeypatch):
+    """Issue 52, third round: a part's refreshes add the statistics of the transitions since
+    the last one (running sums), equal to the whole part summed from scratch up to round-off;
+    each refresh sums REFRESH_STEPS transitions, not the part so far (quadratic before)."""
+    from bam_rl.beliefs.worlds import REFRESH_STEPS
+
+    env = pendulum(steps=200)
+    agent = agent_for(env, change_threshold=1e12)  # no signal: one long part
+    sizes = []
+    original = agent.model.stats
+
+    def counted(states, actions):
+        sizes.append(len(actions))
+        return original(states, actions)
+
+    monkeypatch.setattr(agent.model, "stats", counted)
+    runner = Runner(env, agent).start(seed=0)
+    runner.run(6 * REFRESH_STEPS)
+    assert sizes == [REFRESH_STEPS] * 6
+    monkeypatch.undo()
+    states, actions = np.asarray(agent._trial.states), np.asarray(agent._trial.actions)
+    full = agent.rule.belief + agent.model.stats(states, actions)
+    for name, value in agent.model.belief.fields.items():
+        scale = float(np.max(np.abs(full.fields[name])))  # round-off relative to the sums
+        np.testing.assert_allclose(value, full.fields[name], rtol=0, atol=1e-12 * scale)
+
+
+def test_a_saved_part_checks_its_running_sums(tmp_path):
+    env = pendulum(steps=100)
+    agent = agent_for(env)
+    runner = Runner(env, agent).start(seed=0)
+    runner.run(35)
+    assert agent._world_evidence == 30 and agent._world_stats is not None
+    copy = MPPIAgent.load(agent.save(tmp_path / "agent"))
+    np.testing.assert_array_equal(copy.act(runner.observation), agent.act(runner.observation))
+    agent._world_stats = agent._world_stats * 2.0  # not the part's statistics
+    with pytest.raises(ValueError, match="_world_stats"):
+        MPPIAgent.load(agent.save(tmp_path / "broken"))
+
+
+def test_the_readout_reads_the_newest_noise_level_when_it_names_a_world(monkeypatch):
+    """Issue 52, third round: the noise level the readout names a world at is the detector's
+    estimate at that step, not the one of the detector's last arming (stale before)."""
+    env = pendulum(steps=200)
+    agent = agent_for(env)
+    runner = Runner(env, agent).start(seed=0)
+    runner.run(45)
+    used = []
+    original = agent.rule.change
+
+    def change(evidence=None, transitions=None):
+        used.append((agent.rule.noise_scale, agent._detector.noise_scale()))
+        return original(evidence, transitions)
+
+    monkeypatch.setattr(agent.rule, "change", change)
+    # inflate the residuals kept since the arming: the estimate moves between two armings
+    agent._detector._squares.extend([50.0] * 200)
+    monkeypatch.setattr(agent._detector, "step", lambda x, y: (-1, 2))
+    runner.run(1)
+    assert used and used[0][0] == used[0][1] > 1.0
+
+
+def test_a_detector_saved_before_the_calibration_is_refused_clearly(tmp_path):
+    env = pendulum()
+    agent = agent_for(env)
+    Runner(env, agent).start(seed=0).run(25)
+    del agent._detector.calibrate  # as a file of issue 52's first round
+    del agent._detector._squares
+    with pytest.raises(ValueError, match="saved before the noise calibration"):
+        MPPIAgent.load(agent.save(tmp_path / "old"))

@@ -189,3 +189,52 @@ def test_the_calibrated_detector_estimates_the_noise_and_refreshes():
     detector._squares = [1.0, -2.0]
     with pytest.raises(ValueError, match="_squares"):
         detector._check_restored()
+
+
+def test_one_outlier_does_not_set_the_noise_level():
+    """Issue 52, third round: the noise level is a clipped mean of the kept ``z²`` (each at
+    most their 99.9th percentile, the kept value at or below it): one transition predicted
+    10³ times worse than the noise moves it by under 2 % (by the largest clean ``z²`` over
+    ``n`` at most), where the plain mean more than doubles."""
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(700, 3))
+    y = x @ WEIGHTS["A"].T + rng.normal(scale=3 * NOISE**0.5, size=(700, 2))
+    detector = PredictiveCusum(NOISE, calibrate=True)
+    detector.set_candidates(MODEL.prior + MODEL.stats(x[:200], y[:200]), {-1: MODEL.prior})
+    for xi, yi in zip(x[200:], y[200:], strict=True):
+        detector.step(xi, yi)
+    clean = detector.noise_scale()
+    assert 7.0 < clean < 11.0  # nine times the model's noise, slightly clipped
+    detector.step(x[0], y[0] + 1e3 * 3 * NOISE**0.5)
+    assert abs(detector.noise_scale() - clean) < 0.02 * clean
+    assert float(np.mean(detector._squares)) > 2.0 * clean
+
+
+def test_covered_scores_compare_the_worlds_only_where_each_has_data():
+    """Issue 52, third round: the stored worlds are told apart on the transitions every one of
+    them covers (parameter variance at most COVERED times the noise): a transition in a
+    direction one world never saw adds nothing, and with fewer than MIN_COVERED covered
+    transitions (or one world) there is no covered score."""
+    from bam_rl.beliefs import worlds
+
+    rng = np.random.default_rng(9)
+    rule = WorldSegmentBAM(MODEL)
+    assert rule.covered_scores(*data("A", 10, rng)) is None  # no two worlds yet
+    rule.update(MODEL.stats(*data("A", 200, rng)))
+    x, y = data("B", 200, rng)
+    x[:, 2] = 0.0  # world B never moves along the third input
+    rule.change(MODEL.stats(x[:5], y[:5]))
+    rule.update(MODEL.stats(x[5:], y[5:]))
+    rule.change(MODEL.stats(*data("A", 5, rng)))
+    assert rule.n_worlds == 2
+    inside, targets = data("B", 20, rng)
+    inside[:, 2] = 0.0
+    targets = inside @ WEIGHTS["B"].T
+    outside, far = data("B", 20, rng)
+    outside[:, 2] = 5.0  # along the direction B has not seen
+    both = rule.covered_scores(np.vstack([inside, outside]), np.vstack([targets, far]))
+    np.testing.assert_allclose(both, rule.covered_scores(inside, targets), rtol=1e-12)
+    assert both[1] > both[0]  # B's transitions, where both cover them: B's
+    assert rule.covered_scores(inside[: worlds.MIN_COVERED - 1], targets[:4]) is None
+    with pytest.raises(ValueError, match="transitions"):
+        rule.covered_scores(inside[:, :2], targets)
