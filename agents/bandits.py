@@ -36,6 +36,7 @@ from bam_rl.beliefs import (
     RecursiveBayes,
     make_rule,
 )
+from bam_rl.beliefs.rules import proves_normal_datum
 from bam_rl.checks import all_finite, check_int, check_memory, check_size
 from bam_rl.families import (
     BetaBinomial,
@@ -72,6 +73,16 @@ def gaussian_reward_statistics(model: NormalKnownVariance, reward: float) -> Nat
     that order, on float64 scalars) without the array checks and reductions of the general
     ``stats`` (which had cost a sixth of a ``thompson-bam`` step). Statistics that overflow
     take ``reward_statistics``, which refuses them."""
+    found = _gaussian_datum(model, reward)
+    return reward_statistics(model, reward) if found is None else found[0]
+
+
+def _gaussian_datum(
+    model: NormalKnownVariance, reward: float
+) -> tuple[NaturalParams, float, float] | None:
+    """:func:`gaussian_reward_statistics`' statistics with their ``precision_mean`` and
+    ``precision`` as Python floats — float64 0-d arrays, all three finite — or ``None`` where
+    they overflow (the caller then takes ``reward_statistics``, which refuses them)."""
     noise = model.noise_var
     precision_mean = (0.0 + reward) / noise
     precision = 1.0 / noise
@@ -82,13 +93,14 @@ def gaussian_reward_statistics(model: NormalKnownVariance, reward: float) -> Nat
         log_norm = _LOG_NORMALISERS[noise] = 0.5 * 1.0 * np.log(2.0 * np.pi * noise)
     log_h = -(reward * reward) / (2.0 * noise) - log_norm
     if not (math.isfinite(precision_mean) and math.isfinite(precision) and math.isfinite(log_h)):
-        return reward_statistics(model, reward)
-    return NaturalParams._trusted(
+        return None
+    s = NaturalParams._trusted(
         model,
         {"precision_mean": np.asarray(precision_mean), "precision": np.asarray(precision)},
         np.asarray(log_h),
         (),
     )
+    return s, precision_mean, precision
 
 
 # ------------------------------------------------------------------------------- UCB
@@ -430,7 +442,20 @@ class ThompsonSampling(BanditAgent):
         if not self.fast:
             model = self.model
             if type(model) is NormalKnownVariance:
-                self.rules[arm].update(gaussian_reward_statistics(model, reward))
+                rule = self.rules[arm]
+                found = _gaussian_datum(model, reward)
+                if found is None:
+                    rule.update(reward_statistics(model, reward))  # refuses the overflow
+                    return
+                s, precision_mean, precision = found
+                if (  # the statistics built here are what update checks: only the datum's
+                    type(rule).update is BeliefRule.update  # possibility is left to prove
+                    and rule.model is model
+                    and proves_normal_datum(model, precision_mean, precision, rule._keeps_records)
+                ):
+                    rule._absorb_proven(s)
+                else:
+                    rule.update(s)
             else:
                 self.rules[arm].update(reward_statistics(model, reward))
             return

@@ -203,6 +203,13 @@ class Memory:
             raise ValueError(f"s must be a single datum (batch shape ()), got {s.batch_shape}")
         if not _finite_scalars(s):  # else the general check, which names what is not finite
             check_finite_params("s", s)
+        self._add_checked(s, label, time)
+
+    def _add_checked(self, s: NaturalParams, label: Any = None, time: int | None = None) -> None:
+        """:meth:`add` for statistics ``s`` a caller has already checked as :meth:`add` checks
+        them (a :class:`NaturalParams` of batch shape ``()`` with finite fields and ``log h``:
+        a belief rule's datum after ``BeliefRule.update``'s checks); the family and ``time``
+        are still checked here, and a refused datum leaves the memory as it was."""
         if self.family is not None:
             self.family.check_compatible(s.family)
         if time is None:

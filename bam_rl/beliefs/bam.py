@@ -159,11 +159,20 @@ class BAM(BeliefRule):
         readout: ReadoutResult
         if found is not None:
             readout, belief = found  # readout_prior(memory, weights, prior, stats, s)
+            # the model is a NormalKnownVariance (one_point_posterior's case): its class's
+            # _check_belief tests the posterior's one finite precision for > 0
+            proper = float(belief.fields["precision"]) > 0
+            if not (proper and "_check_belief" not in vars(self.model)):
+                check_posterior(self.model, belief)
         else:
             readout, prior = self._general_readout(s) if plain else self.choose_readout(s)
             belief = prior + s
-        check_posterior(self.model, belief)
-        self.memory.add(s, time=self.t)  # the last step that can refuse the datum
+            check_posterior(self.model, belief)
+        memory = self.memory
+        if type(memory).add is Memory.add:  # s passed update's checks (_update's contract)
+            memory._add_checked(s, None, self.t)  # the last step that can refuse the datum
+        else:
+            memory.add(s, time=self.t)
         self._record(readout)
         self._warn_if_unbounded_growth()
         return belief

@@ -140,6 +140,20 @@ def passes_datum_checks(model: ConjugateFamily, s: NaturalParams, finite_partiti
     return bool(check(model.prior.fields, a, b, finite_partition))
 
 
+def proves_normal_datum(
+    model: ConjugateFamily, precision_mean: float, precision: float, finite_partition: bool
+) -> bool:
+    """:func:`passes_datum_checks` for a datum whose form the caller built itself: float64 0-d
+    arrays ``precision_mean``, ``precision`` and a ``log h``, all three finite (the bandit
+    agents' :func:`~bam_rl.agents.bandits.gaussian_reward_statistics`), given as the two
+    fields' Python floats. True when ``model`` is a :class:`NormalKnownVariance` keeping its
+    class's checks and :func:`_normal_datum` proves the datum possible; else ``False`` (the
+    caller then takes ``BeliefRule.update``, whose checks raise what they raise)."""
+    if type(model) is not NormalKnownVariance or not _CHECK_HOOKS.isdisjoint(vars(model)):
+        return False
+    return _normal_datum(model.prior.fields, precision_mean, precision, finite_partition)
+
+
 def check_posterior(model: ConjugateFamily, belief: NaturalParams, name: str = "s") -> None:
     """Raises ``ValueError`` naming ``name`` unless ``belief``, the posterior a rule would
     take after absorbing the datum ``name``, is a proper belief of ``model`` (checked before
@@ -197,6 +211,14 @@ class BeliefRule(ABC):
         if not passes_datum_checks(self.model, s, keeps):  # the general checks raise
             check_finite_params("s", s)
             check_possible_datum(self.model, s.fields, finite_partition=keeps)
+        self.belief = self._update(s)
+        self.t += 1
+        return self.belief
+
+    def _absorb_proven(self, s: NaturalParams) -> NaturalParams:
+        """:meth:`update` for a datum the caller proved passes its checks (one unbatched,
+        finite datum of this rule's family that is possible, :func:`proves_normal_datum`);
+        only for rules that keep :meth:`update` as it is here."""
         self.belief = self._update(s)
         self.t += 1
         return self.belief

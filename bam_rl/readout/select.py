@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -332,12 +332,7 @@ def one_point_select(
     they are left to the audit trail. ``None`` in every other case (the caller runs
     :func:`select_checked`). The same readout as :func:`select_checked`'s, without its
     layers of dispatch (a third of such a step)."""
-    size = len(memory)
-    if method != "greedy" or not size or not options.get("fast", True):
-        return None
-    if lam != 0.0 or type(model) is not NormalKnownVariance:  # one_point_picks' own refusal
-        return None
-    if overrides_log_partition(model):  # the family's A was replaced: no closed form
+    if not _takes_one_point(model, memory, lam, method, options):
         return None
     stats = memory.stats
     fields = stats.fields
@@ -346,6 +341,17 @@ def one_point_select(
         return None
     picks, weights, _ = found
     return _one_point_result(model, memory, s_t, lam, method, fields, picks, weights), stats
+
+
+def _takes_one_point(
+    model: ConjugateFamily, memory: Memory, lam: float, method: str, options: Mapping[str, Any]
+) -> TypeGuard[NormalKnownVariance]:
+    """Whether the one-point greedy may take a readout: the greedy at λ = 0 over a non-empty
+    memory of a :class:`NormalKnownVariance` whose log partition is its own (one replaced
+    has no closed form), the fast path not switched off."""
+    if method != "greedy" or lam != 0.0 or type(model) is not NormalKnownVariance:
+        return False  # one_point_picks' own refusal, or another method
+    return bool(len(memory)) and options.get("fast", True) and not overrides_log_partition(model)
 
 
 def one_point_posterior(
@@ -361,11 +367,9 @@ def one_point_posterior(
     — the same products and sums in the same order, so the same belief bit for bit — read
     from the memory's own columns, without the intermediate ``memory.stats``. ``None``
     exactly where :func:`one_point_select` is ``None``; arguments as it takes them."""
-    if method != "greedy" or lam != 0.0 or type(model) is not NormalKnownVariance:
+    if not _takes_one_point(model, memory, lam, method, options):
         return None
     size = len(memory)
-    if not size or not options.get("fast", True) or overrides_log_partition(model):
-        return None
     columns = memory._fields
     means, precisions = columns["precision_mean"][:size], columns["precision"][:size]
     view = {"precision_mean": means, "precision": precisions}

@@ -9,12 +9,12 @@ in one process, interleaved round by round, and prints the CPU µs per step of e
 
 A part is taken away either by *replay* — the function returns, call by call, what it
 returned in a recorded run of the same seeds (the step's other work and choices stay the
-same) — or, for the datum checks, by making it a no-op (the data are the recorded run's, which
-pass them). Replays: the fused one-point step ``one_point_posterior`` (readout and
+same) — or, for the datum check, by making it a no-op (the data are the recorded run's, which
+pass it). Replays: the fused one-point step ``one_point_posterior`` (readout and
 posterior), and the compiled greedy ``one_point_readout`` (its picks and weights copied from the
-recording instead of computed). Skipped checks: the datum checks of ``BeliefRule.update``
-(``passes_datum_checks`` answers yes), then with them ``Memory.add``'s finite test. A
-measurement only: every patch is undone before the next variant, and nothing is written.
+recording instead of computed). Skipped check: the agent's proof that its datum is possible
+(``proves_normal_datum`` answers yes). A measurement only: every patch is undone before the
+next variant, and nothing is written.
 """
 
 from __future__ import annotations
@@ -96,8 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.steps < 200 or args.rounds < 1 or args.repeats < 1:
         parser.error("--steps must be >= 200, --rounds and --repeats >= 1")
     bam_module = importlib.import_module("bam_rl.beliefs.bam")
-    rules = importlib.import_module("bam_rl.beliefs.rules")
-    memory = importlib.import_module("bam_rl.memory")
+    bandits = importlib.import_module("bam_rl.agents.bandits")
     greedy = importlib.import_module("bam_rl.readout.greedy")
     steps = args.steps
     bam, plain = _loop("bam", steps), _loop("recursive", 10_000)
@@ -146,11 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         "compiled greedy replayed (copies)": lambda: [
             (greedy, "_ONE_POINT_KERNEL", replay_kernel())
         ],
-        "datum checks of the update skipped": lambda: [(rules, "passes_datum_checks", yes)],
-        "... and Memory.add's finite test": lambda: [
-            (rules, "passes_datum_checks", yes),
-            (memory, "_finite_scalars", yes),
-        ],
+        "datum's possibility taken as proven": lambda: [(bandits, "proves_normal_datum", yes)],
     }
     times: dict[str, list[float]] = {name: [] for name in ["plain Thompson sampling", *variants]}
     load = os.getloadavg()
