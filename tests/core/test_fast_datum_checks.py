@@ -137,20 +137,13 @@ def test_ordinary_bandit_data_take_the_fast_path():
 finite = st.floats(allow_nan=True, allow_infinity=True, width=64)
 
 
+@pytest.mark.parametrize("family", [NORMAL, BETA], ids=["normal", "beta"])
 @settings(max_examples=400, deadline=None)
 @given(first=finite, second=finite, log_h=finite, keeps=st.booleans())
-def test_normal_fast_accept_implies_general_accept(first, second, log_h, keeps):
-    s = _datum(NORMAL, first, second, log_h)
-    if passes_datum_checks(NORMAL, s, keeps):
-        assert _general(NORMAL, s, keeps) is None
-
-
-@settings(max_examples=400, deadline=None)
-@given(first=finite, second=finite, log_h=finite, keeps=st.booleans())
-def test_beta_fast_accept_implies_general_accept(first, second, log_h, keeps):
-    s = _datum(BETA, first, second, log_h)
-    if passes_datum_checks(BETA, s, keeps):
-        assert _general(BETA, s, keeps) is None
+def test_fast_accept_implies_general_accept(family, first, second, log_h, keeps):
+    s = _datum(family, first, second, log_h)
+    if passes_datum_checks(family, s, keeps):
+        assert _general(family, s, keeps) is None
 
 
 def test_betaln_is_finite_on_the_whole_safe_box():
