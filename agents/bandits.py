@@ -451,7 +451,9 @@ class ThompsonSampling(BanditAgent):
                 if (  # the statistics built here are what update checks: only the datum's
                     type(rule).update is BeliefRule.update  # possibility is left to prove
                     and rule.model is model
-                    and proves_normal_datum(model, precision_mean, precision, rule._keeps_records)
+                    and proves_normal_datum(
+                        model, precision_mean, precision, type(rule)._keeps_records
+                    )
                 ):
                     rule._absorb_proven(s)
                 else:

@@ -712,10 +712,12 @@ class MPPIAgent(BaseAgent):
         k = self._world_evidence
         states, actions = np.asarray(self._trial.states), np.asarray(self._trial.actions)
         full = self.model.stats(states[: k + 1], actions[:k])
-        if set(stats.fields) != set(full.fields) or not all(
-            np.shape(stats.fields[name]) == np.shape(full.fields[name])
-            and np.allclose(stats.fields[name], full.fields[name], rtol=1e-9, atol=1e-9)
-            for name in full.fields
+        same_fields = set(stats.fields) == set(full.fields)
+        pairs = [(stats.fields[name], full.fields[name]) for name in full.fields if same_fields]
+        pairs.append((stats.log_h, full.log_h))
+        if not same_fields or not all(
+            np.shape(kept) == np.shape(summed) and np.allclose(kept, summed, rtol=1e-9, atol=1e-9)
+            for kept, summed in pairs
         ):
             raise ValueError("_world_stats must be the statistics of the part's transitions")
 

@@ -513,7 +513,10 @@ def resolve(
     for name, value in own.items():  # the agent's other defaults (not in the table)
         if name not in settings and name not in kwargs:
             kwargs[name] = value
-            settings[name] = {"value": recordable(value), "source": "default"}
+            # a segment rule's readout steps from the row (memory_defaults) are the table's
+            from_row = name == "readout_after_steps" and getattr(row, "segment_readouts", None)
+            source = "table" if from_row else "default"
+            settings[name] = {"value": recordable(value), "source": source}
     for name, value in kwargs.items():  # the other arguments given, for the record
         if name not in settings:
             settings[name] = {"value": recordable(value), "source": "user"}

@@ -73,8 +73,8 @@ NOISE_WINDOW = 2000
 #: averaged (issue 52, third round; the kept value at or below it, so at least the largest is
 #: clipped): the one or two transitions the model predicts worst (a change before it is
 #: found, a state never seen) move the estimate by at most that value over ``n`` each, instead
-#: of setting it for up to :data:`NOISE_WINDOW` steps. 0.99 split Pendulum's worlds (5–6
-#: believed on the tuning seeds, against 3–4 at 0.999; docs/recurring.md).
+#: of setting it for up to :data:`NOISE_WINDOW` steps. 0.99 split Pendulum's worlds (4–6
+#: believed on the tuning seeds, median 5, against 3–5, median 4, at 0.999; docs/recurring.md).
 NOISE_CLIP_QUANTILE = 0.999
 #: Transitions of a part between refreshes of the belief the agent plans with (and the
 #: detector weighs): the part's evidence so far joins the named world's posterior.

@@ -25,30 +25,17 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 
 def _loop(rule: str, steps: int) -> Callable[[], None]:
-    """The bench's Thompson workload: act, step, observe on ``SwitchingBandit-v0``."""
-    import gymnasium as gym
+    """The bench's Thompson workload (``bench_against_commit.py``'s: act, step, observe on
+    ``SwitchingBandit-v0``), per-arm ``rule`` ``"recursive"`` or ``"bam"``."""
+    from bench_against_commit import _thompson  # this script's folder is on sys.path
 
-    import bam_rl  # noqa: F401  (registers the environments)
-    from bam_rl.agents.bandits import ThompsonSampling
-
-    options: dict[str, Any] = {"lam": 0.0} if rule == "bam" else {}
-
-    def run() -> None:
-        env = gym.make("bam_rl/SwitchingBandit-v0", max_steps=steps)
-        agent = ThompsonSampling.gaussian(10, rule, seed=0, **options)
-        observation, info = env.reset(seed=0)
-        agent.reset(observation, info)
-        for _ in range(steps):
-            action = agent.act(observation)
-            following, reward, terminated, truncated, info = env.step(action)
-            agent.observe(action, float(reward), following, terminated, truncated, info)
-            observation = following
-
-    return run
+    return cast(
+        Callable[[], None], _thompson("thompson-bam" if rule == "bam" else "thompson", steps)
+    )
 
 
 class _Patch:

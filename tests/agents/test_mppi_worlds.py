@@ -175,9 +175,14 @@ def test_a_saved_part_checks_its_running_sums(tmp_path):
     assert agent._world_evidence == 30 and agent._world_stats is not None
     copy = MPPIAgent.load(agent.save(tmp_path / "agent"))
     np.testing.assert_array_equal(copy.act(runner.observation), agent.act(runner.observation))
-    agent._world_stats = agent._world_stats * 2.0  # not the part's statistics
+    good = agent._world_stats
+    agent._world_stats = good * 2.0  # not the part's statistics
     with pytest.raises(ValueError, match="_world_stats"):
         MPPIAgent.load(agent.save(tmp_path / "broken"))
+    shifted = np.asarray(good.log_h) + 1.0  # the right fields, a wrong log h
+    agent._world_stats = type(good)._trusted(good.family, dict(good.fields), shifted, ())
+    with pytest.raises(ValueError, match="_world_stats"):
+        MPPIAgent.load(agent.save(tmp_path / "broken_log_h"))
 
 
 def test_the_readout_reads_the_newest_noise_level_when_it_names_a_world(monkeypatch):

@@ -135,7 +135,10 @@ def test_a_rows_segment_readouts_are_segment_bams_default_there_only():
     # the row's steps inside the 30-step trial (its 1-25)
     assert segments.readout_after_steps == (1, 2, 3, 4, 5, 6, 8, 10, 15, 25)
     recorded = resolved_settings("mppi-bam-segments", double)["settings"]
-    assert recorded["readout_after_steps"]["value"] == [1, 2, 3, 4, 5, 6, 8, 10, 15, 25]
+    assert recorded["readout_after_steps"] == {
+        "value": [1, 2, 3, 4, 5, 6, 8, 10, 15, 25],
+        "source": "table",
+    }
     assert "readout_after_steps" not in resolved_settings("mppi-bam", double)["settings"]
     given = make_agent("mppi-bam-segments", double, seed=0, readout_after_steps=(5,))
     assert given.readout_after_steps == (5,)  # an explicit value wins
@@ -144,6 +147,8 @@ def test_a_rows_segment_readouts_are_segment_bams_default_there_only():
     assert make_agent("mppi-bam-segments", single, seed=0).readout_after_steps == (
         SEGMENT_READOUT_AFTER_STEPS
     )
+    recorded = resolved_settings("mppi-bam-segments", single)["settings"]
+    assert recorded["readout_after_steps"]["source"] == "default"  # the rule's own
     single.close()
 
 
