@@ -794,12 +794,8 @@ class MPPIAgent(BaseAgent):
         # running sums (issue 52, third round): only the transitions since the last refresh
         # are summed, so a part's refreshes cost linear, not quadratic, time in its length
         states, actions = self._trial.states, self._trial.actions
-        if done and self._world_stats is None:  # a file saved before the running sums
-            self._world_stats = self.model.stats(
-                np.asarray(states[: done + 1]), np.asarray(actions[:done])
-            )
         new = self.model.stats(np.asarray(states[done : k + 1]), np.asarray(actions[done:k]))
-        self._world_stats = new if fresh else cast(NaturalParams, self._world_stats) + new
+        self._world_stats = new if fresh else self._part_stats() + new
         self._world_evidence = k
         self.model.set_belief(self.rule.belief + self._world_stats)  # = _planning_belief()
         self._resolve_terminal_value()
@@ -987,16 +983,23 @@ class MPPIAgent(BaseAgent):
             self.in_trial_readouts.append(readout)
             self.in_trial_pick_fractions.append(self._same_gravity(readout))
 
+    def _part_stats(self) -> NaturalParams:
+        """The statistics of the part's first ``_world_evidence`` transitions (after a
+        detected change or a refresh): the running sums, summed from the part when a file
+        saved before them has none."""
+        if self._world_stats is None:
+            k = self._world_evidence
+            states, actions = self._trial.states[: k + 1], self._trial.actions[:k]
+            self._world_stats = self.model.stats(np.asarray(states), np.asarray(actions))
+        return self._world_stats
+
     def _planning_belief(self) -> NaturalParams:
         """The belief the model plans with at this point of the pending trial: after its last
         in-trial readout, that readout's; after a refresh, the rule's plus the trial up to it;
         otherwise the rule's (recomputed, as the agent made it, to check a restored agent)."""
         states, actions = np.asarray(self._trial.states), np.asarray(self._trial.actions)
         if self._world_evidence:  # after a detected change: the world's plus its evidence
-            if self._world_stats is None:  # a file saved before the running sums
-                k = self._world_evidence
-                self._world_stats = self.model.stats(states[: k + 1], actions[:k])
-            return self.rule.belief + self._world_stats
+            return self.rule.belief + self._part_stats()
         if self._trial_readouts:
             k = cast(tuple, self.readout_after_steps)[self._trial_readouts - 1]
             s = self.model.stats(states[: k + 1], actions[:k])

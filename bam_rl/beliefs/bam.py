@@ -126,11 +126,17 @@ class BAM(BeliefRule):
     def _one_point_readout(self, s: NaturalParams) -> tuple[ReadoutResult, NaturalParams] | None:
         """The readout and ``memory.stats`` when :func:`~bam_rl.readout.select.
         one_point_select` takes ``s`` (one-point Gaussian records at λ = 0), else ``None``."""
-        model, memory = self.model, self.memory
-        if memory.family is not None:
-            model.check_compatible(memory.family)  # a memory swapped in by hand
+        model, memory = self._checked_memory()
         # lam, method and options were checked at construction (or restore), s by update
         return one_point_select(model, memory, s, self.lam, self.method, self.select_options)
+
+    def _checked_memory(self) -> tuple[ConjugateFamily, Memory]:
+        """``(model, memory)``, the memory's family checked against the model (a memory
+        swapped in by hand)."""
+        model, memory = self.model, self.memory
+        if memory.family is not None:
+            model.check_compatible(memory.family)
+        return model, memory
 
     def _general_readout(self, s: NaturalParams) -> tuple[ReadoutResult, NaturalParams]:
         """:meth:`choose_readout` by :func:`~bam_rl.readout.select.select_checked`."""
@@ -151,9 +157,7 @@ class BAM(BeliefRule):
         plain = type(self).choose_readout is BAM.choose_readout
         found = None
         if plain:
-            model, memory = self.model, self.memory
-            if memory.family is not None:
-                model.check_compatible(memory.family)  # a memory swapped in by hand
+            model, memory = self._checked_memory()
             options = self.select_options
             found = one_point_posterior(model, memory, s, self.lam, self.method, options)
         readout: ReadoutResult

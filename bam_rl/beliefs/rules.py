@@ -211,9 +211,7 @@ class BeliefRule(ABC):
         if not passes_datum_checks(self.model, s, keeps):  # the general checks raise
             check_finite_params("s", s)
             check_possible_datum(self.model, s.fields, finite_partition=keeps)
-        self.belief = self._update(s)
-        self.t += 1
-        return self.belief
+        return self._absorb_proven(s)
 
     def _absorb_proven(self, s: NaturalParams) -> NaturalParams:
         """:meth:`update` for a datum the caller proved passes its checks (one unbatched,

@@ -351,7 +351,8 @@ def _takes_one_point(
     has no closed form), the fast path not switched off."""
     if method != "greedy" or lam != 0.0 or type(model) is not NormalKnownVariance:
         return False  # one_point_picks' own refusal, or another method
-    return bool(len(memory)) and options.get("fast", True) and not overrides_log_partition(model)
+    fast = bool(options.get("fast", True))
+    return bool(len(memory)) and fast and not overrides_log_partition(model)
 
 
 def one_point_posterior(
