@@ -36,7 +36,7 @@ from bam_rl.beliefs import (
     RecursiveBayes,
     make_rule,
 )
-from bam_rl.beliefs.rules import proves_normal_datum
+from bam_rl.beliefs.rules import BELIEF_WRITES, proves_normal_datum
 from bam_rl.checks import all_finite, check_int, check_memory, check_size
 from bam_rl.families import (
     BetaBinomial,
@@ -61,8 +61,9 @@ __all__ = [
 ]
 
 
-#: Per noise variance σ²: ``½ · 1 · log(2πσ²)`` (a float64, as ``model.stats`` computes it).
-_LOG_NORMALISERS: dict[float, np.float64] = {}
+#: Per noise variance σ²: ``½ · 1 · log(2πσ²)``, the float64 ``model.stats`` computes, as a
+#: Python float (the same number; the subtraction below is the same IEEE operation on it).
+_LOG_NORMALISERS: dict[float, float] = {}
 
 
 def gaussian_reward_statistics(model: NormalKnownVariance, reward: float) -> NaturalParams:
@@ -90,7 +91,7 @@ def _gaussian_datum(
     if log_norm is None:
         if len(_LOG_NORMALISERS) >= 64:
             _LOG_NORMALISERS.clear()
-        log_norm = _LOG_NORMALISERS[noise] = 0.5 * 1.0 * np.log(2.0 * np.pi * noise)
+        log_norm = _LOG_NORMALISERS[noise] = float(0.5 * 1.0 * np.log(2.0 * np.pi * noise))
     log_h = -(reward * reward) / (2.0 * noise) - log_norm
     if not (math.isfinite(precision_mean) and math.isfinite(precision) and math.isfinite(log_h)):
         return None
@@ -167,6 +168,9 @@ class UCB(BanditAgent):
 
 
 # -------------------------------------------------------------------- Thompson sampling
+#: The native float64 dtype (a float64 belief's fields carry this very object).
+_FLOAT64 = np.dtype(np.float64)
+
 #: A rule's current belief (``rule.belief``, what the base ``prior_for_next`` returns).
 _BELIEF = operator.attrgetter("belief")
 
@@ -376,25 +380,40 @@ class ThompsonSampling(BanditAgent):
 
         Kept between steps per belief object (beliefs are replaced, never changed in place, on
         update), so only the pulled arm's parameters are recomputed; the cache lives outside
-        the agent and is never saved.
+        the agent and is never saved. While no rule's belief was assigned since the last pass
+        (``BELIEF_WRITES``, for rules whose ``prior_for_next`` is their belief) the pass is
+        skipped: :meth:`_observe` keeps the pulled arm's parameters in step itself.
         """
+        writes = BELIEF_WRITES.writes  # first: an assignment from here on is seen next time
         cached = _GAUSSIAN_DRAWS.get(self)
         rules = self.rules
         if cached is None or len(cached[0]) != self.n_arms:
-            cached = ([None] * self.n_arms, np.zeros(self.n_arms), np.zeros(self.n_arms), [], [])
+            cached = (
+                [None] * self.n_arms,
+                np.zeros(self.n_arms),
+                np.zeros(self.n_arms),
+                [],
+                [],
+                [-1],
+            )
             _GAUSSIAN_DRAWS.set(self, cached)
-        beliefs, loc, scale, seen_rules, kinds = cached
+        beliefs, loc, scale, seen_rules, kinds, synced = cached
         if len(seen_rules) != len(rules) or any(map(operator.is_not, rules, seen_rules)):
             seen_rules[:] = rules  # the classes of the rules, found again when a rule is replaced
             kinds[:] = {type(rule) for rule in rules}
+            synced[0] = -1
         custom_prior = False
+        numbered = True
         for kind in kinds:  # their methods are read on every call (they may be patched)
             if kind.sample is not BeliefRule.sample:
                 return None
             custom_prior = custom_prior or kind.prior_for_next is not BeliefRule.prior_for_next
+            numbered = numbered and getattr(kind, "belief", None) is BELIEF_WRITES
         if custom_prior:
             current = [rule.prior_for_next() for rule in rules]
         else:  # the base prior_for_next: the rule's belief
+            if numbered and synced[0] == writes:
+                return loc, scale  # no belief assigned since the last pass
             current = [*map(_BELIEF, rules)]
         if len(current) != len(beliefs):
             changed: Any = range(len(current))
@@ -402,30 +421,38 @@ class ThompsonSampling(BanditAgent):
             replaced = map(operator.is_not, current, beliefs)
             changed = itertools.compress(range(len(current)), replaced)
         model = self.model
-        exact = type(model) is NormalKnownVariance
         for arm in changed:
             belief = current[arm]
-            fields = belief.fields
-            h1, h2 = fields["precision_mean"], fields["precision"]
-            if (
-                exact
-                and type(h1) is np.ndarray
-                and type(h2) is np.ndarray
-                and h1.dtype == h2.dtype == np.float64
-                and not (h1.ndim or h2.ndim)
-            ):
-                # model.mean and model.variance of one belief: h1 / h2 and 1 / h2 on float64
-                # scalars (as Python floats, the same IEEE operations), after the same check
-                precision = float(h2)
-                if precision > 0:
-                    loc[arm] = float(h1) / precision
-                    scale[arm] = math.sqrt(1.0 / precision)
-                    beliefs[arm] = belief
-                    continue
-            loc[arm] = model.mean(belief)
-            scale[arm] = np.sqrt(model.variance(belief))
+            moments = _float_moments(model, belief)
+            if moments is None:
+                loc[arm] = model.mean(belief)
+                scale[arm] = np.sqrt(model.variance(belief))
+            else:
+                loc[arm], scale[arm] = moments
             beliefs[arm] = belief
+        synced[0] = writes if numbered and not custom_prior else -1
         return loc, scale
+
+    def _keep_draw_params(self, arm: int, writes: int) -> None:
+        """After the rule of ``arm`` absorbed a datum: when the kept draw parameters were in step
+        with every rule's belief at ``writes`` (the number of the last assignment before the
+        update) and the update was the one assignment since, recomputes that arm's parameters
+        from its new belief and keeps the cache in step (else the next draw passes over every
+        arm, as it does after any other assignment)."""
+        cached = _GAUSSIAN_DRAWS.get(self)
+        if cached is None or cached[5][0] != writes or BELIEF_WRITES.writes != writes + 1:
+            return
+        beliefs, loc, scale, seen_rules, _, synced = cached
+        rule = self.rules[arm]
+        if arm >= len(seen_rules) or seen_rules[arm] is not rule:
+            return
+        belief = rule.belief
+        moments = _float_moments(self.model, belief)
+        if moments is None:  # the next draw's pass computes them (and raises what it raises)
+            return
+        loc[arm], scale[arm] = moments
+        beliefs[arm] = belief
+        synced[0] = writes + 1
 
     def act(self, observation: Any) -> int:
         """The arm with the largest Thompson draw."""
@@ -448,6 +475,7 @@ class ThompsonSampling(BanditAgent):
                     rule.update(reward_statistics(model, reward))  # refuses the overflow
                     return
                 s, precision_mean, precision = found
+                writes = BELIEF_WRITES.writes
                 if (  # the statistics built here are what update checks: only the datum's
                     type(rule).update is BeliefRule.update  # possibility is left to prove
                     and rule.model is model
@@ -458,6 +486,7 @@ class ThompsonSampling(BanditAgent):
                     rule._absorb_proven(s)
                 else:
                     rule.update(s)
+                self._keep_draw_params(arm, writes)
             else:
                 self.rules[arm].update(reward_statistics(model, reward))
             return
@@ -514,6 +543,27 @@ class ThompsonSampling(BanditAgent):
             f"ThompsonSampling(n_arms={self.n_arms}, rule={self.rule_name}"
             f"({self.model!r}), seed={self.seed!r})"
         )
+
+
+def _float_moments(model: Any, belief: NaturalParams) -> tuple[float, float] | None:
+    """``model.mean(belief)`` and ``sqrt(model.variance(belief))`` of a
+    :class:`NormalKnownVariance` belief with float64 0-d fields and a positive precision: ``h1
+    / h2`` and ``sqrt(1 / h2)`` on Python floats (the same IEEE operations, after the same
+    check); ``None`` otherwise (the caller asks the model)."""
+    fields = belief.fields
+    h1, h2 = fields["precision_mean"], fields["precision"]
+    if (
+        type(model) is NormalKnownVariance
+        and type(h1) is np.ndarray
+        and type(h2) is np.ndarray
+        and h1.dtype is _FLOAT64  # another float64 dtype (byte order): the model
+        and h2.dtype is _FLOAT64
+        and not (h1.ndim or h2.ndim)
+    ):
+        precision = float(h2)
+        if precision > 0:
+            return float(h1) / precision, math.sqrt(1.0 / precision)
+    return None
 
 
 # ------------------------------------------------------------------------ re-exports

@@ -210,17 +210,19 @@ class Memory:
         them (a :class:`NaturalParams` of batch shape ``()`` with finite fields and ``log h``:
         a belief rule's datum after ``BeliefRule.update``'s checks); the family and ``time``
         are still checked here, and a refused datum leaves the memory as it was."""
-        if self.family is not None:
-            self.family.check_compatible(s.family)
+        family = self.family
+        if family is not None and family is not s.family:  # the same family passes
+            family.check_compatible(s.family)
+        following = self._next_time
         if time is None:
-            time = self._next_time
+            time = following
         elif type(time) is not int or time < 0:  # an int >= 0 is what check_int returns
             time = check_int("time", time, minimum=0)
         plan = self._plan_bounded_add(s) if self.capacity is not None else None
         # commit: nothing below can fail
-        if self.family is None:
+        if family is None:
             self._allocate(s.family, 16)
-        self._next_time = max(self._next_time, time) + 1
+        self._next_time = (following if following >= time else time) + 1  # max(…) + 1
         if plan is None:
             self._append(s, label, time, 1)
         else:
@@ -257,8 +259,9 @@ class Memory:
             self._times = np.concatenate([self._times, np.zeros(grow, dtype=np.int64)])
             self._counts = np.concatenate([self._counts, np.zeros(grow, dtype=np.int64)])
         index = self._size
+        fields = s.fields
         for name, array in self._fields.items():
-            array[index] = s.fields[name]
+            array[index] = fields[name]
         if grads is not None:  # bounded memories only
             for name, array in self._grads.items():
                 array[index] = grads[name]

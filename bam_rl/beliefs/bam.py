@@ -11,6 +11,7 @@ import numpy as np
 
 from bam_rl import hyperparams
 from bam_rl.beliefs.rules import (
+    BELIEF_WRITES,
     BeliefRule,
     check_possible_datum,
     check_posterior,
@@ -154,10 +155,13 @@ class BAM(BeliefRule):
     def _update(self, s: NaturalParams) -> NaturalParams:
         # the common Gaussian case forms the posterior in one pass (unless a subclass chooses
         # its readouts otherwise)
+        model, memory = self.model, self.memory
         plain = type(self).choose_readout is BAM.choose_readout
         found = None
         if plain:
-            model, memory = self._checked_memory()
+            family = memory.family  # _checked_memory's check (the same family passes it)
+            if family is not None and family is not model:
+                model.check_compatible(family)
             options = self.select_options
             found = one_point_posterior(model, memory, s, self.lam, self.method, options)
         readout: ReadoutResult
@@ -166,13 +170,13 @@ class BAM(BeliefRule):
             # the model is a NormalKnownVariance (one_point_posterior's case): its class's
             # _check_belief tests the posterior's one finite precision for > 0
             proper = float(belief.fields["precision"]) > 0
-            if not (proper and "_check_belief" not in vars(self.model)):
-                check_posterior(self.model, belief)
+            if not (proper and "_check_belief" not in vars(model)):
+                check_posterior(model, belief)
         else:
             readout, prior = self._general_readout(s) if plain else self.choose_readout(s)
             belief = prior + s
-            check_posterior(self.model, belief)
-        memory = self.memory
+            check_posterior(model, belief)
+            memory = self.memory  # as a subclass's readout left it
         if type(memory).add is Memory.add:  # s passed update's checks (_update's contract)
             memory._add_checked(s, None, self.t)  # the last step that can refuse the datum
         else:
@@ -204,6 +208,11 @@ class BAM(BeliefRule):
 
     def __repr__(self) -> str:
         return f"BAM({self.model!r}, lam={self.lam:g}, method={self.method!r})"
+
+
+#: BAM's beliefs are numbered (``rules._NumberedBelief``); set outside the class body, where
+#: the type checkers read ``belief`` as the annotated attribute of ``BeliefRule.__init__``.
+setattr(BAM, "belief", BELIEF_WRITES)  # noqa: B010
 
 
 class BAMWithChangepoints(BAM):

@@ -3,6 +3,7 @@ datum), recursive Bayes, exponential forgetting, the power prior and BOCD (paper
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 import weakref
@@ -256,6 +257,37 @@ class BeliefRule(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r})"
+
+
+class _NumberedBelief:
+    """The ``belief`` of the rules with a memory (:class:`~bam_rl.beliefs.BAM` and its
+    subclasses): an ordinary instance attribute — read from the rule's ``__dict__`` as before
+    (no ``__get__``) and saved, copied and restored with it — whose every assignment is
+    numbered: :attr:`writes` is the number of the latest assignment of any such rule's belief.
+    A value computed from those beliefs then stays valid while ``writes`` is unchanged (a
+    Thompson agent's draw parameters: one comparison instead of reading every arm's belief on
+    every step). Only a write into ``__dict__`` itself goes unnumbered. The memoryless rules
+    keep a plain attribute: their updates take a few µs, of which the numbering's Python call
+    (~0.2 µs) would be a visible part."""
+
+    __slots__ = ("_numbers", "writes")
+
+    def __init__(self) -> None:
+        self._numbers = itertools.count(1)
+        self.writes = 0
+
+    def __set__(self, rule: BeliefRule, value: NaturalParams) -> None:
+        rule.__dict__["belief"] = value
+        self.writes = next(self._numbers)
+
+    def __delete__(self, rule: BeliefRule) -> None:
+        if rule.__dict__.pop("belief", None) is None:
+            raise AttributeError(f"{type(rule).__name__!r} object has no attribute 'belief'")
+        self.writes = next(self._numbers)
+
+
+#: The numbered ``belief`` of the rules with a memory (:class:`_NumberedBelief`).
+BELIEF_WRITES = _NumberedBelief()
 
 
 class RecursiveBayes(BeliefRule):

@@ -140,8 +140,8 @@ def _compiled_parabola(
     values: np.ndarray, order: np.ndarray, v: float, r: float, h0: float, s2: float
 ) -> np.ndarray:
     """The λ = 0 loop of :func:`gaussian_greedy_readout`, compiled
-    (:func:`bam_rl.kernels.readout.greedy_parabola`; its literal Python reference is in
-    ``tests/core/test_readout_kernel.py``).
+    (:func:`bam_rl.kernels.readout.greedy_parabola`; its reference, the rule stated
+    plainly, is in ``tests/core/test_readout_kernel.py``).
 
     With ``λ = 0``, ``J(k, r) = c_k − g_k r²`` is a parabola in the added observation peaked at
     ``v + r``, so the best candidate is the unselected neighbour nearest to ``v + r``; the

@@ -294,32 +294,35 @@ _ONE_POINT_KERNEL: Any = None
 
 
 class _OnePointBuffers:
-    """One memory's sorted view for :func:`~bam_rl.kernels.readout.one_point_readout`: the
-    first ``n`` entries of ``seen`` (records' ``precision_mean``), ``values`` (their means,
-    ascending) and ``order`` (their memory indices), for records of precision ``per_record``
-    and a memory that had merged ``n_merges`` times and stored its records in ``source`` (the
-    array its ``precision_mean`` is a view of); and the kernel's work arrays ``right`` and
-    ``left`` (the identity between calls), ``chosen`` and ``picks``."""
+    """One memory's sorted view for :func:`~bam_rl.kernels.readout.one_point_readout`, in two
+    arrays (fewer arguments for the compiled call to check): ``floats`` rows ``seen`` (records'
+    ``precision_mean``) and ``values`` (their means, ascending), ``ints`` rows ``right`` and
+    ``left`` (the kernel's union-find, the identity between calls), ``order`` (the sorted
+    records' memory indices), ``chosen`` and ``picks`` (the kernel's work rows; ``picks`` is
+    also kept as its own view). The first ``n`` entries of the sorted view hold records of
+    precision ``per_record`` of a memory that had merged ``n_merges`` times and stored its
+    records in ``source`` (the array its ``precision_mean`` is a view of)."""
 
     __slots__ = (
-        "chosen",
+        "capacity",
         "constants",
-        "left",
+        "floats",
+        "ints",
         "model",
         "n",
         "n_merges",
-        "order",
+        "numerator",
         "per_record",
         "picks",
-        "right",
-        "seen",
+        "prior",
+        "prior_floats",
         "source",
         "table",
-        "values",
     )
 
     def __init__(self, per_record: float, n_merges: int, capacity: int):
         self.per_record = per_record
+        self.numerator = per_record.as_integer_ratio()[0]  # per_record = numerator / 2^p
         self.n_merges = n_merges
         # the family the constants below are of (families are immutable), the parabola table
         # of its (h0, s2) (longer tables have the same leading entries) and
@@ -327,31 +330,30 @@ class _OnePointBuffers:
         self.model: NormalKnownVariance | None = None
         self.table: tuple[np.ndarray, np.ndarray] | None = None
         self.constants = (0.0, 0.0, 0.0, 0.0)
+        # the prior the constants are of (``model.prior``) and its precision_mean, precision
+        # and log h as Python floats (the sums of one_point_posterior start from them)
+        self.prior: NaturalParams | None = None
+        self.prior_floats = (0.0, 0.0, 0.0)
         self.source: np.ndarray | None = None
         self.n = 0
-        self.seen = np.empty(capacity)
-        self.values = np.empty(capacity)
-        self.order = np.empty(capacity, dtype=np.int64)
-        self.right = np.arange(capacity + 1)
-        self.left = np.arange(capacity + 1)
-        self.chosen = np.empty(capacity, dtype=np.int64)
-        self.picks = np.empty(capacity, dtype=np.int64)
+        self._allocate(capacity)
+
+    def _allocate(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.floats = np.empty((2, capacity))
+        self.ints = np.empty((5, capacity + 1), dtype=np.int64)
+        self.ints[0] = np.arange(capacity + 1)  # right
+        self.ints[1] = self.ints[0]  # left
+        self.picks = self.ints[4]
 
     def reserve(self, size: int) -> None:
-        """At least ``size`` entries (doubling; the first ``n`` kept)."""
-        capacity = self.seen.size
-        if capacity >= size:
+        """At least ``size`` entries (doubling; the first ``n`` of the sorted view kept)."""
+        if self.capacity >= size:
             return
-        capacity = max(size, 2 * capacity)
-        for name in ("seen", "values", "order"):
-            old = getattr(self, name)
-            new = np.empty(capacity, dtype=old.dtype)
-            new[: self.n] = old[: self.n]
-            setattr(self, name, new)
-        self.right = np.arange(capacity + 1)
-        self.left = np.arange(capacity + 1)
-        self.chosen = np.empty(capacity, dtype=np.int64)
-        self.picks = np.empty(capacity, dtype=np.int64)
+        floats, ints, n = self.floats, self.ints, self.n
+        self._allocate(max(size, 2 * self.capacity))
+        self.floats[:, :n] = floats[:, :n]  # seen, values
+        self.ints[2, :n] = ints[2, :n]  # order
 
     def use(self, model: NormalKnownVariance, size: int) -> bool:
         """Keeps ``model``'s constants and a parabola table covering ``size`` records; False
@@ -360,13 +362,19 @@ class _OnePointBuffers:
         table = whole_parabola_table(size, h0, s2)  # the kernel reads c[k], g[k], k <= size
         if table is None:
             return False
-        prior = model.prior.fields
+        self.prior = model.prior
+        prior = self.prior.fields
         self.model, self.table = model, table
         self.constants = (
             s2 * h0,
             model.prior_mean,
             float(prior["precision"]),
             float(prior["precision_mean"]),
+        )
+        self.prior_floats = (
+            float(prior["precision_mean"]),
+            float(prior["precision"]),
+            float(self.prior.log_h),
         )
         return True
 
@@ -447,105 +455,91 @@ def one_point_picks(
 
     Returns:
         The picks (memory indices, in the order the greedy added them), the 0/1 weights and
-        whether the two objectives of the readout cannot overflow
-        (:func:`_stays_finite`: they may then be computed later, when read).
+        whether the two objectives of the readout cannot overflow (:func:`run_one_point`:
+        they may then be computed later, when read).
     """
     if lam != 0.0 or type(model) is not NormalKnownVariance:
         return None
     fields = s_t.fields
-    per_record = float(fields["precision"])
+    found = run_one_point(
+        model,
+        memory,
+        stats["precision_mean"],
+        stats["precision"],
+        float(fields["precision"]),
+        float(fields["precision_mean"]),
+        float(s_t.log_h),
+    )
+    if found is None:
+        return None
+    buffers, k, weights = found
+    stays_finite = k >= 0
+    if not stays_finite:
+        k = -2 - k
+    return buffers.picks[:k].copy(), weights, stays_finite
+
+
+def run_one_point(
+    model: NormalKnownVariance,
+    memory: Memory,
+    means: np.ndarray,
+    precisions: np.ndarray,
+    per_record: float,
+    precision_mean: float,
+    log_h: float,
+) -> tuple[_OnePointBuffers, int, np.ndarray] | None:
+    """:func:`one_point_picks` for a datum given as its three Python floats (``precision``
+    ``per_record``, ``precision_mean``, ``log_h``) over the memory's columns ``means`` and
+    ``precisions`` (``memory``'s ``precision_mean`` and ``precision``, all ``len(memory)``
+    records; ``model`` a :class:`NormalKnownVariance`, λ = 0): ``None`` where
+    :func:`one_point_picks` is ``None``, else the memory's buffers (their ``picks[:k]`` are
+    the picks until the next call; ``prior_floats`` the prior's fields and ``log h`` as
+    floats), the kernel's count and the 0/1 weights. The count is the number ``k`` of picks
+    when the two objectives of the readout cannot overflow
+    (:func:`~bam_rl.kernels.readout.stays_finite`), else ``-2 - k``.
+    """
     if not per_record >= 1.0:
         return None
-    size = len(memory)
+    size = means.shape[0]
     buffers = _ONE_POINT.get(memory)
     if buffers is None or buffers.per_record != per_record or buffers.n_merges != memory.n_merges:
         buffers = _OnePointBuffers(per_record, memory.n_merges, max(64, 2 * size))
         _ONE_POINT.set(memory, buffers)
-    elif buffers.seen.size < size:
+    elif buffers.capacity < size:
         buffers.reserve(size)
     table = buffers.table
-    if (buffers.model is not model or table is None or table[0].size <= size) and not buffers.use(
-        model, size
+    if (
+        buffers.model is not model
+        or buffers.prior is not model.prior
+        or table is None
+        or table[0].size <= size
     ):
-        return None
-    table = buffers.table
-    assert table is not None
-    s2_h0, prior_mean, h0, prior_precision_mean = buffers.constants
-    means = stats["precision_mean"]
+        if not buffers.use(model, size):
+            return None
+        table = buffers.table
+        assert table is not None
     # the records the last call saw are unchanged when the memory still keeps them in the same
     # array (it only appends there; merges count in n_merges, growth and clear() reallocate)
     source = means.base
     checked = buffers.n if source is not None and source is buffers.source else 0
-    precision_mean = float(fields["precision_mean"])
-    v = precision_mean / per_record
-    r = s2_h0 * (v - prior_mean)  # greedy_sorted's first residual
     weights = np.zeros(size)
     k = (_ONE_POINT_KERNEL or _kernel())(
         means,
-        stats["precision"],
+        precisions,
         per_record,
-        buffers.seen,
-        buffers.values,
-        buffers.order,
+        buffers.floats,
+        buffers.ints,
         buffers.n,
         checked,
-        v,
-        r,
+        buffers.constants,
+        precision_mean,
         table[0],
         table[1],
-        buffers.right,
-        buffers.left,
-        buffers.chosen,
-        buffers.picks,
         weights,
+        log_h,
     )
-    if k < 0:
+    if k == -1:
         buffers.n, buffers.source = 0, None
         return None
     buffers.n, buffers.source = size, source
-    picks = buffers.picks[:k].copy()
-    # |precision_mean| of a record <= 2 |its mean| n / σ² (the means are rounded quotients)
-    values = buffers.values
-    largest = 2.0 * per_record * max(-values.item(0), values.item(size - 1), 0.0)
-    stays_finite = _stays_finite(
-        h0, prior_precision_mean, precision_mean, per_record, float(s_t.log_h), largest, size
-    )
-    return picks, weights, stays_finite
-
-
-#: Largest magnitude of a candidate's ``precision_mean`` (and square root of the largest
-#: ``precision_mean² / precision``) for which the objective provably stays finite.
-_SAFE_MEAN = 1e150
-_SAFE_SQUARE = 1e306
-_SAFE_PRECISION = 1e300
-
-
-def _stays_finite(
-    h0: float,
-    prior_mean: float,
-    datum_mean: float,
-    datum_precision: float,
-    log_h: float,
-    largest: float,
-    size: int,
-) -> bool:
-    """True when ``J`` (the generic ``A(η + s_t) − A(η) + log h``, ``A(η) = ½ η₁² / η₂ −
-    ½ log η₂ + ½ log 2π``) of the prior plus any subset of the records cannot overflow or
-    divide by zero, so that it gives the same value whenever it is computed and never
-    refuses: every candidate's ``|η₁|`` is at most the sum of the magnitudes
-    (≤ 1e150, so ``η₁²`` ≤ 1e300), ``η₂`` lies between the prior's precision ``h0`` and the
-    sum of all precisions (≤ 1e300), ``η₁² / h0`` ≤ 1e306, and ``|log h|`` ≤ 1e300; with at
-    at most ~10^12 additions the rounding cannot close the gap to float64's 1.8e308.
-    ``h0`` and ``prior_mean`` are the prior's ``precision`` and ``precision_mean``; the datum's
-    ``precision_mean``, ``precision`` and ``log_h`` follow; ``largest`` bounds the records'
-    ``|precision_mean|``, and each record's ``precision`` is the datum's.
-    """
-    eta1 = abs(prior_mean) + size * largest
-    eta1 += abs(datum_mean)
-    eta2 = h0 + size * datum_precision + datum_precision
-    return (
-        eta1 <= _SAFE_MEAN
-        and eta1 * eta1 <= _SAFE_SQUARE * h0
-        and eta2 <= _SAFE_PRECISION
-        and abs(log_h) <= _SAFE_PRECISION
-    )
+    return buffers, k, weights

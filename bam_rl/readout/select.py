@@ -14,7 +14,12 @@ from bam_rl.checks import all_finite, as_float_array, check_int, check_real
 from bam_rl.families.base import ConjugateFamily, Fields, NaturalParams, contract
 from bam_rl.families.normal import NormalKnownVariance
 from bam_rl.memory import Memory
-from bam_rl.readout.greedy import fast_greedy, one_point_picks, overrides_log_partition
+from bam_rl.readout.greedy import (
+    fast_greedy,
+    one_point_picks,
+    overrides_log_partition,
+    run_one_point,
+)
 from bam_rl.readout.regression import FactorCache
 from bam_rl.readout.rule import LazyRounds, greedy_rounds
 
@@ -72,7 +77,9 @@ class LazyReadoutResult(ReadoutResult):
         self.method = method
         self.n_evaluations = n_evaluations
         self.path = path
-        self._set: dict[str, float] = {}  # values assigned after construction
+
+    #: Values assigned after construction (each instance's own dict, from the first one on).
+    _set: Mapping[str, float] = {}
 
     def _value(self, name: str, index: int) -> float:
         if name in self._set:
@@ -87,7 +94,7 @@ class LazyReadoutResult(ReadoutResult):
 
     @objective.setter
     def objective(self, value: float) -> None:
-        self._set["objective"] = value
+        self._set = {**self._set, "objective": value}
 
     @property
     def base_objective(self) -> float:
@@ -95,7 +102,7 @@ class LazyReadoutResult(ReadoutResult):
 
     @base_objective.setter
     def base_objective(self, value: float) -> None:
-        self._set["base_objective"] = value
+        self._set = {**self._set, "base_objective": value}
 
 
 class _Objective:
@@ -340,7 +347,8 @@ def one_point_select(
     if found is None or not found[2]:
         return None
     picks, weights, _ = found
-    return _one_point_result(model, memory, s_t, lam, method, fields, picks, weights), stats
+    means, precisions = fields["precision_mean"], fields["precision"]
+    return _one_point_result(model, memory, s_t, lam, means, precisions, picks, weights), stats
 
 
 def _takes_one_point(
@@ -373,36 +381,45 @@ def one_point_posterior(
     size = len(memory)
     columns = memory._fields
     means, precisions = columns["precision_mean"][:size], columns["precision"][:size]
-    view = {"precision_mean": means, "precision": precisions}
-    found = one_point_picks(model, memory, s_t, lam, view)
-    if found is None or not found[2]:
+    datum = s_t.fields
+    h1, h2, log_h = float(datum["precision_mean"]), float(datum["precision"]), float(s_t.log_h)
+    found = run_one_point(model, memory, means, precisions, h2, h1, log_h)
+    if found is None or found[1] < 0:  # declined, or objectives that could overflow
         return None
-    picks, weights, _ = found
-    readout = _one_point_result(model, memory, s_t, lam, method, view, picks, weights)
-    # readout_prior's arithmetic on the two scalar fields and log h (see there)
-    base = model.prior
-    base_fields, datum_fields = base.fields, s_t.fields
-    eta1 = float(base_fields["precision_mean"]) + float(weights.dot(means))
-    eta1 += float(datum_fields["precision_mean"])
-    eta2 = float(base_fields["precision"]) + _dot_of_equal(weights, precisions, picks.size)
-    eta2 += float(datum_fields["precision"])
-    log_h = float(base.log_h) + (0.0 + float(weights.dot(memory._log_h[:size])))
-    log_h += float(s_t.log_h)
-    if not (math.isfinite(eta1) and math.isfinite(eta2) and math.isfinite(log_h)):
-        return readout, _checked_readout(memory, weights, base, s_t)  # refuses the overflow
+    buffers, k, weights = found
+    picks = buffers.picks[:k].copy()
+    readout = _one_point_result(model, memory, s_t, lam, means, precisions, picks, weights)
+    # readout_prior's arithmetic on the two scalar fields and log h (see there), from the
+    # prior's floats the buffers keep (buffers.prior is model.prior)
+    eta1, eta2, total = buffers.prior_floats
+    eta1 += float(weights.dot(means))
+    eta1 += h1
+    eta2 += _dot_of_equal(weights, precisions, k, h2, buffers.numerator)
+    eta2 += h2
+    total += 0.0 + float(weights.dot(memory._log_h[:size]))
+    total += log_h
+    if not (math.isfinite(eta1) and math.isfinite(eta2) and math.isfinite(total)):
+        return readout, _checked_readout(memory, weights, model.prior, s_t)  # refuses it
     fields = {"precision_mean": np.asarray(eta1), "precision": np.asarray(eta2)}
-    return readout, NaturalParams._trusted(base.family, fields, np.asarray(log_h), ())
+    return readout, NaturalParams._trusted(model.prior.family, fields, np.asarray(total), ())
 
 
-def _dot_of_equal(weights: np.ndarray, column: np.ndarray, n_picks: int) -> float:
+def _dot_of_equal(
+    weights: np.ndarray,
+    column: np.ndarray,
+    n_picks: int,
+    c: float | None = None,
+    numerator: int | None = None,
+) -> float:
     """``float(weights.dot(column))`` for 0/1 ``weights`` with ``n_picks`` ones over a column
     whose entries all equal ``c = column[0] >= 1`` (one-point records of one count, as the
     kernel checked): ``n_picks · c`` when that is exact whatever the order of the additions —
     ``c = M / 2^p`` with ``M · len(column) < 2^53``, so every partial sum ``j · c`` is a float
     and the dot product's sum (zeros included) is ``n_picks · c`` bit for bit (tested) —
-    else the dot product itself."""
-    c = float(column[0])
-    numerator = c.as_integer_ratio()[0]
+    else the dot product itself. A caller that keeps ``c`` and its ``M`` passes them."""
+    if c is None or numerator is None:
+        c = float(column[0])
+        numerator = c.as_integer_ratio()[0]
     if numerator * column.size < _EXACT_INTEGERS:
         return n_picks * c
     return float(weights.dot(column))
@@ -417,20 +434,24 @@ def _one_point_result(
     memory: Memory,
     s_t: NaturalParams,
     lam: float,
-    method: str,
-    fields: Fields,
+    means: np.ndarray,
+    precisions: np.ndarray,
     picks: np.ndarray,
     weights: np.ndarray,
 ) -> _OnePointReadout:
-    """The lazy readout of the one-point picks over ``memory``'s records ``fields``."""
+    """The lazy readout of the one-point picks over ``memory``'s records (their
+    ``precision_mean`` and ``precision``: ``means``, ``precisions``)."""
     size, n_picks = len(memory), picks.size
     n_rounds = n_picks if n_picks == size else n_picks + 1  # as audit_trail counts them
     evaluations = 1 + n_rounds * size - n_rounds * (n_rounds - 1) // 2
     # the records as they are now (a bounded memory merges rows in place; an unbounded one
     # only appends, so views are a snapshot), as audit_trail keeps them
-    snapshot = dict(fields) if memory.capacity is None else {k: v.copy() for k, v in fields.items()}
+    if memory.capacity is None:
+        snapshot = {"precision_mean": means, "precision": precisions}
+    else:
+        snapshot = {"precision_mean": means.copy(), "precision": precisions.copy()}
     trail = (model, s_t, lam, model.prior.fields, snapshot, picks, n_rounds)
-    return _OnePointReadout(weights, method, evaluations, trail)
+    return _OnePointReadout(weights, evaluations, trail)
 
 
 class _OnePointReadout(LazyReadoutResult):
@@ -440,14 +461,12 @@ class _OnePointReadout(LazyReadoutResult):
     alone, and the trail's values do not depend on when it is built (the objective, the
     prior and the snapshot of the records are fixed)."""
 
-    def __init__(
-        self, weights: np.ndarray, method: str, n_evaluations: int, trail: tuple[Any, ...]
-    ):
+    method = "greedy"  # the one method it takes (_takes_one_point)
+    path = "gaussian"
+
+    def __init__(self, weights: np.ndarray, n_evaluations: int, trail: tuple[Any, ...]):
         self.weights = weights
-        self.method = method
         self.n_evaluations = n_evaluations
-        self.path = "gaussian"
-        self._set: dict[str, float] = {}
         self._trail: tuple[Any, ...] | LazyRounds = trail
 
     @property  # type: ignore[override]

@@ -11,8 +11,10 @@ A part is taken away either by *replay* — the function returns, call by call, 
 returned in a recorded run of the same seeds (the step's other work and choices stay the
 same) — or, for the datum check, by making it a no-op (the data are the recorded run's, which
 pass it). Replays: the fused one-point step ``one_point_posterior`` (readout and
-posterior), and the compiled greedy ``one_point_readout`` (its picks and weights copied from the
-recording instead of computed). Skipped check: the agent's proof that its datum is possible
+posterior), the compiled greedy ``one_point_readout`` (its picks and weights copied from the
+recording instead of computed) and the Thompson draw's parameters
+(``ThompsonSampling._gaussian_draw_params``, copies of the recorded means and standard
+deviations). Skipped check: the agent's proof that its datum is possible
 (``proves_normal_datum`` answers yes). A measurement only: every patch is undone before the
 next variant, and nothing is written.
 """
@@ -91,11 +93,20 @@ def main(argv: list[str] | None = None) -> None:
     kernel = greedy._kernel()
     steps_taken: list[Any] = []
     kernel_results: list[tuple[int, Any, Any]] = []
+    draws: list[Any] = []
+    thompson = bandits.ThompsonSampling
+    draw_params = thompson._gaussian_draw_params
+
+    def record_draw(agent: Any) -> Any:
+        params = draw_params(agent)
+        draws.append(None if params is None else (params[0].copy(), params[1].copy()))
+        return params
 
     def record_kernel(*call: Any) -> int:
-        k = kernel(*call)
-        kernel_results.append((k, call[15][:k].copy(), call[16].copy()))
-        return int(k)
+        k = int(kernel(*call))  # -1: declined; k >= 0 picks (or -2 - k: objectives unsafe)
+        picked = k if k >= 0 else max(-2 - k, 0)
+        kernel_results.append((k, call[4][4, :picked].copy(), call[11].copy()))
+        return k
 
     with _Patch(
         [
@@ -105,19 +116,24 @@ def main(argv: list[str] | None = None) -> None:
                 _recorder(bam_module.one_point_posterior, steps_taken),
             ),
             (greedy, "_ONE_POINT_KERNEL", record_kernel),
+            (thompson, "_gaussian_draw_params", record_draw),
         ]
     ):
         bam()
     replay_steps = _replayer(steps_taken)
+
+    def replay_draws() -> Callable[[Any], Any]:
+        results = iter(draws)
+        return lambda agent: next(results)
 
     def replay_kernel() -> Callable[..., int]:
         results = iter(kernel_results)
 
         def copy(*call: Any) -> int:
             k, picks, weights = next(results)
-            call[15][:k] = picks
-            call[16][:] = weights
-            return int(k)
+            call[4][4, : picks.size] = picks  # the picks row of the buffers' ints
+            call[11][:] = weights
+            return k
 
         return copy
 
@@ -132,6 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         "compiled greedy replayed (copies)": lambda: [
             (greedy, "_ONE_POINT_KERNEL", replay_kernel())
         ],
+        "draw parameters replayed": lambda: [(thompson, "_gaussian_draw_params", replay_draws())],
         "datum's possibility taken as proven": lambda: [(bandits, "proves_normal_datum", yes)],
     }
     times: dict[str, list[float]] = {name: [] for name in ["plain Thompson sampling", *variants]}

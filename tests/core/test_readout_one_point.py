@@ -8,6 +8,8 @@ import importlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bam_rl.readout.greedy as greedy
 from bam_rl.agents.bandits import gaussian_reward_statistics
@@ -16,7 +18,7 @@ from bam_rl.families import NormalKnownVariance
 from bam_rl.families.base import NaturalParams, contract
 from bam_rl.memory import Memory
 from bam_rl.readout import LazyRounds, select
-from bam_rl.readout.gaussian import greedy_sorted, sorted_records
+from bam_rl.readout.gaussian import cached_parabola_constants, greedy_sorted, sorted_records
 from bam_rl.readout.select import LazyReadoutResult, _Objective, readout_prior
 
 MODEL = NormalKnownVariance(0.5, 0.25, 0.0625)  # the paper's switching bandit's arms
@@ -243,3 +245,54 @@ def test_bam_with_the_one_call_readout_equals_bam_without(monkeypatch):
     assert fast.memory.stats.fields["precision_mean"].tobytes() == (
         slow.memory.stats.fields["precision_mean"].tobytes()
     )
+
+
+def _stays_finite_reference(h0, prior_mean, datum_mean, datum_precision, log_h, largest, size):
+    """The literal Python test the compiled readout makes (its ``stays_finite``)."""
+    eta1 = abs(prior_mean) + size * largest
+    eta1 += abs(datum_mean)
+    eta2 = h0 + size * datum_precision + datum_precision
+    return eta1 <= 1e150 and eta1 * eta1 <= 1e306 * h0 and eta2 <= 1e300 and abs(log_h) <= 1e300
+
+
+_FINITE = st.floats(allow_nan=False, allow_infinity=False)
+_EDGES = st.sampled_from([0.0, -0.0, 1.0, 1e150, 1e153, 1e300, 1e306, 1e308, 5e-324, 2.0**-1022])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(_FINITE, _EDGES).map(abs),
+    st.one_of(_FINITE, _EDGES),
+    st.one_of(_FINITE, _EDGES),
+    st.one_of(_FINITE, _EDGES).map(abs),
+    st.one_of(_FINITE, _EDGES),
+    st.one_of(_FINITE, _EDGES).map(abs),
+    st.integers(1, 10**7),
+)
+def test_the_compiled_overflow_test_is_the_literal_one(h0, prior, mean, precision, log_h, big, m):
+    from bam_rl.kernels.readout import stays_finite
+
+    got = stays_finite(h0, prior, mean, precision, log_h, big, m)
+    assert got == _stays_finite_reference(h0, prior, mean, precision, log_h, big, m)
+
+
+def test_the_one_call_readout_flags_objectives_that_could_overflow():
+    """Huge records: the same picks as the layered closed form, flagged as not provably
+    finite (the readout then computes its objectives at once); modest ones are flagged
+    finite."""
+    wide = NormalKnownVariance(0.0, 1.0, 1e-3)
+    for scale, finite in ((1.0, True), (1e147, False)):
+        memory = Memory()
+        for y in (1.0, -1.0, 3.0, 0.5):
+            memory.add(wide.stats(y * scale))
+        s_t = wide.stats(2.0 * scale)
+        found = greedy.one_point_picks(wide, memory, s_t, 0.0, memory.stats.fields)
+        if found is None:  # the table of constants is built by the first readout
+            cached_parabola_constants(len(memory), 1.0, 1.0 / 1000.0)
+            found = greedy.one_point_picks(wide, memory, s_t, 0.0, memory.stats.fields)
+        assert found is not None
+        picks, weights, stays_finite = found
+        expected_weights, expected_picks = _layered(wide, memory, s_t)
+        assert picks.tolist() == expected_picks.tolist()
+        assert weights.tobytes() == expected_weights.tobytes()
+        assert stays_finite is finite
