@@ -232,6 +232,15 @@ def _check_shapes(planner: Any, fresh: Any, names: tuple[str, ...]) -> None:
             raise ValueError(f"{name} must be an array of shape {expected.shape}")
 
 
+def _state_vector(state: Any) -> np.ndarray:
+    """The state to plan from as a finite float64 vector; ``ValueError`` naming it when it is
+    not numeric and finite or not one-dimensional."""
+    state = as_float_array("state", state)
+    if state.ndim != 1:
+        raise ValueError(f"state must be a vector, got shape {state.shape}")
+    return state
+
+
 def _no_weight_if_not_finite(returns: np.ndarray, states: Any, reward: Any) -> np.ndarray:
     """``returns`` with its non-finite entries at ``-inf``: a diverging model can predict
     non-finite states, and such samples get no weight. ``ValueError`` naming ``reward`` when
@@ -421,9 +430,7 @@ class MPPI:
         dynamics = self.dynamics if dynamics is None else dynamics
         if dynamics is None:
             raise ValueError("dynamics must be given (to MPPI or to plan)")
-        state = as_float_array("state", state)
-        if state.ndim != 1:
-            raise ValueError(f"state must be a vector, got shape {state.shape}")
+        state = _state_vector(state)
         noise = rng.standard_normal((self.n_samples, self.horizon, self.action_dim))
         samples = self.plan_actions + self.sampling_std * noise
         np.clip(samples, self.action_low, self.action_high, out=samples)
@@ -591,9 +598,7 @@ class CategoricalMPPI:
         rng = self.rng if rng is None else rng
         if dynamics is None:
             raise ValueError("dynamics must be given to plan")
-        state = as_float_array("state", state)
-        if state.ndim != 1:
-            raise ValueError(f"state must be a vector, got shape {state.shape}")
+        state = _state_vector(state)
         k, n = self.n_samples, self.n_actions
         draws = rng.random((k, self.horizon))
         cdf = np.cumsum(self.probs, axis=1)

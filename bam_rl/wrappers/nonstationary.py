@@ -308,17 +308,22 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
         """Add this layer's notification to ``info``, keeping what the environment announced
         itself (its ``context_changed`` or'ed in, its ``context`` values under this layer's)."""
         if self.notify == "value":
-            inner = info.get("context")
-            if inner is None:
-                info["context"] = self._context.copy()  # callers keep infos: never shared
-            else:
-                info["context"] = {**_mapping(inner), **self._context}
-            info["context_changed"] = self._last_changed or bool(info.get("context_changed", False))
+            self._tell_values(info)
         elif self.notify == "flag":
             info["context_changed"] = self._last_changed or bool(info.get("context_changed", False))
         if self.observe_context:
             return np.concatenate((observation, self._context_array))
         return observation
+
+    def _tell_values(self, info: dict[str, Any]) -> None:
+        """The "value" notification in ``info``: this layer's values (under a ``context`` the
+        environment announced itself) and whether they changed (or'ed with its own flag)."""
+        inner = info.get("context")
+        if inner is None:
+            info["context"] = self._context.copy()  # callers keep infos: never shared
+        else:
+            info["context"] = {**_mapping(inner), **self._context}
+        info["context_changed"] = self._last_changed or bool(info.get("context_changed", False))
 
     # ------------------------------------------------------------------------ Gymnasium API
     def reset(
@@ -409,13 +414,7 @@ class NonStationary(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
                 self._diverged(t, "the observation holds non-finite entries")
         if self.notify != "value" or self.observe_context:
             return self._annotate(observation, info), reward, terminated, truncated, info
-        # _annotate's "value" notification, inline (the default's every step)
-        inner = info.get("context")
-        if inner is None:
-            info["context"] = self._context.copy()  # callers keep infos: never shared
-        else:
-            info["context"] = {**_mapping(inner), **self._context}
-        info["context_changed"] = self._last_changed or bool(info.get("context_changed", False))
+        self._tell_values(info)  # _annotate's "value" notification (the default's every step)
         return observation, reward, terminated, truncated, info
 
     def _watch_bad_states(self) -> None:

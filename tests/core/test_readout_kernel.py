@@ -1,114 +1,61 @@
 """The compiled λ = 0 greedy over sorted one-point records (bam_rl.kernels.readout) picks
-exactly what its literal Python reference (below, the loop the readout ran before) picks."""
+exactly what its rule, stated plainly below (no union-find, no bracket kept between rounds),
+picks."""
 
 from __future__ import annotations
-
-import bisect
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-# the plain-Python union-find of the general readout (the compiled kernel has its own)
-from bam_rl.readout.gaussian import _compiled_parabola, _find, _parabola_constants
+from bam_rl.readout.gaussian import _compiled_parabola, _parabola_constants
 
 
-def _greedy_parabola(
-    values: list[float],
-    order: list[int],
-    v: float,
-    r: float,
-    h0: float,
-    s2: float,
-    right: list[int],
-    left: list[int],
+def _nearest_first(
+    values: list[float], order: list[int], v: float, r: float, h0: float, s2: float
 ) -> list[int]:
-    """The λ = 0 loop of ``gaussian_greedy_readout`` in plain Python (lists, ``bisect``): the
-    literal reference of the compiled ``bam_rl.kernels.readout.greedy_parabola``.
+    """The λ = 0 greedy by its rule, every round from scratch: the reference of the compiled
+    ``bam_rl.kernels.readout.greedy_parabola``.
 
     With ``λ = 0``, ``J(k, r) = c_k − g_k r²`` is a parabola in the added observation peaked at
-    ``v + r``, so the best candidate is the unselected neighbour nearest to ``v + r``; the
-    per-round constants ``c_k``, ``g_k`` are tabulated once.
+    ``v + r``, so each round's candidate is the unselected value nearest to ``v + r``: the
+    largest below it against the smallest at or above it, equal distances to the lower memory
+    index (and among equal values, the lowest). It is added while ``J`` strictly grows.
     """
     m = len(values)
     c_array, g_array = _parabola_constants(m, h0, s2)
     c, g = c_array.tolist(), g_array.tolist()
     best = c[0] - g[0] * r * r
-    bisect_left = bisect.bisect_left
-    # (lo, hi): last unselected position with value < target, first with value >= target;
-    # everything between them is selected. Targets move little between rounds, so the
-    # bracket of the previous round is usually still valid and no search is needed.
-    lo, hi = -2, m
+    free = list(range(m))  # the unselected sorted positions, ascending
     chosen: list[int] = []
-    k = 0
-    while k < m:
+    for k in range(1, m + 1):
         target = v + r
-        if lo == -2 or not ((lo < 0 or values[lo] < target) and (hi == m or target <= values[hi])):
-            p = bisect_left(values, target)
-            hi = right[p]
-            if right[hi] != hi:
-                hi = _find(right, hi)
-            lo = left[p]
-            if left[lo] != lo:
-                lo = _find(left, lo)
-            lo -= 1  # previous unselected position <= p - 1 (-1: none)
-        if hi == m:
-            pick = lo
-        elif lo < 0:
-            pick = hi
-        else:
-            d_lo = target - values[lo]
-            d_hi = values[hi] - target
-            if d_lo < d_hi:
-                pick = lo
-            elif d_hi < d_lo:
-                pick = hi
-            else:  # equal J: the lower memory index (lo's lowest unselected duplicate)
-                first = lo
-                while True:
-                    prev = _find(left, first) - 1
-                    if prev < 0 or values[prev] != values[lo]:
-                        break
-                    first = prev
-                pick = first if order[first] < order[hi] else hi
-        # the lowest memory index among unselected duplicates of the pick (values ascend, so
-        # without an equal left neighbour there is none)
-        if pick == lo and pick > 0 and values[pick - 1] == values[pick]:
-            while True:
-                prev = _find(left, pick) - 1
-                if prev < 0 or values[prev] != values[pick]:
-                    break
-                pick = prev
-        rr = target - values[pick]
-        k += 1
+        below = [p for p in free if values[p] < target]
+        above = [p for p in free if values[p] >= target]
+        sides = []  # (distance, lowest memory index of the value, the value)
+        if below:
+            x = values[below[-1]]
+            sides.append((target - x, min(order[p] for p in below if values[p] == x), x))
+        if above:
+            x = values[above[0]]
+            sides.append((x - target, min(order[p] for p in above if values[p] == x), x))
+        _, index, x = min(sides)
+        rr = target - x
         value = c[k] - g[k] * rr * rr
         if not value > best:
             break
-        best = value
-        r = rr
-        chosen.append(pick)
-        right[pick] = pick + 1
-        left[pick + 1] = pick
-        if pick == hi:  # the next unselected position to the right
-            hi += 1
-            if hi < m and right[hi] != hi:
-                hi = _find(right, hi)
-        elif pick == lo:  # the previous unselected position to the left
-            if left[lo] != lo:
-                lo = _find(left, lo)
-            lo -= 1
-    return list(map(order.__getitem__, chosen))
+        best, r = value, rr
+        chosen.append(index)
+        free.remove(order.index(index))
+    return chosen
 
 
 def _both(values, v, r, h0, s2):
     order = np.argsort(values, kind="stable")
     sorted_values = np.asarray(values, dtype=float)[order].tolist()
     order = order.tolist()
-    m = len(sorted_values)
-    reference = _greedy_parabola(
-        sorted_values, order, v, r, h0, s2, list(range(m + 1)), list(range(m + 1))
-    )
+    reference = _nearest_first(sorted_values, order, v, r, h0, s2)
     return _compiled_parabola(sorted_values, order, v, r, h0, s2).tolist(), reference
 
 

@@ -170,6 +170,7 @@ def test_bad_arguments_are_refused():
 
 def test_mppi_forgetting_is_registered_and_learns_over_trials():
     from bam_rl.beliefs import ExponentialForgetting
+    from bam_rl.harness import rollout
     from bam_rl.harness.registry import make_agent
 
     env = gym.make(recurring_id("Pendulum"), trials_per_world=1, trial_steps=5)
@@ -177,15 +178,7 @@ def test_mppi_forgetting_is_registered_and_learns_over_trials():
         "mppi-forgetting", env, seed=0, reward="pendulum-swingup", horizon=5, n_samples=4
     )
     assert isinstance(agent.rule, ExponentialForgetting) and agent.rule.alpha == 0.8
-    for trial in range(2):
-        observation, info = env.reset(seed=0 if trial == 0 else None)
-        agent.reset(observation, info)
-        done = False
-        while not done:
-            action = agent.act(observation)
-            observation, reward, terminated, truncated, info = env.step(action)
-            agent.observe(action, reward, observation, terminated, truncated, info)
-            done = terminated or truncated
+    rollout(env, agent, n_episodes=2, seed=0)  # two trials: the agent reset at each start
     assert agent.n_trials >= 1
 
 
