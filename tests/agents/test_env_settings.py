@@ -102,7 +102,11 @@ def test_the_recurring_rows_are_the_suites_and_cover_every_id():
                 assert row.options("gt")["reward"] == "inverted-double-pendulum-lqr-terminal"
             else:  # GT plans as the learners do
                 assert row.options("gt") == {"reward": row.reward, **row.planner}
-            assert dict(row.model) == {"planning_models": "mean"}
+            # every learner plans with the posterior mean (IDP: wider random features too)
+            assert {k: v for k, v in row.model.items() if k != "bandwidth"} == {
+                "planning_models": "mean"
+            }
+            assert ("bandwidth" in row.model) == (name == "InvertedDoublePendulum")
 
 
 def test_a_wrapped_or_class_built_environment_finds_its_row():
@@ -387,3 +391,42 @@ if __name__ == "__main__":
 def test_a_rows_segment_readouts_must_be_increasing_positive_ints(steps):
     with pytest.raises(ValueError, match="segment_readouts must be None or a tuple"):
         table.EnvSettings("docs/recurring.md#the-suite", segment_readouts=steps)
+
+
+@pytest.mark.parametrize("bandwidth", [0, -6.0, float("nan"), float("inf"), True, "6"])
+def test_a_rows_bandwidth_must_be_a_positive_number(bandwidth):
+    with pytest.raises(ValueError, match="model's bandwidth must be a finite number > 0"):
+        table.EnvSettings("docs/recurring.md#the-suite", model={"bandwidth": bandwidth})
+
+
+def test_a_rows_bandwidth_reaches_every_learner_and_is_recorded_only_where_set():
+    """Issue 53 (beyond the paper): the recurring InvertedDoublePendulum row widens the random
+    features' bandwidth for every learner (every door); an explicit one wins; a row that
+    does not set it keeps the agents' default and records no such setting."""
+    from bam_rl.experiments.recurring import METHODS, grid
+
+    env_id = "bam_rl/RecurringInvertedDoublePendulum-v0"
+    width = ENV_SETTINGS[env_id].model["bandwidth"]
+    assert width != 6.0  # the paper's
+    env = gym.make(env_id)
+    for name in ("mppi-bam-segments", "mppi-recursive", "mppi-bam"):
+        assert make_agent(name, env, 0).model.features.bandwidth == width
+        assert resolved_settings(name, env)["settings"]["bandwidth"] == {
+            "value": width,
+            "source": "table",
+        }
+    assert MPPIAgent.from_env(env, memory="bam_segments", seed=0).model.features.bandwidth == width
+    specs = [run for run in grid(1, methods=list(METHODS)) if run.env_id == env_id]
+    assert specs and all(
+        spec.agent_kwargs.get("bandwidth") == width
+        for spec in specs
+        if spec.agent_name != "mppi-gt"
+    )
+    assert "bandwidth" not in resolved_settings("mppi-gt", env)["settings"]
+    given = make_agent("mppi-bam-segments", env, 0, bandwidth=3.0)
+    assert given.model.features.bandwidth == 3.0
+    recorded = resolved_settings("mppi-bam-segments", env, bandwidth=3.0)["settings"]
+    assert recorded["bandwidth"] == {"value": 3.0, "source": "user"}
+    other = gym.make("bam_rl/RecurringPendulum-v0")
+    assert "bandwidth" not in resolved_settings("mppi-bam-segments", other)["settings"]
+    assert make_agent("mppi-bam-segments", other, 0).model.features.bandwidth == 6.0
