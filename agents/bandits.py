@@ -382,7 +382,9 @@ class ThompsonSampling(BanditAgent):
         update), so only the pulled arm's parameters are recomputed; the cache lives outside
         the agent and is never saved. While no rule's belief was assigned since the last pass
         (``BELIEF_WRITES``, for rules whose ``prior_for_next`` is their belief) the pass is
-        skipped: :meth:`_observe` keeps the pulled arm's parameters in step itself.
+        skipped: :meth:`_observe` keeps the pulled arm's parameters in step itself. (Beliefs
+        are read as immutable values, as everywhere in bam-rl: a belief written straight into
+        a rule's ``__dict__``, or a field array changed in place, is not seen by the skip.)
         """
         writes = BELIEF_WRITES.writes  # first: an assignment from here on is seen next time
         cached = _GAUSSIAN_DRAWS.get(self)
@@ -408,7 +410,13 @@ class ThompsonSampling(BanditAgent):
             if kind.sample is not BeliefRule.sample:
                 return None
             custom_prior = custom_prior or kind.prior_for_next is not BeliefRule.prior_for_next
-            numbered = numbered and getattr(kind, "belief", None) is BELIEF_WRITES
+            # numbered: every assignment of ``belief`` goes through BELIEF_WRITES (a class
+            # whose __setattr__ writes __dict__ itself would bypass it)
+            numbered = (
+                numbered
+                and getattr(kind, "belief", None) is BELIEF_WRITES
+                and kind.__setattr__ is object.__setattr__
+            )
         if custom_prior:
             current = [rule.prior_for_next() for rule in rules]
         else:  # the base prior_for_next: the rule's belief

@@ -268,7 +268,9 @@ class _NumberedBelief:
     Thompson agent's draw parameters: one comparison instead of reading every arm's belief on
     every step). Only a write into ``__dict__`` itself goes unnumbered. The memoryless rules
     keep a plain attribute: their updates take a few µs, of which the numbering's Python call
-    (~0.2 µs) would be a visible part."""
+    (~0.2 µs) would be a visible part. Having no ``__get__`` (the read it would cost is what it
+    saves), it makes ``rule.belief`` on a rule that holds none (deleted, or built without
+    ``__init__``) return this descriptor rather than raise ``AttributeError``."""
 
     __slots__ = ("_numbers", "writes")
 

@@ -239,7 +239,7 @@ def one_point_readout(  # pragma: no cover - compiled
         picks[i] = order[position]
         weights[picks[i]] = 1.0
     # |precision_mean| of a record <= 2 |its mean| n / σ² (the means are rounded quotients)
-    largest = 2.0 * per_record * max(-sorted_values[0], sorted_values[m - 1], 0.0)
+    largest = 2.0 * per_record * max(-sorted_values[0], sorted_values[m - 1], 0.0) if m else 0.0
     if stays_finite(h0, prior_precision_mean, precision_mean, per_record, log_h, largest, m):
         return n_chosen
     return -2 - n_chosen

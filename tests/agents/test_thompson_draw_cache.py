@@ -85,3 +85,24 @@ def test_the_kept_draw_parameters_follow_every_assignment():
         observation = following
     agent.rules[2] = BAM(model)  # a rule replaced by hand
     assert _kept(agent) == _expected(agent)
+
+
+class _SetsItsOwnAttributes(BAM):
+    """A BAM whose ``__setattr__`` writes ``__dict__`` itself: its belief assignments bypass
+    the numbering, so the draw must not skip its pass over the arms."""
+
+    def __setattr__(self, name, value):
+        self.__dict__[name] = value
+
+
+def test_a_rule_that_sets_its_own_attributes_is_read_every_step():
+    env = gym.make("bam_rl/SwitchingBandit-v0", n_arms=3, max_steps=100)
+    agent = ThompsonSampling.gaussian(3, "bam", seed=1)
+    agent.rules = [_SetsItsOwnAttributes(agent.model) for _ in range(3)]
+    observation, info = env.reset(seed=0)
+    agent.reset(observation, info)
+    for _ in range(30):
+        action = agent.act(observation)
+        observation, reward, terminated, truncated, info = env.step(action)
+        agent.observe(action, float(reward), observation, terminated, truncated, info)
+        assert _kept(agent) == _expected(agent)

@@ -5,6 +5,7 @@ statistics, through appends, clears and merges of the memory."""
 from __future__ import annotations
 
 import importlib
+import math
 
 import numpy as np
 import pytest
@@ -248,7 +249,9 @@ def test_bam_with_the_one_call_readout_equals_bam_without(monkeypatch):
 
 
 def _stays_finite_reference(h0, prior_mean, datum_mean, datum_precision, log_h, largest, size):
-    """The literal Python test the compiled readout makes (its ``stays_finite``)."""
+    """The compiled readout's ``stays_finite``, line for line in Python (a check of the
+    compilation; what the test proves is checked by
+    ``test_what_the_overflow_test_passes_has_finite_objectives``)."""
     eta1 = abs(prior_mean) + size * largest
     eta1 += abs(datum_mean)
     eta2 = h0 + size * datum_precision + datum_precision
@@ -296,3 +299,40 @@ def test_the_one_call_readout_flags_objectives_that_could_overflow():
         assert picks.tolist() == expected_picks.tolist()
         assert weights.tobytes() == expected_weights.tobytes()
         assert stays_finite is finite
+
+
+def _log_partition(eta1: float, eta2: float) -> float:
+    return 0.5 * eta1 * eta1 / eta2 - 0.5 * math.log(eta2) + 0.5 * math.log(2 * math.pi)
+
+
+_MAGNITUDES = st.floats(1e-300, 1e300) | st.sampled_from([1e150, 1e153, 1e306])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    h0=_MAGNITUDES,
+    prior=_MAGNITUDES,
+    precision=_MAGNITUDES,
+    log_h=st.floats(-1e300, 1e300),
+    means=st.lists(st.floats(-1.0, 1.0), min_size=1, max_size=12),
+    big=_MAGNITUDES,
+    data=st.data(),
+)
+def test_what_the_overflow_test_passes_has_finite_objectives(
+    h0, prior, precision, log_h, means, big, data
+):
+    """The claim itself: when ``stays_finite`` holds, the objective ``J`` of the prior plus any
+    subset of records whose ``|precision_mean|`` is at most ``largest`` is computed without an
+    overflow or a division by zero."""
+    from bam_rl.kernels.readout import stays_finite
+
+    records = [big * u for u in means]  # |precision_mean| <= big
+    datum = data.draw(st.floats(-1.0, 1.0)) * big
+    if not stays_finite(h0, prior, datum, precision, log_h, big, len(records)):
+        return
+    chosen = data.draw(st.lists(st.sampled_from(range(len(records))), unique=True))
+    eta1 = prior + sum(records[i] for i in chosen)
+    eta2 = h0 + len(chosen) * precision
+    # Python floats: an overflow shows as inf (or nan after inf - inf), never silently finite
+    objective = _log_partition(eta1 + datum, eta2 + precision) - _log_partition(eta1, eta2)
+    assert math.isfinite(objective + log_h)
