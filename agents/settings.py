@@ -492,7 +492,8 @@ def resolve(
     discrete = isinstance(getattr(env, "action_space", None), gym.spaces.Discrete)
     kwargs = {key: value for key, value in given.items() if not (key == "reward" and value is None)}
     settings: dict[str, dict[str, Any]] = {}
-    for name in names:
+    # the row's options beyond ``names`` too (_ROW_ONLY_MODEL), recorded only where set
+    for name in (*names, *(key for key in table if key not in names)):
         if name in kwargs:
             value = kwargs[name]
             source = "table" if name in table and _same(value, table[name]) else "user"
@@ -520,13 +521,6 @@ def resolve(
         # the generic temperature weighs normalised returns
         kwargs["normalize_returns"] = True
         settings["normalize_returns"] = {"value": True, "source": "generic"}
-    for name, value in table.items():  # a row's option beyond ``names`` (_ROW_ONLY_MODEL)
-        if name not in settings:
-            if name in kwargs:
-                source = "table" if _same(kwargs[name], value) else "user"
-            else:
-                kwargs[name], source = value, "table"
-            settings[name] = {"value": recordable(kwargs[name]), "source": source}
     if kind == "learned":
         if "announced" in kwargs:
             settings["announced"] = {"value": bool(kwargs["announced"]), "source": "user"}

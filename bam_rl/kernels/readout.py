@@ -271,8 +271,9 @@ def stays_finite(  # pragma: no cover - compiled
     at most ~10^12 additions the rounding cannot close the gap to float64's 1.8e308.
     ``h0`` and ``prior_mean`` are the prior's ``precision`` and ``precision_mean``; the datum's
     ``precision_mean``, ``precision`` and ``log_h`` follow; ``largest`` bounds the records'
-    ``|precision_mean|``, and each record's ``precision`` is the datum's. (Its literal Python
-    reference is in ``tests/core/test_readout_one_point.py``.)
+    ``|precision_mean|``, and each record's ``precision`` is the datum's. (Tested in
+    ``tests/core/test_readout_one_point.py``: against the same test in Python, and for what
+    it proves, on the objectives of random subsets.)
     """
     eta1 = abs(prior_mean) + size * largest
     eta1 += abs(datum_mean)

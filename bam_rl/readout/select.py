@@ -405,21 +405,14 @@ def one_point_posterior(
 
 
 def _dot_of_equal(
-    weights: np.ndarray,
-    column: np.ndarray,
-    n_picks: int,
-    c: float | None = None,
-    numerator: int | None = None,
+    weights: np.ndarray, column: np.ndarray, n_picks: int, c: float, numerator: int
 ) -> float:
     """``float(weights.dot(column))`` for 0/1 ``weights`` with ``n_picks`` ones over a column
-    whose entries all equal ``c = column[0] >= 1`` (one-point records of one count, as the
-    kernel checked): ``n_picks · c`` when that is exact whatever the order of the additions —
-    ``c = M / 2^p`` with ``M · len(column) < 2^53``, so every partial sum ``j · c`` is a float
-    and the dot product's sum (zeros included) is ``n_picks · c`` bit for bit (tested) —
-    else the dot product itself. A caller that keeps ``c`` and its ``M`` passes them."""
-    if c is None or numerator is None:
-        c = float(column[0])
-        numerator = c.as_integer_ratio()[0]
+    whose entries all equal ``c >= 1`` (one-point records of one count, as the kernel
+    checked), ``numerator`` being ``M`` of ``c = M / 2^p``: ``n_picks · c`` when that is exact
+    whatever the order of the additions — ``M · len(column) < 2^53``, so every partial sum
+    ``j · c`` is a float and the dot product's sum (zeros included) is ``n_picks · c`` bit for
+    bit (tested) — else the dot product itself."""
     if numerator * column.size < _EXACT_INTEGERS:
         return n_picks * c
     return float(weights.dot(column))

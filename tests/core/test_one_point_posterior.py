@@ -75,7 +75,8 @@ def test_the_precision_sum_shortcut_is_the_dot_product():
         column = np.full(m, c)
         weights = (rng.random(m) < rng.random()).astype(np.float64)
         expected = float(weights.dot(column))
-        got = select_module._dot_of_equal(weights, column, int(weights.sum()))
+        numerator = c.as_integer_ratio()[0]
+        got = select_module._dot_of_equal(weights, column, int(weights.sum()), c, numerator)
         assert np.float64(got).tobytes() == np.float64(expected).tobytes()
 
 
