@@ -4,10 +4,17 @@ One planning rollout of ``GroundTruthMPPI``'s model at equal K and H, side by si
 process: :class:`~bam_rl.agents.simulator.MujocoEnvDynamics` batched (``mujoco.rollout`` on a
 persistent pool of 2 threads, and of 1 for reference) against the same class with
 ``batched=False`` (the loop that copies the live ``MjData`` and steps the environment's own
-``do_simulation``, the only path before issue 53). Calls alternate between the two, so a
-change of the machine's load hits both; each row is the median wall time. The peer column is
-the loop; the bar is issue 53's: the batched rollout takes at most 0.6 × the loop's time on
-2 threads (ratio = loop / batched ≥ 1/0.6).
+``do_simulation``, the only path before issue 53). Blocks of :data:`BLOCK` calls alternate
+between the two, so a change of the machine's load hits both; each row is the median wall
+time over every call. The peer column is the loop; the bar is issue 53's: the batched rollout
+takes at most 0.6 × the loop's time on 2 threads (ratio = loop / batched ≥ 1/0.6).
+
+Why blocks and not single calls: the planner calls its rollout once a step with well under a
+millisecond between calls, while alternating single calls leaves the helper thread's core
+idle for a whole loop call (12 ms on InvertedDoublePendulum) before each batched one. On the
+shared 2-core machine a core idle that long wakes slowly: the same 2-thread IDP rollout (K =
+32, H = 5) took a median 4.6 ms back to back or after a 1 ms gap, 7.6–8.1 ms after a 12 ms one
+(sleeping or busy on the calling thread; docs/any_env.md).
 
 Usage: ``python -m bam_rl.bench.rollout [--calls 60]`` (or ``bam-rl bench --only
 rollout``).
@@ -31,6 +38,9 @@ WORKLOADS = (
     ("InvertedDoublePendulum-v5", 128, 10),
 )
 BAR = 0.6
+#: Consecutive calls of one side before the other side's block (the first call of each block
+#: pays the wake of an idle core; the median is over every call).
+BLOCK = 10
 
 
 def _side_by_side(env_id: str, k: int, h: int, threads: int, calls: int) -> tuple[float, float]:
@@ -51,11 +61,12 @@ def _side_by_side(env_id: str, k: int, h: int, threads: int, calls: int) -> tupl
     ):
         raise RuntimeError(f"{env_id}: the batched rollout differs from the loop")
     times: dict[str, list[float]] = {"batched": [], "loop": []}
-    for _ in range(calls):
+    for _ in range(-(-calls // BLOCK)):
         for name, dynamics in (("batched", batched), ("loop", loop)):
-            start = time.perf_counter()
-            dynamics.rollout_unchecked(observation, actions)
-            times[name].append(time.perf_counter() - start)
+            for _ in range(BLOCK):
+                start = time.perf_counter()
+                dynamics.rollout_unchecked(observation, actions)
+                times[name].append(time.perf_counter() - start)
     env.close()
     return float(np.median(times["batched"])), float(np.median(times["loop"]))
 

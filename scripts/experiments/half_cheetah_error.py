@@ -42,7 +42,11 @@ def random_trials(seed: int, n_trials: int, steps: int = TRIAL_STEPS) -> list[Tr
 
 def normalized_error(model: RFFDynamicsModel, trials: Sequence[Trial]) -> float:
     """Per-component RMSE of the posterior-mean one-step change over the target standard
-    deviation, root mean square over components (1: as good as predicting the mean)."""
+    deviation, root mean square over components (1: as good as predicting the mean).
+
+    Its square is the variance unexplained (the mean over components of 1 − R²), the scale
+    the issue's prototype figures are on (docs/any_env.md): the tables print both.
+    """
     states = np.concatenate([s[:-1] for s, _ in trials])
     actions = np.concatenate([a for _, a in trials])
     deltas = np.concatenate([np.diff(s, axis=0) for s, _ in trials])
@@ -114,14 +118,18 @@ def half_cheetah(seed: int, tuning_seed: int = 0, n_test: int = 10) -> None:
                 train,
                 test,
             )
+            unexplained = np.mean(np.square(errors)) / np.mean(np.square(current))
             print(
                 f"  {n_fit * TRIAL_STEPS} transitions, normalised (200, {rule}): {_cells(errors)} "
-                f"= {np.mean(errors) / np.mean(current):.3f} × current",
+                f"= {np.mean(errors) / np.mean(current):.3f} × current "
+                f"(variance unexplained: {unexplained:.3f} ×)",
                 flush=True,
             )
         linear = _linear_error(train, test)
         print(
-            f"  {n_fit * TRIAL_STEPS} transitions, linear least squares: {linear:.4f}", flush=True
+            f"  {n_fit * TRIAL_STEPS} transitions, linear least squares: {linear:.4f} "
+            f"(variance unexplained {linear**2:.4f})",
+            flush=True,
         )
     train = trials[:10]
     flips = [float(np.ptp(states[:, 1])) for states, _ in test]
@@ -159,7 +167,8 @@ def half_cheetah(seed: int, tuning_seed: int = 0, n_test: int = 10) -> None:
         rollout_s = (time.perf_counter() - start) / 3
         error = normalized_error(model, test)
         print(
-            f"  normalised, {n_features} features, 3000 transitions: error {error:.4f}; one "
+            f"  normalised, {n_features} features, 3000 transitions: error {error:.4f} "
+            f"(variance unexplained {error**2:.4f}); one "
             f"trial's statistics {stats_s * 1e3:.0f} ms, posterior solve {solve_s * 1e3:.0f} ms, "
             f"one log marginal likelihood (a readout's unit) {marginal_s * 1e3:.0f} ms, "
             f"planning rollout K = 128, H = 20: {rollout_s * 1e3:.0f} ms",
@@ -187,4 +196,7 @@ def _fitted(model: RFFDynamicsModel, trials: Sequence[Trial]) -> RFFDynamicsMode
 
 
 def _cells(errors: list[float]) -> str:
-    return f"mean {np.mean(errors):.4f} (feature seeds: {', '.join(f'{e:.4f}' for e in errors)})"
+    return (
+        f"mean {np.mean(errors):.4f} (feature seeds: {', '.join(f'{e:.4f}' for e in errors)}; "
+        f"variance unexplained mean {np.mean(np.square(errors)):.4f})"
+    )

@@ -30,7 +30,8 @@ file) scores the paper's 200-feature model against the normalised model
 (:class:`~bam_rl.agents.normalized_dynamics.NormalizedRFFDynamicsModel`) on held-out
 random-action transitions of HalfCheetah-v5: normalised one-step error (per-component RMSE /
 target standard deviation, root mean square over the 17 components: 1 is predicting the
-mean), per-dimension length-scale rules, bandwidths, feature counts and the readout's cost::
+mean) and the variance unexplained (per-component MSE / target variance, averaged),
+per-dimension length-scale rules, bandwidths, feature counts and the readout's cost::
 
     MUJOCO_GL=egl python scripts/experiments/model_heldout_error.py --task half-cheetah
 """
