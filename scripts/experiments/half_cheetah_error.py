@@ -45,7 +45,7 @@ def normalized_error(model: RFFDynamicsModel, trials: Sequence[Trial]) -> float:
     deviation, root mean square over components (1: as good as predicting the mean).
 
     Its square is the variance unexplained (the mean over components of 1 − R²), the scale
-    the issue's prototype figures are on (docs/any_env.md): the tables print both.
+    the issue's prototype figures appear to be on (docs/any_env.md): the tables print both.
     """
     states = np.concatenate([s[:-1] for s, _ in trials])
     actions = np.concatenate([a for _, a in trials])
