@@ -316,6 +316,22 @@ _RECURRING: dict[str, EnvSettings] = {
 }
 
 
+#: Continual ids whose row differs from the episodic one (issue 52, beyond the paper): the
+#: cart-pole swing-up's learners, told of no change, use random features of bandwidth 24
+#: instead of the paper's 6, so a world's record predicts states its trials have not reached
+#: and the detector names the worlds by their gravity (docs/recurring.md, "Fifth round";
+#: chosen on seeds 100-104 among 6-36 and checked on 105-109). The episodic id keeps its
+#: row, so the announced runs and their numbers are unchanged.
+_RECURRING_CONTINUAL: dict[str, EnvSettings] = {
+    "CartPoleSwingUp": EnvSettings(
+        "docs/recurring.md#fifth-round-a-wider-kernel-on-the-swing-up",
+        reward="cartpole-swingup",
+        model={"planning_models": "mean", "bandwidth": 24.0},
+        note="the paper's planner; nothing announced: features of bandwidth 24 name the worlds",
+    ),
+}
+
+
 def _recurring_ids(name: str) -> tuple[str, str]:
     return f"bam_rl/Recurring{name}-v0", f"bam_rl/Recurring{name}Continual-v0"
 
@@ -334,6 +350,7 @@ ENV_SETTINGS: Mapping[str, EnvSettings] = MappingProxyType(
         "MountainCarContinuous-v0": _MOUNTAIN_CAR,
         "CartPole-v1": _CARTPOLE_V1,
         **{env_id: row for name, row in _RECURRING.items() for env_id in _recurring_ids(name)},
+        **{_recurring_ids(name)[1]: row for name, row in _RECURRING_CONTINUAL.items()},
     }
 )
 

@@ -185,9 +185,13 @@ def handle(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         with pd.option_context("display.width", 120, "display.max_columns", 20):
             print(f"== {name} ({seconds:.1f} s) -> {out.resolve()}")
             if "note" in summary:  # one line, not a column of the table
-                print(f"({summary['note'].iloc[0]})")
+                if len(summary):
+                    print(f"({summary['note'].iloc[0]})")
                 summary = summary.drop(columns="note")
-            print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+            if summary.empty:  # e.g. recurring-worlds with only its extra settings
+                print("(no summary rows: the measures are in the folder's other CSV files)")
+            else:
+                print(summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
         rows = _claims(name, out)
         if isinstance(rows, str):
             print(f"{name}: the paper's claims: unreadable ({rows})")

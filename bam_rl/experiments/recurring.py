@@ -255,6 +255,24 @@ def with_reference(trials: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+#: The columns of :func:`visit_table` (``visits.csv``), also those of an empty one.
+VISIT_COLUMNS = (
+    "env",
+    "setting",
+    "method",
+    "seed_index",
+    "visit",
+    "world",
+    "world_value",
+    "revisit",
+    "gt",
+    "first",
+    "to_90",
+    "drop",
+    "regret",
+)
+
+
 def visit_table(trials: pd.DataFrame) -> pd.DataFrame:
     """Per (env, setting, method, seed, visit) of the learned methods: ``first`` (the first
     trial relative to GT MPC's same trial), ``to_90``, ``drop``, ``regret``, ``gt`` (see the
@@ -286,7 +304,7 @@ def visit_table(trials: pd.DataFrame) -> pd.DataFrame:
             }
         )
         previous_last = float(ratios[-1])
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(VISIT_COLUMNS))
 
 
 def summarize(visits: pd.DataFrame) -> pd.DataFrame:
@@ -488,7 +506,7 @@ def reproduce(
     )
     trials = per_trial(steps)
     main = trials[trials["setting"].isin(SETTINGS)]
-    visits = visit_table(main)
+    visits = visit_table(main)  # empty when only the extra settings run
     summary = summarize(visits)
     write_frame(trials, out / "trials.csv")
     write_frame(visits, out / "visits.csv")
@@ -497,6 +515,8 @@ def reproduce(
     def draw() -> None:
         for name in sorted(set(main["env"])):
             plot_environment(main, name, out / f"recurring_{name}.png")
+        if visits.empty:
+            return
         plot_overview(visits, out / "recurring_overview.png")
         if peers and (visits["method"].isin(list(PEERS))).any():
             plot_overview(visits, out / "recurring_peers.png", settings=("continual",))

@@ -102,11 +102,13 @@ def test_the_recurring_rows_are_the_suites_and_cover_every_id():
                 assert row.options("gt")["reward"] == "inverted-double-pendulum-lqr-terminal"
             else:  # GT plans as the learners do
                 assert row.options("gt") == {"reward": row.reward, **row.planner}
-            # every learner plans with the posterior mean (IDP: wider random features too)
+            # every learner plans with the posterior mean (IDP, and the swing-up told of no
+            # change: wider random features too)
             assert {k: v for k, v in row.model.items() if k != "bandwidth"} == {
                 "planning_models": "mean"
             }
-            assert ("bandwidth" in row.model) == (name == "InvertedDoublePendulum")
+            wider = name == "InvertedDoublePendulum" or (name == "CartPoleSwingUp" and continual)
+            assert ("bandwidth" in row.model) == wider
 
 
 def test_a_wrapped_or_class_built_environment_finds_its_row():
@@ -430,3 +432,33 @@ def test_a_rows_bandwidth_reaches_every_learner_and_is_recorded_only_where_set()
     other = gym.make("bam_rl/RecurringPendulum-v0")
     assert "bandwidth" not in resolved_settings("mppi-bam-segments", other)["settings"]
     assert make_agent("mppi-bam-segments", other, 0).model.features.bandwidth == 6.0
+
+
+def test_the_continual_swing_up_alone_widens_the_bandwidth():
+    """Issue 52 (beyond the paper): the continual cart-pole swing-up's row gives every learner
+    a wider bandwidth; its episodic id keeps the paper's 6 and records no bandwidth, so the
+    announced runs' keys and numbers are unchanged."""
+    from bam_rl.experiments.recurring import METHODS, grid
+
+    continual = "bam_rl/RecurringCartPoleSwingUpContinual-v0"
+    episodic = "bam_rl/RecurringCartPoleSwingUp-v0"
+    width = ENV_SETTINGS[continual].model["bandwidth"]
+    assert width != 6.0
+    assert "bandwidth" not in ENV_SETTINGS[episodic].model
+    assert ENV_SETTINGS[continual].options("learned") == {
+        **ENV_SETTINGS[episodic].options("learned"),
+        "bandwidth": width,
+    }
+    env = gym.make(continual)
+    for name in ("mppi-bam-segments", "mppi-recursive", "mppi-recent-window"):
+        assert make_agent(name, env, 0).model.features.bandwidth == width
+        assert resolved_settings(name, env)["settings"]["bandwidth"]["value"] == width
+    told = gym.make(episodic)
+    assert "bandwidth" not in resolved_settings("mppi-bam-segments", told)["settings"]
+    assert make_agent("mppi-bam-segments", told, 0).model.features.bandwidth == 6.0
+    specs = [run for run in grid(1, methods=list(METHODS)) if "CartPoleSwingUp" in run.env_id]
+    learned = [spec for spec in specs if spec.agent_name != "mppi-gt"]
+    assert {spec.env_id for spec in learned} == {continual, episodic}
+    for spec in learned:
+        expected = width if spec.env_id == continual else None
+        assert spec.agent_kwargs.get("bandwidth") == expected

@@ -216,6 +216,25 @@ def test_quick_reproduction_writes_sane_files(tmp_path):
     assert main(out) == 0
 
 
+def test_a_reproduction_of_the_extra_settings_alone_writes_its_measures(tmp_path):
+    """``--settings stationary`` alone (no episodic or continual run, so no visit to score)
+    writes ``unannounced.csv`` and an empty ``visits.csv`` instead of failing in the summary."""
+    from bam_rl.cli import main
+
+    out = [
+        "reproduce", "recurring-worlds", "--quick", "--envs", "CartPole",
+        "--settings", "stationary", "--out", str(tmp_path), "--no-progress",
+    ]  # fmt: skip
+    assert main(out) == 0
+    folder = tmp_path / "recurring-worlds"
+    assert set(pd.read_csv(folder / "trials.csv")["setting"]) == {"stationary"}
+    visits = pd.read_csv(folder / "visits.csv")
+    assert visits.empty and list(visits.columns)[:3] == ["env", "setting", "method"]
+    unannounced = pd.read_csv(folder / "unannounced.csv")
+    assert set(unannounced["setting"]) == {"stationary"} and "named_30" in unannounced
+    assert not (folder / "recurring_overview.png").exists()
+
+
 def test_gt_as_a_learner_scores_exactly_one(tmp_path):
     """Paired scoring: every method's trial t of seed s starts from the same state as GT MPC's
     (one config per environment and setting), so GT MPC in a learner's place scores 1."""
