@@ -304,7 +304,8 @@ def visit_table(trials: pd.DataFrame) -> pd.DataFrame:
             }
         )
         previous_last = float(ratios[-1])
-    return pd.DataFrame(rows, columns=list(VISIT_COLUMNS))
+    # the rows' own keys when there are rows (a test holds them to VISIT_COLUMNS)
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(VISIT_COLUMNS))
 
 
 def summarize(visits: pd.DataFrame) -> pd.DataFrame:

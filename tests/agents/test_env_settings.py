@@ -434,7 +434,7 @@ def test_a_rows_bandwidth_reaches_every_learner_and_is_recorded_only_where_set()
     assert make_agent("mppi-bam-segments", other, 0).model.features.bandwidth == 6.0
 
 
-def test_the_continual_swing_up_alone_widens_the_bandwidth():
+def test_the_continual_swing_up_row_widens_the_bandwidth_and_the_episodic_keeps_6():
     """Issue 52 (beyond the paper): the continual cart-pole swing-up's row gives every learner
     a wider bandwidth; its episodic id keeps the paper's 6 and records no bandwidth, so the
     announced runs' keys and numbers are unchanged."""

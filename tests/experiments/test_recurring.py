@@ -191,7 +191,7 @@ def test_relative_score():
 
 def test_quick_reproduction_writes_sane_files(tmp_path):
     from bam_rl.cli import main
-    from bam_rl.experiments.recurring import METHODS, QUICK_ENVS, claims, scale
+    from bam_rl.experiments.recurring import METHODS, QUICK_ENVS, VISIT_COLUMNS, claims, scale
 
     out = ["reproduce", "recurring-worlds", "--quick", "--out", str(tmp_path), "--no-progress"]
     assert main(out) == 0
@@ -202,6 +202,7 @@ def test_quick_reproduction_writes_sane_files(tmp_path):
     assert set(trials["setting"]) == {"episodic", "continual"}
     assert trials.groupby(["env", "setting", "method"]).size().eq(len(ORDER)).all()
     visits = pd.read_csv(folder / "visits.csv")
+    assert list(visits.columns) == list(VISIT_COLUMNS)  # no key of a visit dropped
     assert visits["revisit"].sum() == 2 * 2 * 2 * 6  # 2 revisits x 2 envs x 2 settings x 6
     summary = pd.read_csv(folder / "summary.csv")
     assert {"first", "to_90", "drop", "regret", "pass_07"} <= set(summary.columns)
@@ -220,6 +221,7 @@ def test_a_reproduction_of_the_extra_settings_alone_writes_its_measures(tmp_path
     """``--settings stationary`` alone (no episodic or continual run, so no visit to score)
     writes ``unannounced.csv`` and an empty ``visits.csv`` instead of failing in the summary."""
     from bam_rl.cli import main
+    from bam_rl.experiments.recurring import VISIT_COLUMNS
 
     out = [
         "reproduce", "recurring-worlds", "--quick", "--envs", "CartPole",
@@ -229,7 +231,7 @@ def test_a_reproduction_of_the_extra_settings_alone_writes_its_measures(tmp_path
     folder = tmp_path / "recurring-worlds"
     assert set(pd.read_csv(folder / "trials.csv")["setting"]) == {"stationary"}
     visits = pd.read_csv(folder / "visits.csv")
-    assert visits.empty and list(visits.columns)[:3] == ["env", "setting", "method"]
+    assert visits.empty and list(visits.columns) == list(VISIT_COLUMNS)
     unannounced = pd.read_csv(folder / "unannounced.csv")
     assert set(unannounced["setting"]) == {"stationary"} and "named_30" in unannounced
     assert not (folder / "recurring_overview.png").exists()
