@@ -47,16 +47,23 @@ BAR = 0.6
 BLOCK = 10
 
 
-def _side_by_side(env_id: str, k: int, h: int, threads: int, calls: int) -> tuple[float, float]:
-    """Median seconds of one rollout, batched on ``threads`` and by the loop, alternating."""
+def _workload(env_id: str, k: int, h: int) -> tuple[Any, np.ndarray, np.ndarray]:
+    """The unwrapped environment reset at seed 0, its observation and ``(k, h, nu)`` actions."""
     import gymnasium as gym
 
     import bam_rl  # noqa: F401
-    from bam_rl.agents.simulator import MujocoEnvDynamics
 
     env: Any = gym.make(env_id).unwrapped
     observation, _ = env.reset(seed=0)
     actions = np.random.default_rng(0).uniform(-0.3, 0.3, size=(k, h, env.model.nu))
+    return env, observation, actions
+
+
+def _side_by_side(env_id: str, k: int, h: int, threads: int, calls: int) -> tuple[float, float]:
+    """Median seconds of one rollout, batched on ``threads`` and by the loop, alternating."""
+    from bam_rl.agents.simulator import MujocoEnvDynamics
+
+    env, observation, actions = _workload(env_id, k, h)
     batched = MujocoEnvDynamics(env, batched=True, n_threads=threads)
     loop = MujocoEnvDynamics(env, batched=False)
     if not np.array_equal(
@@ -96,14 +103,9 @@ def rollout_rows(quick: bool = False, calls: int = 60) -> list[tuple]:
 def gap_rows(calls: int = 60) -> list[tuple[str, float]]:
     """Median seconds of the 2-thread IDP rollout (K = 32, H = 5) after each idle gap of the
     calling thread (sleeping): what a core left idle between calls costs the next one."""
-    import gymnasium as gym
-
-    import bam_rl  # noqa: F401
     from bam_rl.agents.simulator import MujocoEnvDynamics
 
-    env: Any = gym.make("InvertedDoublePendulum-v5").unwrapped
-    observation, _ = env.reset(seed=0)
-    actions = np.random.default_rng(0).uniform(-0.3, 0.3, size=(32, 5, env.model.nu))
+    env, observation, actions = _workload("InvertedDoublePendulum-v5", 32, 5)
     batched = MujocoEnvDynamics(env, batched=True, n_threads=2)
     batched.rollout_unchecked(observation, actions)
     rows = []
